@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import { compileEnvironment } from './compile.js';
+import { evaluateAll, evaluateFlag } from './evaluate.js';
+import type { EvaluationContext, SdkConfiguration, SdkFlag } from './types.js';
+
+const flag = (key: string, over: Partial<SdkFlag> = {}): SdkFlag => ({
+  key,
+  version: 1,
+  type: 'Json',
+  enabled: true,
+  variations: [
+    { key: 'on', value: { limits: [1, 2] } },
+    { key: 'off', value: null },
+  ],
+  rules: [],
+  fallthrough: { type: 'Fixed', variation: 'on' },
+  offVariation: 'off',
+  prerequisites: [],
+  ...over,
+});
+
+const config = (...flags: SdkFlag[]): SdkConfiguration => ({
+  environment: 'production',
+  version: 3,
+  flags,
+  segments: [],
+});
+
+describe('evaluation: unknown flag', () => {
+  it('is an ERROR result with FLAG_NOT_FOUND, null value and variation', () => {
+    expect(evaluateFlag(compileEnvironment(config()), 'nope', {})).toEqual({
+      key: 'nope',
+      value: null,
+      variation: null,
+      reason: 'ERROR',
+      errorCode: 'FLAG_NOT_FOUND',
+    });
+  });
+});
+
+describe('evaluation: results carry only the fields that apply', () => {
+  it('a default result has no ruleId, prerequisiteKey or errorCode', () => {
+    const result = evaluateFlag(compileEnvironment(config(flag('a'))), 'a', {});
+    expect(Object.keys(result).sort()).toEqual(['key', 'reason', 'value', 'variation']);
+  });
+});
+
+describe('evaluation: the context may be any value', () => {
+  it.each([null, undefined, 'user', 42, ['a']])('treats %j as an empty context', (context) => {
+    const env = compileEnvironment(config(flag('a')));
+    expect(evaluateFlag(env, 'a', context as unknown as EvaluationContext).reason).toBe('DEFAULT');
+  });
+});
+
+describe('compilation: the configuration is read, never changed', () => {
+  it('leaves the input untouched and serves frozen copies of JSON values', () => {
+    const input = config(
+      flag('a', {
+        rules: [
+          { id: 'r2', priority: 2, conditionGroups: [], serve: { type: 'Fixed', variation: 'on' } },
+          { id: 'r1', priority: 1, conditionGroups: [], serve: { type: 'Fixed', variation: 'on' } },
+        ],
+      }),
+    );
+    const snapshot = structuredClone(input);
+    const env = compileEnvironment(input);
+    expect(input).toEqual(snapshot);
+    expect(Object.isFrozen(input.flags[0]?.variations[0]?.value)).toBe(false);
+    const { value } = evaluateFlag(env, 'a', {});
+    expect(value).toEqual({ limits: [1, 2] });
+    expect(Object.isFrozen(value)).toBe(true);
+    expect(Object.isFrozen((value as { limits: number[] }).limits)).toBe(true);
+  });
+
+  it('keeps the first of duplicate flag keys', () => {
+    const env = compileEnvironment(config(flag('a'), flag('a', { enabled: false })));
+    expect(env.flagKeys).toEqual(['a']);
+    expect(evaluateFlag(env, 'a', {}).reason).toBe('DEFAULT');
+  });
+
+  it('exposes the environment name and version', () => {
+    const env = compileEnvironment(config(flag('a'), flag('b')));
+    expect(env.environment).toBe('production');
+    expect(env.version).toBe(3);
+    expect(env.flagKeys).toEqual(['a', 'b']);
+  });
+});
+
+describe('evaluation: evaluateAll', () => {
+  const env = compileEnvironment(
+    config(flag('a'), flag('b', { enabled: false }), flag('c', { prerequisites: [] })),
+  );
+
+  it('evaluates every flag, keyed by flag key', () => {
+    const all = evaluateAll(env, { userId: 'u' });
+    expect(Object.keys(all)).toEqual(['a', 'b', 'c']);
+    expect(all.b).toMatchObject({ key: 'b', variation: 'off', reason: 'DISABLED' });
+  });
+
+  it('evaluates only the flags the filter includes', () => {
+    expect(Object.keys(evaluateAll(env, {}, (key) => key !== 'b'))).toEqual(['a', 'c']);
+  });
+
+  it('returns the same results as evaluateFlag', () => {
+    const all = evaluateAll(env, { userId: 'u' });
+    for (const key of env.flagKeys)
+      expect(all[key]).toEqual(evaluateFlag(env, key, { userId: 'u' }));
+  });
+
+  it('handles a flag keyed "__proto__" as a plain key', () => {
+    const all = evaluateAll(compileEnvironment(config(flag('__proto__'))), {});
+    expect(Object.getPrototypeOf(all)).toBe(Object.prototype);
+    expect(Object.keys(all)).toEqual(['__proto__']);
+    expect(JSON.stringify(all)).toMatch(/^\{"__proto__":\{"key":"__proto__"/);
+  });
+});

@@ -1,0 +1,245 @@
+/**
+ * Evaluation: the hot path. Works only on compiled tables; no parsing, no closures, and the only
+ * allocation is the result object (plus attribute string forms where an operator needs them).
+ */
+import { bucket } from './bucketing.js';
+import type {
+  CompiledEnvironment,
+  CompiledFlag,
+  CompiledGroup,
+  CompiledRule,
+  CompiledSegment,
+  CompiledServe,
+} from './compile.js';
+import { conditionMatches } from './conditions.js';
+import type { CompiledCondition } from './conditions.js';
+import { bucketingIdentity } from './context.js';
+import { MAX_PREREQUISITE_DEPTH } from './prerequisites.js';
+import type {
+  EvaluationContext,
+  EvaluationErrorCode,
+  EvaluationReason,
+  EvaluationResult,
+} from './types.js';
+
+const EMPTY_CONTEXT: EvaluationContext = Object.freeze({});
+
+/** Served by a rollout when the context is in none of its slices. */
+const NOT_IN_ROLLOUT = -1;
+
+function errorResult(
+  key: string,
+  errorCode: EvaluationErrorCode,
+  prerequisiteKey?: string,
+): EvaluationResult {
+  const result: EvaluationResult = {
+    key,
+    value: null,
+    variation: null,
+    reason: 'ERROR',
+    errorCode,
+  };
+  if (prerequisiteKey !== undefined) result.prerequisiteKey = prerequisiteKey;
+  return result;
+}
+
+function served(
+  flag: CompiledFlag,
+  variationIndex: number,
+  reason: EvaluationReason,
+): EvaluationResult {
+  const variation = flag.variations[variationIndex];
+  if (variation === undefined) return errorResult(flag.key, 'MALFORMED_FLAG');
+  return { key: flag.key, value: variation.value, variation: variation.key, reason };
+}
+
+function conditionsMatch(
+  conditions: readonly CompiledCondition[],
+  and: boolean,
+  context: EvaluationContext,
+): boolean {
+  // And: every condition; Or: any. An empty list matches under And and under Or alike (handled by
+  // the callers), so that an empty group is "no constraint" rather than "nobody".
+  for (let i = 0; i < conditions.length; i++) {
+    const matched = conditionMatches(conditions[i] as CompiledCondition, context);
+    if (and ? !matched : matched) return !and;
+  }
+  return and;
+}
+
+function groupsMatch(groups: readonly CompiledGroup[], context: EvaluationContext): boolean {
+  for (let i = 0; i < groups.length; i++) {
+    const group = groups[i] as CompiledGroup;
+    if (group.conditions.length === 0) continue;
+    if (!conditionsMatch(group.conditions, group.and, context)) return false;
+  }
+  return true;
+}
+
+function inSegment(segment: CompiledSegment, context: EvaluationContext): boolean {
+  // A segment with no conditions contains nobody: an empty definition must not target everyone.
+  if (segment.conditions.length === 0) return false;
+  return conditionsMatch(segment.conditions, segment.and, context);
+}
+
+function ruleMatches(rule: CompiledRule, context: EvaluationContext): boolean {
+  if (rule.segment === null) return false;
+  if (!groupsMatch(rule.groups, context)) return false;
+  return rule.segment === undefined || inSegment(rule.segment, context);
+}
+
+/** The variation a rollout serves the context, or NOT_IN_ROLLOUT. */
+function rolloutVariation(serve: CompiledServe, context: EvaluationContext): number {
+  const identity = bucketingIdentity(context, serve.bucketBy);
+  if (identity === undefined) return NOT_IN_ROLLOUT;
+  const b = bucket(serve.salt, identity);
+  const bounds = serve.bounds;
+  for (let i = 0; i < bounds.length; i++) {
+    if (b < (bounds[i] as number)) return serve.boundVariations[i] as number;
+  }
+  return NOT_IN_ROLLOUT;
+}
+
+function offResult(
+  flag: CompiledFlag,
+  reason: EvaluationReason,
+  prerequisiteKey?: string,
+): EvaluationResult {
+  const result = served(flag, flag.offIndex, reason);
+  if (prerequisiteKey !== undefined) result.prerequisiteKey = prerequisiteKey;
+  return result;
+}
+
+/** Returns the result that ends evaluation when a prerequisite is not met, else `undefined`. */
+function checkPrerequisites(
+  env: CompiledEnvironment,
+  flag: CompiledFlag,
+  context: EvaluationContext,
+  depth: number,
+): EvaluationResult | undefined {
+  if (depth >= MAX_PREREQUISITE_DEPTH) {
+    return errorResult(flag.key, 'MALFORMED_FLAG', flag.prerequisites[0]?.key);
+  }
+  env.visiting[flag.index] = 1;
+  try {
+    for (const prerequisite of flag.prerequisites) {
+      const required = env.flagList[prerequisite.flagIndex];
+      if (required === undefined) {
+        return errorResult(flag.key, 'MALFORMED_FLAG', prerequisite.key);
+      }
+      if (env.visiting[required.index] === 1) {
+        return errorResult(flag.key, 'PREREQUISITE_CYCLE', prerequisite.key);
+      }
+      const outcome = evaluateCompiled(env, required, context, depth + 1);
+      if (outcome.reason === 'ERROR') {
+        return errorResult(flag.key, outcome.errorCode ?? 'MALFORMED_FLAG', prerequisite.key);
+      }
+      if (!required.enabled || outcome.variation !== prerequisite.expectedVariationKey) {
+        return offResult(flag, 'PREREQUISITE_FAILED', prerequisite.key);
+      }
+    }
+    return undefined;
+  } finally {
+    env.visiting[flag.index] = 0;
+  }
+}
+
+function evaluateCompiled(
+  env: CompiledEnvironment,
+  flag: CompiledFlag,
+  context: EvaluationContext,
+  depth: number,
+): EvaluationResult {
+  if (!flag.enabled) return offResult(flag, 'DISABLED');
+  if (flag.prerequisites.length > 0) {
+    const failed = checkPrerequisites(env, flag, context, depth);
+    if (failed !== undefined) return failed;
+  }
+  const rules = flag.rules;
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i] as CompiledRule;
+    if (!ruleMatches(rule, context)) continue;
+    const serve = rule.serve;
+    let variationIndex = serve.variationIndex;
+    if (serve.malformed) {
+      const result = errorResult(flag.key, 'MALFORMED_FLAG');
+      result.ruleId = rule.id;
+      return result;
+    }
+    if (serve.rollout) {
+      variationIndex = rolloutVariation(serve, context);
+      // Outside the rollout's slices the rule does not apply: on to the next rule.
+      if (variationIndex === NOT_IN_ROLLOUT) continue;
+    }
+    const result = served(flag, variationIndex, 'TARGETING_MATCH');
+    result.ruleId = rule.id;
+    return result;
+  }
+  const fallthrough = flag.fallthrough;
+  if (fallthrough.malformed) return errorResult(flag.key, 'MALFORMED_FLAG');
+  if (!fallthrough.rollout) return served(flag, fallthrough.variationIndex, 'DEFAULT');
+  const variationIndex = rolloutVariation(fallthrough, context);
+  // A context the fallthrough rollout cannot place (no identity, or a bucket beyond the weights)
+  // gets the off variation: "not in the experiment" rather than an arbitrary arm.
+  if (variationIndex === NOT_IN_ROLLOUT) return offResult(flag, 'DEFAULT');
+  return served(flag, variationIndex, 'SPLIT');
+}
+
+function asContext(context: unknown): EvaluationContext {
+  return typeof context === 'object' && context !== null && !Array.isArray(context)
+    ? (context as EvaluationContext)
+    : EMPTY_CONTEXT;
+}
+
+/**
+ * Evaluates one flag for a context. Never throws: an unknown flag, an unservable configuration,
+ * a missing prerequisite or a prerequisite cycle all give a result with reason `ERROR`,
+ * `value: null` and `variation: null`. See docs/evaluation.md for the full semantics.
+ *
+ * @param env - from {@link compileEnvironment}
+ * @param flagKey - the flag to evaluate
+ * @param context - free-form attributes; `{ userId, attributes: {...} }` is understood as-is
+ */
+export function evaluateFlag(
+  env: CompiledEnvironment,
+  flagKey: string,
+  context: EvaluationContext,
+): EvaluationResult {
+  const flag = env.flags.get(flagKey);
+  if (flag === undefined) return errorResult(flagKey, 'FLAG_NOT_FOUND');
+  return evaluateCompiled(env, flag, asContext(context), 0);
+}
+
+/**
+ * Evaluates every flag of the environment (in configuration order) for one context.
+ *
+ * @param include - when given, only flags for which it returns true are evaluated (for example
+ *   client-side-visible flags for the client evaluate endpoint)
+ * @returns a map from flag key to result
+ */
+export function evaluateAll(
+  env: CompiledEnvironment,
+  context: EvaluationContext,
+  include?: (flagKey: string) => boolean,
+): Record<string, EvaluationResult> {
+  const ctx = asContext(context);
+  const results: Record<string, EvaluationResult> = {};
+  const flags = env.flagList;
+  for (let i = 0; i < flags.length; i++) {
+    const flag = flags[i] as CompiledFlag;
+    if (include !== undefined && !include(flag.key)) continue;
+    const result = evaluateCompiled(env, flag, ctx, 0);
+    // A flag keyed "__proto__" would otherwise set the object's prototype.
+    if (flag.key === '__proto__') {
+      Object.defineProperty(results, flag.key, {
+        value: result,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    } else {
+      results[flag.key] = result;
+    }
+  }
+  return results;
+}

@@ -1,0 +1,15 @@
+/**
+ * @vexil/engine: Vexil's pure flag evaluation engine. No I/O; shared by the server and by SDKs
+ * that evaluate locally. Compile a configuration once, evaluate it many times.
+ */
+export { bucket, BUCKET_COUNT } from './bucketing.js';
+export { compileEnvironment } from './compile.js';
+export type { CompiledEnvironment } from './compile.js';
+export { validateCondition } from './conditions.js';
+export type { ConditionInput } from './conditions.js';
+export { evaluateAll, evaluateFlag } from './evaluate.js';
+export { normalizeOperator } from './operators.js';
+export { findPrerequisiteProblem, MAX_PREREQUISITE_DEPTH } from './prerequisites.js';
+export type { PrerequisiteGraphFlag, PrerequisiteProblem } from './prerequisites.js';
+export { CONDITION_OPERATORS } from './types.js';
+export type * from './types.js';

@@ -1,0 +1,172 @@
+import fastifySwagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { authenticate, type Caller } from './auth/caller.js';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import { migrate, openDatabase, type Database } from './db/database.js';
+import { registerEvaluationApi } from './evaluation/routes.js';
+import { SdkKeyResolver } from './evaluation/sdk-keys.js';
+import { SnapshotStore } from './evaluation/snapshots.js';
+import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
+import { ApiError } from './http/errors.js';
+import { ManagementRateLimiter } from './http/rate-limit.js';
+import { registerManagementApi } from './management/routes.js';
+import type { Services } from './services.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller | null;
+  }
+}
+
+// ajv-formats is CommonJS with a default export; under NodeNext it arrives wrapped.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+export type App = FastifyInstance<
+  import('node:http').Server,
+  import('node:http').IncomingMessage,
+  import('node:http').ServerResponse,
+  import('fastify').FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+/** A running composition of the service: the HTTP app, its services, and how to stop them. */
+export interface Vexil {
+  app: App;
+  services: Services;
+  snapshots: SnapshotStore;
+  close(): Promise<void>;
+}
+
+const JSON_TYPES = /^(text\/json|application\/[\w.+-]+\+json)\s*(;.*)?$/i;
+
+/**
+ * The composition root, used by the CLI and by the tests: opens the database, applies
+ * migrations, and wires the management API (`/api/v1`) and the evaluation API (`/v1`).
+ */
+export async function createVexil(
+  config: Config,
+  options: { clock?: Clock; database?: Database; logger?: boolean } = {},
+): Promise<Vexil> {
+  const database = options.database ?? openDatabase(config.databaseUrl);
+  await migrate(database);
+  const clock = options.clock ?? systemClock;
+  const snapshots = new SnapshotStore(database.db);
+  const sdkKeys = new SdkKeyResolver(database.db);
+  const services: Services = {
+    db: database.db,
+    dialect: database.dialect,
+    config,
+    clock,
+    onConfigChange: (ids) => snapshots.invalidate(ids),
+    onSdkKeyRevoked: (hash) => sdkKeys.forget(hash),
+  };
+
+  // Bodies are validated strictly (no coercion: a null `enabled` must not become false);
+  // query strings and path parameters are strings on the wire and are coerced.
+  const bodyAjv = addFormats(
+    new Ajv({ allErrors: true, coerceTypes: false, useDefaults: true, strict: false }),
+  );
+  const queryAjv = addFormats(
+    new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, strict: false }),
+  );
+
+  const app = Fastify({
+    logger: options.logger === false ? false : { level: config.logLevel },
+    bodyLimit: 1024 * 1024,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema),
+  );
+  app.addContentTypeParser(
+    JSON_TYPES,
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error'),
+  );
+  app.decorateRequest('caller', null);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Vexil',
+        version: 'v1',
+        description: 'Vexil feature flag service: management and evaluation APIs.',
+      },
+      components: {
+        securitySchemes: {
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'Personal access token or service token',
+          },
+          sdkKey: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'SDK key' },
+        },
+      },
+    },
+  });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/docs/errors', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/html; charset=utf-8').send(errorReferencePage()),
+  );
+
+  const limiter = new ManagementRateLimiter(
+    config.rateLimit.points,
+    config.rateLimit.windowSeconds,
+  );
+  await app.register(
+    async (management) => {
+      management.setErrorHandler(managementErrorHandler(config.publicUrl));
+      management.setNotFoundHandler(async (request) => {
+        throw new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
+      });
+      management.addHook('onRequest', async (request, reply) => {
+        const now = clock.now();
+        let failure: unknown = null;
+        try {
+          request.caller = await authenticate(services.db, request.headers.authorization, now);
+        } catch (error) {
+          failure = error;
+        }
+        // Unauthenticated requests are counted per client IP, so credential guessing is bounded.
+        const key = request.caller ? `token:${request.caller.tokenId}` : `ip:${request.ip}`;
+        await limiter.consume(key, reply, now.getTime());
+        if (failure) throw failure;
+      });
+      await registerManagementApi(management, services);
+    },
+    { prefix: '/api/v1' },
+  );
+
+  await app.register(
+    async (evaluation) => {
+      await registerEvaluationApi(evaluation, services, snapshots, sdkKeys);
+    },
+    { prefix: '/v1' },
+  );
+
+  app.setNotFoundHandler(async (request, reply) =>
+    reply
+      .status(404)
+      .send({
+        type: 'about:blank',
+        title: 'Not Found',
+        status: 404,
+        detail: `No route ${request.method} ${request.url.split('?')[0]}.`,
+      }),
+  );
+
+  return {
+    app,
+    services,
+    snapshots,
+    async close() {
+      await app.close();
+      await database.close();
+    },
+  };
+}

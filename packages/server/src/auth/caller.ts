@@ -1,0 +1,95 @@
+import type { Kysely } from 'kysely';
+import type { Role, Schema } from '../db/schema.js';
+import { ApiError } from '../http/errors.js';
+import { hashSecret, secretMatches } from './secrets.js';
+
+/** A personal access token (or session) acting as its user. */
+export interface UserCaller {
+  type: 'user';
+  tokenId: string;
+  id: string;
+  email: string;
+  name: string | null;
+  emailVerified: boolean;
+  /** The SSO connection this credential came through, if any (spec: Authentication rule 4). */
+  ssoConnectionId: string | null;
+}
+
+/** A service token: no user, one organization, a role and an optional project allowlist. */
+export interface ServiceCaller {
+  type: 'service_token';
+  tokenId: string;
+  id: string;
+  name: string;
+  organizationId: string;
+  role: Role;
+  /** Project ids the token may reach; null means every project. */
+  projectScope: string[] | null;
+}
+
+/** Who is calling the management API. */
+export type Caller = UserCaller | ServiceCaller;
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/**
+ * Resolves the `Authorization: Bearer …` header to a caller.
+ * @throws ApiError `unauthorized` (401) when the credential is missing, unknown, expired or revoked.
+ */
+export async function authenticate(
+  db: Kysely<Schema>,
+  authorization: string | undefined,
+  now: Date,
+): Promise<Caller> {
+  const token = authorization ? BEARER.exec(authorization)?.[1] : undefined;
+  if (!token)
+    throw new ApiError('unauthorized', 'Send a bearer token: Authorization: Bearer <token>.');
+  const row = await db
+    .selectFrom('api_tokens')
+    .leftJoin('users', 'users.id', 'api_tokens.user_id')
+    .select([
+      'api_tokens.id',
+      'api_tokens.kind',
+      'api_tokens.token_hash',
+      'api_tokens.name',
+      'api_tokens.user_id',
+      'api_tokens.organization_id',
+      'api_tokens.role',
+      'api_tokens.project_scope',
+      'api_tokens.sso_connection_id',
+      'api_tokens.expires_at',
+      'api_tokens.revoked_at',
+      'users.email',
+      'users.name as user_name',
+      'users.email_verified',
+    ])
+    .where('api_tokens.token_hash', '=', hashSecret(token))
+    .executeTakeFirst();
+  if (!row || !secretMatches(token, row.token_hash)) {
+    throw new ApiError('unauthorized', 'The bearer token is not valid.');
+  }
+  if (row.revoked_at) throw new ApiError('unauthorized', 'The bearer token has been revoked.');
+  if (row.expires_at && new Date(row.expires_at) <= now) {
+    throw new ApiError('unauthorized', 'The bearer token has expired.');
+  }
+  if (row.kind === 'service') {
+    return {
+      type: 'service_token',
+      tokenId: row.id,
+      id: row.id,
+      name: row.name,
+      organizationId: row.organization_id!,
+      role: row.role!,
+      projectScope: row.project_scope ? (JSON.parse(row.project_scope) as string[]) : null,
+    };
+  }
+  return {
+    type: 'user',
+    tokenId: row.id,
+    id: row.user_id!,
+    email: row.email!,
+    name: row.user_name ?? null,
+    emailVerified: row.email_verified === 1,
+    ssoConnectionId: row.sso_connection_id,
+  };
+}

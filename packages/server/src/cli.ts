@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError } from 'commander';
+import { createVexil } from './app.js';
+import { systemClock } from './clock.js';
+import { ConfigError, loadConfig } from './config.js';
+import { migrate, openDatabase } from './db/database.js';
+import type { Plan } from './db/schema.js';
+import { bootstrap } from './management/orgs/bootstrap.js';
+import { PLANS } from './management/orgs/routes.js';
+
+const program = new Command('vexil').description('Vexil feature flag service');
+
+program
+  .command('serve')
+  .description(
+    'run migrations, then serve the management and evaluation APIs and the background workers',
+  )
+  .action(async () => {
+    const config = loadConfig();
+    const vexil = await createVexil(config);
+    const shutdown = async (signal: string) => {
+      vexil.app.log.info({ signal }, 'shutting down');
+      await vexil.close();
+      process.exit(0);
+    };
+    process.once('SIGINT', () => void shutdown('SIGINT'));
+    process.once('SIGTERM', () => void shutdown('SIGTERM'));
+    await vexil.app.listen({ host: config.host, port: config.port });
+  });
+
+program
+  .command('migrate')
+  .description('apply pending database migrations and exit')
+  .action(async () => {
+    const database = openDatabase(loadConfig().databaseUrl);
+    const applied = await migrate(database);
+    await database.close();
+    console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'up to date');
+  });
+
+program
+  .command('bootstrap')
+  .description('create an organization, its Owner and a personal access token; prints JSON')
+  .requiredOption('--org <slug>', 'organization slug')
+  .requiredOption('--email <email>', 'Owner email')
+  .option('--name <name>', 'Owner name')
+  .option(
+    '--plan <plan>',
+    `plan (${PLANS.join(', ')})`,
+    (value: string) => {
+      if (!PLANS.includes(value as Plan))
+        throw new InvalidArgumentError(`must be one of ${PLANS.join(', ')}`);
+      return value as Plan;
+    },
+    'Enterprise' as Plan,
+  )
+  .action(async (options: { org: string; email: string; name?: string; plan: Plan }) => {
+    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(options.org))
+      throw new InvalidArgumentError('--org: lowercase letters, digits and dashes');
+    const database = openDatabase(loadConfig().databaseUrl);
+    await migrate(database);
+    const result = await bootstrap(database.db, {
+      slug: options.org,
+      email: options.email,
+      name: options.name,
+      plan: options.plan,
+      now: systemClock.now(),
+    });
+    await database.close();
+    console.log(JSON.stringify(result));
+  });
+
+program
+  .command('openapi')
+  .description('print the OpenAPI 3.1 description of both APIs')
+  .action(async () => {
+    const vexil = await createVexil(
+      { ...loadConfig(), databaseUrl: ':memory:' },
+      { logger: false },
+    );
+    await vexil.app.ready();
+    console.log(JSON.stringify(vexil.app.swagger(), null, 2));
+    await vexil.close();
+  });
+
+program.parseAsync().catch((error: unknown) => {
+  console.error(
+    error instanceof ConfigError || error instanceof InvalidArgumentError ? error.message : error,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,65 @@
+import type { Kysely, Transaction } from 'kysely';
+import { writeEvents } from '../events/outbox.js';
+import type { Actor, NewEvent } from '../events/types.js';
+import type { Schema } from './schema.js';
+
+/** What a mutation can do inside its transaction. */
+export interface Mutation {
+  trx: Transaction<Schema>;
+  /** The change's time, ISO-8601 UTC: every row and event of one mutation carries the same. */
+  now: string;
+  /** Records an event in the outbox now, inside the transaction (order matters for deletions). */
+  emit(event: NewEvent): Promise<void>;
+  /** Marks environments whose SDK configuration changed; their versions are bumped on commit. */
+  touchEnvironments(environmentIds: Iterable<string>): void;
+  /** Marks every environment of a project (a flag-level change affects them all). */
+  touchProject(projectId: string): Promise<void>;
+}
+
+/** Called after commit with the environments whose configuration changed. */
+export type ConfigChangeListener = (environmentIds: string[]) => void;
+
+/**
+ * The one way to change data: runs `work` in a transaction, bumps the version of every
+ * touched environment, writes the emitted events to the outbox in the same transaction, and
+ * after commit tells `onConfigChange` which environments changed.
+ */
+export async function mutate<T>(
+  db: Kysely<Schema>,
+  scope: { organizationId: string; actor: Actor; now: Date; onConfigChange: ConfigChangeListener },
+  work: (mutation: Mutation) => Promise<T>,
+): Promise<T> {
+  const touched = new Set<string>();
+  const now = scope.now.toISOString();
+  const result = await db.transaction().execute(async (trx) => {
+    const mutation: Mutation = {
+      trx,
+      now,
+      emit: async (event) => {
+        await writeEvents(trx, scope.organizationId, scope.actor, now, [event]);
+      },
+      touchEnvironments: (ids) => {
+        for (const id of ids) touched.add(id);
+      },
+      touchProject: async (projectId) => {
+        const rows = await trx
+          .selectFrom('environments')
+          .select('id')
+          .where('project_id', '=', projectId)
+          .execute();
+        for (const row of rows) touched.add(row.id);
+      },
+    };
+    const value = await work(mutation);
+    if (touched.size > 0) {
+      await trx
+        .updateTable('environments')
+        .set((eb) => ({ version: eb('version', '+', 1) }))
+        .where('id', 'in', [...touched])
+        .execute();
+    }
+    return value;
+  });
+  if (touched.size > 0) scope.onConfigChange([...touched]);
+  return result;
+}

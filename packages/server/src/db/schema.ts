@@ -1,0 +1,281 @@
+/**
+ * Row types of every table, as Kysely sees them. Both dialects store the same shapes:
+ * ids are UUIDv7 text, timestamps are ISO-8601 UTC strings, booleans are integers 0/1 and
+ * structured values are JSON text (design record 002).
+ */
+export type Role = 'Viewer' | 'Member' | 'Admin' | 'Owner';
+export type Plan = 'Solo' | 'Team' | 'Pro' | 'Business' | 'Enterprise';
+
+export interface OrganizationsTable {
+  id: string;
+  slug: string;
+  name: string;
+  plan: Plan;
+  sso_required: number;
+  sso_connection_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  name: string | null;
+  email_verified: number;
+  created_at: string;
+}
+
+export interface MembershipsTable {
+  organization_id: string;
+  user_id: string;
+  role: Role;
+  created_at: string;
+}
+
+export interface ApiTokensTable {
+  id: string;
+  kind: 'personal' | 'service';
+  token_hash: string;
+  last_four: string;
+  name: string;
+  user_id: string | null;
+  organization_id: string | null;
+  role: Role | null;
+  /** JSON array of project ids; null means every project. */
+  project_scope: string | null;
+  /** SSO connection the credential was issued through, if any. */
+  sso_connection_id: string | null;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+  created_at: string;
+}
+
+export interface ProjectsTable {
+  id: string;
+  organization_id: string;
+  key: string;
+  name: string;
+  description: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EnvironmentsTable {
+  id: string;
+  project_id: string;
+  key: string;
+  name: string | null;
+  color: string | null;
+  sort_order: number;
+  /** Configuration version served to SDKs; bumped by every change that affects the environment. */
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface FlagsTable {
+  id: string;
+  project_id: string;
+  key: string;
+  name: string | null;
+  description: string | null;
+  type: 'Boolean' | 'String' | 'Number' | 'Json';
+  is_archived: number;
+  client_side_visible: number;
+  /** JSON array of strings. */
+  tags: string;
+  expires_at: string | null;
+  owner_user_id: string | null;
+  removal_pr_url: string | null;
+  is_permanent: number;
+  /** Bucketing salt, fixed at creation so rollouts stay sticky across renames. */
+  salt: string;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface VariationsTable {
+  id: string;
+  flag_id: string;
+  key: string;
+  name: string | null;
+  /** The value as JSON text (a Boolean flag's `true` is stored as `true`). */
+  value: string;
+  description: string | null;
+  sort_order: number;
+  created_at: string;
+}
+
+export interface FlagEnvironmentsTable {
+  flag_id: string;
+  environment_id: string;
+  is_enabled: number;
+  default_variation_id: string;
+  off_variation_id: string;
+  strategy: 'SingleVariation' | 'PercentageRollout' | 'TargetedRollout';
+  /** JSON array of `{ variationId, weight }`, weights in thousandths of a percent. */
+  rollout: string;
+  /** JSON array of `{ prerequisiteFlagKey, expectedVariationKey }`. */
+  prerequisites: string;
+  updated_at: string;
+}
+
+export interface RulesTable {
+  id: string;
+  flag_id: string;
+  environment_id: string;
+  priority: number;
+  description: string | null;
+  variation_id: string;
+  rollout_percentage: number | null;
+  segment_id: string | null;
+  /** JSON array of condition groups, with their server-assigned ids. */
+  condition_groups: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SegmentsTable {
+  id: string;
+  project_id: string;
+  key: string;
+  name: string | null;
+  description: string | null;
+  /** JSON array of conditions. */
+  conditions: string;
+  condition_logic: 'And' | 'Or';
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SdkKeysTable {
+  id: string;
+  organization_id: string;
+  project_id: string;
+  environment_id: string;
+  key_hash: string;
+  last_four: string;
+  type: 'ClientSide' | 'ServerSide';
+  name: string;
+  description: string | null;
+  created_at: string;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
+
+export interface WebhookSubscriptionsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  url: string;
+  provider: 'GenericHttp';
+  /** JSON arrays; empty means "all". */
+  event_types: string;
+  project_ids: string;
+  environment_ids: string;
+  enabled: number;
+  disabled_reason: string | null;
+  consecutive_failures: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WebhookSecretsTable {
+  id: string;
+  subscription_id: string;
+  /** The `whsec_…` secret. HMAC signing needs it in plain form (design record 005). */
+  secret: string;
+  created_at: string;
+  retired_at: string | null;
+}
+
+export interface WebhookEventsTable {
+  id: string;
+  organization_id: string;
+  project_id: string | null;
+  environment_id: string | null;
+  type: string;
+  /** The delivery request body as JSON text, exactly as sent. */
+  payload: string;
+  occurred_at: string;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  event_id: string;
+  subscription_id: string;
+  status: 'Pending' | 'Succeeded' | 'DeadLettered';
+  attempt_count: number;
+  next_attempt_at: string;
+  /** A worker owns the delivery until this time; null when unclaimed. */
+  lease_until: string | null;
+  lease_owner: string | null;
+  last_response_status_code: number | null;
+  last_error: string | null;
+  completed_at: string | null;
+  created_at: string;
+}
+
+export interface WebhookAttemptsTable {
+  id: string;
+  delivery_id: string;
+  attempt_number: number;
+  attempted_at: string;
+  response_status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+}
+
+export interface IdempotencyKeysTable {
+  caller_id: string;
+  route: string;
+  key: string;
+  request_hash: string;
+  /** Null while the first request is still running. */
+  response_status: number | null;
+  response_body: string | null;
+  created_at: string;
+}
+
+export interface FlagUsageTable {
+  flag_id: string;
+  environment_id: string;
+  variation_key: string;
+  /** Start of the hour, ISO-8601 UTC. */
+  hour: string;
+  count: number;
+  last_evaluated_at: string;
+}
+
+export interface CustomEventUsageTable {
+  environment_id: string;
+  event_key: string;
+  hour: string;
+  count: number;
+}
+
+export interface Schema {
+  organizations: OrganizationsTable;
+  users: UsersTable;
+  memberships: MembershipsTable;
+  api_tokens: ApiTokensTable;
+  projects: ProjectsTable;
+  environments: EnvironmentsTable;
+  flags: FlagsTable;
+  variations: VariationsTable;
+  flag_environments: FlagEnvironmentsTable;
+  rules: RulesTable;
+  segments: SegmentsTable;
+  sdk_keys: SdkKeysTable;
+  webhook_subscriptions: WebhookSubscriptionsTable;
+  webhook_secrets: WebhookSecretsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  flag_usage: FlagUsageTable;
+  custom_event_usage: CustomEventUsageTable;
+}

@@ -1,0 +1,191 @@
+import { evaluateAll, evaluateFlag, type EvaluationResult } from '@vexil/engine';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { App } from '../app.js';
+import type { Services } from '../services.js';
+import { ProblemError, problemErrorHandler } from './problem.js';
+import type { SdkKeyResolver } from './sdk-keys.js';
+import type { Snapshot, SnapshotStore } from './snapshots.js';
+
+const ContextSchema = Type.Record(Type.String(), Type.Unknown());
+const ClientResult = Type.Object({
+  value: Type.Unknown(),
+  variation: Type.Union([Type.String(), Type.Null()]),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  prerequisiteKey: Type.Union([Type.String(), Type.Null()]),
+});
+const ClientResponse = Type.Object({ flags: Type.Record(Type.String(), ClientResult) });
+const SDK_KEY = /^(?:Bearer\s+)?(\S+)\s*$/i;
+/** Seconds a client should wait when a configuration cannot be loaded. */
+const RETRY_AFTER_SECONDS = 5;
+
+function clientResult(result: EvaluationResult) {
+  return {
+    value: result.value,
+    variation: result.variation,
+    reason: result.reason,
+    prerequisiteKey: result.prerequisiteKey ?? null,
+  };
+}
+
+/**
+ * The evaluation API (spec: Evaluation API), mounted under `/v1`. SDK keys travel in the
+ * `Authorization` header, bare or after `Bearer ` (design record 006). Every answer comes from an
+ * in-memory snapshot; only the first request after a change reads the database.
+ */
+export async function registerEvaluationApi(
+  app: App,
+  services: Services,
+  snapshots: SnapshotStore,
+  keys: SdkKeyResolver,
+): Promise<void> {
+  app.setErrorHandler(problemErrorHandler);
+  app.setNotFoundHandler(async (request) => {
+    throw new ProblemError(
+      404,
+      'Not Found',
+      `No route ${request.method} ${request.url.split('?')[0]}.`,
+    );
+  });
+
+  /** Authenticates the SDK key and returns its environment's snapshot. */
+  async function snapshotFor(
+    request: FastifyRequest,
+    type: 'ClientSide' | 'ServerSide',
+  ): Promise<Snapshot> {
+    const key = request.headers.authorization
+      ? SDK_KEY.exec(request.headers.authorization)?.[1]
+      : undefined;
+    if (!key)
+      throw new ProblemError(401, 'Unauthorized', 'Send an SDK key in the Authorization header.');
+    const grant = await keys.resolve(key, services.clock.now().getTime());
+    if (!grant)
+      throw new ProblemError(401, 'Unauthorized', 'The SDK key is not valid or has been revoked.');
+    if (grant.type !== type) {
+      throw new ProblemError(
+        403,
+        'Forbidden',
+        `This endpoint needs a ${type === 'ServerSide' ? 'server-side' : 'client-side'} SDK key.`,
+      );
+    }
+    let snapshot: Snapshot | undefined;
+    try {
+      snapshot = await snapshots.get(grant.environmentId);
+    } catch (error) {
+      request.log.error({ err: error }, 'environment configuration unavailable');
+      throw new ProblemError(
+        503,
+        'Service Unavailable',
+        'The flag configuration is temporarily unavailable.',
+        {},
+        RETRY_AFTER_SECONDS,
+      );
+    }
+    if (!snapshot)
+      throw new ProblemError(
+        401,
+        'Unauthorized',
+        'The SDK key belongs to an environment that no longer exists.',
+      );
+    return snapshot;
+  }
+
+  app.get(
+    '/sdk/flags',
+    { schema: { tags: ['evaluation'], security: [{ sdkKey: [] }] } },
+    async (request, reply) => {
+      const snapshot = await snapshotFor(request, 'ServerSide');
+      void reply.header('etag', snapshot.etag).header('cache-control', 'no-cache');
+      if (request.headers['if-none-match'] === snapshot.etag) return reply.status(304).send();
+      return reply.type('application/json').send(snapshot.body);
+    },
+  );
+
+  app.get(
+    '/sdk/flags/:key',
+    {
+      schema: {
+        tags: ['evaluation'],
+        security: [{ sdkKey: [] }],
+        params: Type.Object({ key: Type.String() }),
+      },
+    },
+    async (request, reply) => {
+      const snapshot = await snapshotFor(request, 'ServerSide');
+      const body = snapshot.flagBodies.get(request.params.key);
+      if (!body)
+        throw new ProblemError(
+          404,
+          'Flag not found',
+          `No flag "${request.params.key}" in this environment.`,
+        );
+      return reply.type('application/json').send(body);
+    },
+  );
+
+  app.post(
+    '/sdk/evaluate',
+    {
+      schema: {
+        tags: ['evaluation'],
+        security: [{ sdkKey: [] }],
+        body: Type.Object({
+          flagKey: Type.String({ minLength: 1 }),
+          context: Type.Object({
+            userId: Type.Optional(Type.String()),
+            attributes: Type.Optional(ContextSchema),
+          }),
+        }),
+        response: {
+          200: Type.Object({
+            key: Type.String(),
+            variation: Type.Union([Type.String(), Type.Null()]),
+            value: Type.Unknown(),
+            reason: Type.String(),
+            prerequisiteKey: Type.Optional(Type.String()),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const snapshot = await snapshotFor(request, 'ServerSide');
+      const result = evaluateFlag(snapshot.compiled, request.body.flagKey, request.body.context);
+      if (result.errorCode === 'FLAG_NOT_FOUND') {
+        throw new ProblemError(
+          404,
+          'Flag not found',
+          `No flag "${request.body.flagKey}" in this environment.`,
+        );
+      }
+      return {
+        key: result.key,
+        variation: result.variation,
+        value: result.value,
+        reason: result.reason,
+        ...(result.prerequisiteKey ? { prerequisiteKey: result.prerequisiteKey } : {}),
+      };
+    },
+  );
+
+  const clientEvaluation = {
+    schema: {
+      tags: ['evaluation'],
+      security: [{ sdkKey: [] }],
+      body: Type.Object({ context: ContextSchema }),
+      response: { 200: ClientResponse },
+    },
+  };
+  const evaluateClient = async (
+    request: FastifyRequest<{ Body: { context: Record<string, unknown> } }>,
+  ) => {
+    const snapshot = await snapshotFor(request, 'ClientSide');
+    const results = evaluateAll(snapshot.compiled, request.body.context, (key) =>
+      snapshot.clientSideKeys.has(key),
+    );
+    const flags: Record<string, ReturnType<typeof clientResult>> = {};
+    for (const key in results) flags[key] = clientResult(results[key]!);
+    return { flags };
+  };
+  app.post('/client/evaluate', clientEvaluation, evaluateClient);
+  app.post('/client/identify', clientEvaluation, evaluateClient);
+}

@@ -1,0 +1,120 @@
+/**
+ * The webhook event catalogue (spec: Events; design record 005 for the prefixes the spec
+ * leaves open) and the shape of one delivery request.
+ */
+export const EVENT_TYPES = [
+  'flag.created',
+  'flag.updated',
+  'flag.toggled',
+  'flag.archived',
+  'flag.restored',
+  'flag.deleted',
+  'flag.environment_config.updated',
+  'flag.rule.created',
+  'flag.rule.updated',
+  'flag.rule.deleted',
+  'flag.variation.created',
+  'flag.variation.updated',
+  'flag.variation.deleted',
+  'segment.created',
+  'segment.updated',
+  'segment.deleted',
+  'environment.created',
+  'environment.updated',
+  'environment.deleted',
+  'project.created',
+  'project.updated',
+  'project.deleted',
+  'sdk_key.created',
+  'sdk_key.updated',
+  'sdk_key.deleted',
+  'api_token.created',
+  'api_token.updated',
+  'api_token.deleted',
+  'organization.updated',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * Events that happen within one environment; only these are narrowed by a subscription's
+ * environment filter (spec: Subscription filtering).
+ */
+export const ENVIRONMENT_SCOPED_EVENT_TYPES: ReadonlySet<EventType> = new Set([
+  'flag.toggled',
+  'flag.environment_config.updated',
+  'flag.rule.created',
+  'flag.rule.updated',
+  'flag.rule.deleted',
+  'environment.created',
+  'environment.updated',
+  'environment.deleted',
+  'sdk_key.created',
+  'sdk_key.updated',
+  'sdk_key.deleted',
+]);
+
+export interface EntityRef {
+  type: string;
+  id: string;
+}
+
+export interface PropertyChange {
+  property: string;
+  from: string | null;
+  to: string | null;
+}
+
+/** Who made a change. A service token appears with its own id and name and no email. */
+export interface Actor {
+  userId: string;
+  email: string | null;
+  name: string | null;
+}
+
+/** What a mutation emits; the outbox adds `id`, `occurredAt`, `organizationId` and `actor`. */
+export interface NewEvent {
+  type: EventType;
+  projectId?: string | null;
+  environmentId?: string | null;
+  entity: EntityRef;
+  child?: EntityRef;
+  changes?: PropertyChange[];
+  description: string;
+  children?: EntityRef[];
+}
+
+/** The delivery request body (spec: Delivery request). */
+export interface EventPayload {
+  type: EventType;
+  occurredAt: string;
+  organizationId: string;
+  projectId: string | null;
+  environmentId: string | null;
+  actor: Actor;
+  entity: EntityRef;
+  child?: EntityRef;
+  changes: PropertyChange[];
+  description: string;
+  children?: EntityRef[];
+}
+
+/** Lists the changed properties between two records, in the API's PascalCase property names. */
+export function diffProperties(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+): PropertyChange[] {
+  const changes: PropertyChange[] = [];
+  for (const name of Object.keys(after)) {
+    const from = stringify(before[name]);
+    const to = stringify(after[name]);
+    if (from !== to)
+      changes.push({ property: name.charAt(0).toUpperCase() + name.slice(1), from, to });
+  }
+  return changes;
+}
+
+function stringify(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}

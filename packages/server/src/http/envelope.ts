@@ -1,0 +1,95 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, ERROR_CODES, type ErrorCode } from './errors.js';
+
+/** The management API error envelope (spec: Error envelope). Null members are omitted. */
+export interface ErrorEnvelope {
+  error: string;
+  message: string;
+  docs_url: string;
+  fields?: Record<string, string[]>;
+  retry_after?: number;
+  did_you_mean?: string[];
+  next_actions?: { method: string; path: string }[];
+  connection_id?: string;
+}
+
+/** Turns whatever a handler threw into an {@link ApiError}; unknown errors become 500s. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    const fields: Record<string, string[]> = {};
+    for (const issue of fastifyError.validation) {
+      const path = issue.instancePath.replace(/^\//, '').replaceAll('/', '.');
+      const field =
+        (issue.params as { missingProperty?: string; additionalProperty?: string })
+          .missingProperty ?? (issue.params as { additionalProperty?: string }).additionalProperty;
+      const name = [
+        fastifyError.validationContext === 'body' ? '' : fastifyError.validationContext,
+        path,
+        field,
+      ]
+        .filter(Boolean)
+        .join('.');
+      (fields[name || fastifyError.validationContext || 'body'] ??= []).push(
+        issue.message ?? 'is invalid',
+      );
+    }
+    return new ApiError('validation_failed', 'The request is invalid.', { fields });
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type', 'Unsupported content type.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('validation_failed', 'The request body is empty.', {
+        fields: { body: ['is required'] },
+      });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('payload_too_large', 'The request body is too large.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('bad_request', 'Invalid Content-Length.');
+  }
+  if (fastifyError instanceof SyntaxError || fastifyError.statusCode === 400) {
+    return new ApiError('malformed_json', fastifyError.message);
+  }
+  return new ApiError('internal_error', 'Internal error.');
+}
+
+/** Builds the `docs_url` of an error code. */
+export function docsUrl(publicUrl: string, code: ErrorCode): string {
+  return `${publicUrl}/docs/errors#${code}`;
+}
+
+/** The management API's one error mapper. */
+export function managementErrorHandler(publicUrl: string) {
+  return (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+    const { detail } = apiError;
+    const body: ErrorEnvelope = {
+      error: apiError.code,
+      message: apiError.message,
+      docs_url: docsUrl(publicUrl, apiError.code),
+      fields: detail.fields ?? {},
+    };
+    if (detail.retryAfter !== undefined) {
+      body.retry_after = detail.retryAfter;
+      void reply.header('retry-after', String(detail.retryAfter));
+    }
+    if (detail.didYouMean) body.did_you_mean = detail.didYouMean;
+    if (detail.nextActions) body.next_actions = detail.nextActions;
+    if (detail.connectionId) body.connection_id = detail.connectionId;
+    return reply.status(apiError.status).type('application/json').send(body);
+  };
+}
+
+/** The HTML reference page every `docs_url` points into. */
+export function errorReferencePage(): string {
+  const entries = Object.entries(ERROR_CODES)
+    .map(
+      ([code, entry]) =>
+        `<section id="${code}"><h2><code>${code}</code> — ${entry.status} ${entry.title}</h2><p>${entry.text}</p></section>`,
+    )
+    .join('\n');
+  return `<!doctype html><html><head><meta charset="utf-8"><title>Vexil error reference</title></head><body><h1>Vexil management API errors</h1>${entries}</body></html>`;
+}

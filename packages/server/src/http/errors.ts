@@ -1,0 +1,134 @@
+/**
+ * Typed errors of the HTTP APIs. Handlers throw an {@link ApiError}; each API has exactly one
+ * mapper to its wire shape (management: the error envelope; evaluation: the problem body).
+ */
+
+/** Every management error code the service emits, with its reference entry (served at `/docs/errors`). */
+export const ERROR_CODES = {
+  bad_request: {
+    status: 400,
+    title: 'Bad request',
+    text: 'The handler refused the request; the message says why.',
+  },
+  validation_failed: {
+    status: 400,
+    title: 'Validation failed',
+    text: 'The body, query or path is invalid. `fields` maps each offending field to its problems.',
+  },
+  malformed_json: {
+    status: 400,
+    title: 'Malformed JSON',
+    text: 'The request body is not valid JSON.',
+  },
+  FLAG_RECENTLY_EVALUATED: {
+    status: 400,
+    title: 'Flag recently evaluated',
+    text: 'Archiving was refused because live traffic still evaluates the flag. Pass `force=true` to archive anyway.',
+  },
+  unauthorized: {
+    status: 401,
+    title: 'Unauthorized',
+    text: 'The bearer credential is missing, invalid, expired or revoked.',
+  },
+  sso_required: {
+    status: 403,
+    title: 'Single sign-on required',
+    text: 'The organization requires single sign-on and this credential did not come through its identity provider. Sign in with the connection in `connection_id`.',
+  },
+  forbidden: {
+    status: 403,
+    title: 'Forbidden',
+    text: "The caller's role is too low for this operation.",
+  },
+  not_found: {
+    status: 404,
+    title: 'Not found',
+    text: 'The resource does not exist or is not visible to the caller. `did_you_mean` lists near matches.',
+  },
+  method_not_allowed: {
+    status: 405,
+    title: 'Method not allowed',
+    text: 'The path exists but not with this method.',
+  },
+  conflict: {
+    status: 409,
+    title: 'Conflict',
+    text: 'A resource with the same key already exists in this scope, or the resource is in use. `fields` names the field.',
+  },
+  idempotency_key_reused: {
+    status: 422,
+    title: 'Idempotency key reused',
+    text: 'The Idempotency-Key was already used with a different request body.',
+  },
+  idempotency_key_in_use: {
+    status: 409,
+    title: 'Idempotency key in use',
+    text: 'A request with the same Idempotency-Key is still being processed. Retry shortly.',
+  },
+  plan_limit_reached: {
+    status: 403,
+    title: 'Plan limit reached',
+    text: "The organization's plan does not allow more of this resource.",
+  },
+  payload_too_large: {
+    status: 413,
+    title: 'Payload too large',
+    text: 'The request body is larger than the endpoint accepts.',
+  },
+  unsupported_media_type: {
+    status: 415,
+    title: 'Unsupported media type',
+    text: 'Send `application/json`, `text/json` or `application/*+json`.',
+  },
+  rate_limited: {
+    status: 429,
+    title: 'Rate limited',
+    text: 'Too many requests. Wait `retry_after` seconds (also in `Retry-After`).',
+  },
+  internal_error: {
+    status: 500,
+    title: 'Internal error',
+    text: 'An unexpected error. It has been logged; the request changed nothing.',
+  },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Extra envelope members (spec: Error envelope). */
+export interface ErrorDetail {
+  fields?: Record<string, string[]>;
+  retryAfter?: number;
+  didYouMean?: string[];
+  nextActions?: { method: string; path: string }[];
+  connectionId?: string;
+  /** Overrides the code's usual status (e.g. `sso_required` is 403 by design). */
+  status?: number;
+}
+
+/** An error with an HTTP meaning. */
+export class ApiError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly detail: ErrorDetail = {},
+  ) {
+    super(message);
+    this.status = detail.status ?? ERROR_CODES[code].status;
+  }
+}
+
+/** A 400 `validation_failed` for one field. */
+export function invalidField(field: string, problem: string): ApiError {
+  return new ApiError('validation_failed', `${field}: ${problem}`, {
+    fields: { [field]: [problem] },
+  });
+}
+
+/** A 409 `conflict` naming the field whose value is taken. */
+export function duplicateKey(field: string, value: string, scope: string): ApiError {
+  return new ApiError('conflict', `A ${scope} with ${field} "${value}" already exists.`, {
+    fields: { [field]: ['already exists'] },
+  });
+}

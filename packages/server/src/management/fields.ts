@@ -1,0 +1,24 @@
+import { Type } from 'typebox';
+
+/**
+ * Field schemas shared by several management resources.
+ *
+ * Keys start with a letter or digit and hold letters, digits, `.`, `_` and `-` (at most 100).
+ * A key may not look like a uuid: path segments accept a key or an id, and must stay unambiguous.
+ */
+export const KeySchema = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  pattern:
+    '^(?![0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$)[A-Za-z0-9][A-Za-z0-9._-]*$',
+});
+
+export const NameSchema = Type.String({ minLength: 1, maxLength: 200 });
+export const DescriptionSchema = Type.Union([Type.String({ maxLength: 2000 }), Type.Null()]);
+export const NullableString = Type.Union([Type.String(), Type.Null()]);
+export const Uuid = Type.String({ format: 'uuid' });
+export const Timestamp = Type.String({ format: 'date-time' });
+export const ColorSchema = Type.Union([
+  Type.String({ pattern: '^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$' }),
+  Type.Null(),
+]);

@@ -1,0 +1,66 @@
+import type { FlagEnvironmentsTable, FlagsTable } from '../../db/schema.js';
+import { invalidField } from '../../http/errors.js';
+
+/**
+ * A flag's configuration in a new environment: disabled, serving the first variation when on
+ * and the last when off (a Boolean flag: `true` when on, `false` when off).
+ */
+export function initialConfiguration(
+  flagId: string,
+  environmentId: string,
+  variationIds: string[],
+  now: string,
+): FlagEnvironmentsTable {
+  return {
+    flag_id: flagId,
+    environment_id: environmentId,
+    is_enabled: 0,
+    default_variation_id: variationIds[0]!,
+    off_variation_id: variationIds[variationIds.length - 1]!,
+    strategy: 'SingleVariation',
+    rollout: '[]',
+    prerequisites: '[]',
+    updated_at: now,
+  };
+}
+
+/**
+ * Checks a variation value against the flag's type. Values are strings on the wire (spec:
+ * Variation `value`); SDKs receive them typed.
+ * @throws ApiError `validation_failed` on `field`.
+ */
+export function checkVariationValue(type: FlagsTable['type'], value: string, field: string): void {
+  switch (type) {
+    case 'Boolean':
+      if (value !== 'true' && value !== 'false')
+        throw invalidField(field, 'must be "true" or "false" for a Boolean flag');
+      return;
+    case 'Number':
+      if (value.trim() === '' || !Number.isFinite(Number(value)))
+        throw invalidField(field, 'must be a finite number for a Number flag');
+      return;
+    case 'Json':
+      try {
+        JSON.parse(value);
+      } catch {
+        throw invalidField(field, 'must be valid JSON for a Json flag');
+      }
+      return;
+    case 'String':
+      return;
+  }
+}
+
+/** The typed value SDKs receive for a stored variation value. */
+export function typedValue(type: FlagsTable['type'], value: string): unknown {
+  switch (type) {
+    case 'Boolean':
+      return value === 'true';
+    case 'Number':
+      return Number(value);
+    case 'Json':
+      return JSON.parse(value) as unknown;
+    case 'String':
+      return value;
+  }
+}

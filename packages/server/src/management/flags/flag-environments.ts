@@ -1,0 +1,329 @@
+import type { FastifyRequest } from 'fastify';
+import type { Selectable } from 'kysely';
+import { Type, type Static } from 'typebox';
+import type { App } from '../../app.js';
+import type { FlagEnvironmentsTable, Role } from '../../db/schema.js';
+import { diffProperties } from '../../events/types.js';
+import { ApiError, invalidField } from '../../http/errors.js';
+import type { Services } from '../../services.js';
+import { mutateAs, requireOrg, requireProject } from '../access.js';
+import { actionsFor } from '../actions.js';
+import { Uuid } from '../fields.js';
+import { requireEnvironment } from '../environments/routes.js';
+import { requireFlag, type FlagRow } from './queries.js';
+import {
+  FlagEnvironmentResponse,
+  PrerequisitesSchema,
+  RolloutSchema,
+  STRATEGIES,
+} from './schemas.js';
+
+const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
+const FlagEnvParams = Type.Object({
+  org: Type.String(),
+  project: Type.String(),
+  flag: Type.String(),
+  env: Type.String(),
+});
+
+type Prerequisite = Static<typeof PrerequisitesSchema>[number];
+type RolloutWeight = Static<typeof RolloutSchema>[number];
+
+function configurationResponse(
+  row: Selectable<FlagEnvironmentsTable>,
+  environmentKey: string,
+  role: Role,
+  flag: FlagRow,
+) {
+  return {
+    environmentId: row.environment_id,
+    environmentKey,
+    isEnabled: row.is_enabled === 1,
+    defaultVariationId: row.default_variation_id,
+    offVariationId: row.off_variation_id,
+    strategy: row.strategy,
+    rollout: JSON.parse(row.rollout) as RolloutWeight[],
+    prerequisites: JSON.parse(row.prerequisites) as Prerequisite[],
+    _actions: actionsFor(role, {
+      update: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
+      toggle: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
+      createRule: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
+    }),
+  };
+}
+
+/**
+ * Validates prerequisites: each names another flag of the project and one of its variation keys,
+ * and following prerequisites from this flag in this environment never comes back to it.
+ */
+async function checkPrerequisites(
+  services: Services,
+  projectId: string,
+  environmentId: string,
+  flag: FlagRow,
+  prerequisites: Prerequisite[],
+): Promise<void> {
+  const flags = await services.db
+    .selectFrom('flags')
+    .innerJoin('flag_environments', 'flag_environments.flag_id', 'flags.id')
+    .select(['flags.id', 'flags.key', 'flag_environments.prerequisites'])
+    .where('flags.project_id', '=', projectId)
+    .where('flag_environments.environment_id', '=', environmentId)
+    .execute();
+  const byKey = new Map(flags.map((row) => [row.key, row]));
+  const variationKeys = await services.db
+    .selectFrom('variations')
+    .innerJoin('flags', 'flags.id', 'variations.flag_id')
+    .select(['flags.key as flagKey', 'variations.key'])
+    .where('flags.project_id', '=', projectId)
+    .execute();
+  for (const [index, prerequisite] of prerequisites.entries()) {
+    const field = `prerequisites.${index}`;
+    if (prerequisite.prerequisiteFlagKey === flag.key)
+      throw invalidField(`${field}.prerequisiteFlagKey`, 'a flag cannot be its own prerequisite');
+    if (!byKey.has(prerequisite.prerequisiteFlagKey))
+      throw invalidField(
+        `${field}.prerequisiteFlagKey`,
+        `no flag "${prerequisite.prerequisiteFlagKey}" in this project`,
+      );
+    if (
+      !variationKeys.some(
+        (v) =>
+          v.flagKey === prerequisite.prerequisiteFlagKey &&
+          v.key === prerequisite.expectedVariationKey,
+      )
+    ) {
+      throw invalidField(
+        `${field}.expectedVariationKey`,
+        `flag "${prerequisite.prerequisiteFlagKey}" has no variation "${prerequisite.expectedVariationKey}"`,
+      );
+    }
+  }
+  // Depth-first walk from the new prerequisites: reaching this flag again means a cycle.
+  const seen = new Set<string>();
+  const stack: [string, string[]][] = prerequisites.map((p) => [
+    p.prerequisiteFlagKey,
+    [flag.key, p.prerequisiteFlagKey],
+  ]);
+  while (stack.length > 0) {
+    const [key, path] = stack.pop()!;
+    if (key === flag.key)
+      throw invalidField('prerequisites', `would create a cycle: ${path.join(' → ')}`);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const next = JSON.parse(byKey.get(key)?.prerequisites ?? '[]') as Prerequisite[];
+    for (const p of next) stack.push([p.prerequisiteFlagKey, [...path, p.prerequisiteFlagKey]]);
+  }
+}
+
+/** Per-environment flag configuration and toggle (spec: Flag environment configuration, rule 4). */
+export function registerFlagEnvironmentRoutes(app: App, services: Services): void {
+  async function resolve(
+    request: FastifyRequest,
+    params: Static<typeof FlagEnvParams>,
+    minimum: Role,
+  ) {
+    const access = await requireOrg(services, request, params.org, minimum);
+    const project = await requireProject(services, access, params.project);
+    const flag = await requireFlag(services, access, project, params.flag);
+    const environment = await requireEnvironment(services, access, project, params.env);
+    const configuration = await services.db
+      .selectFrom('flag_environments')
+      .selectAll()
+      .where('flag_id', '=', flag.id)
+      .where('environment_id', '=', environment.id)
+      .executeTakeFirstOrThrow();
+    return { access, project, flag, environment, configuration };
+  }
+
+  app.get(
+    '/orgs/:org/projects/:project/flags/:flag/environments',
+    {
+      schema: {
+        tags: ['flags'],
+        params: FlagParams,
+        response: { 200: Type.Array(FlagEnvironmentResponse) },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org);
+      const project = await requireProject(services, access, request.params.project);
+      const flag = await requireFlag(services, access, project, request.params.flag);
+      const rows = await services.db
+        .selectFrom('flag_environments')
+        .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
+        .selectAll('flag_environments')
+        .select('environments.key as environment_key')
+        .where('flag_environments.flag_id', '=', flag.id)
+        .orderBy('environments.sort_order')
+        .orderBy('environments.id')
+        .execute();
+      return rows.map((row) => configurationResponse(row, row.environment_key, access.role, flag));
+    },
+  );
+
+  app.get(
+    '/orgs/:org/projects/:project/flags/:flag/environments/:env',
+    {
+      schema: {
+        tags: ['flags'],
+        params: FlagEnvParams,
+        response: { 200: FlagEnvironmentResponse },
+      },
+    },
+    async (request) => {
+      const { access, flag, environment, configuration } = await resolve(
+        request,
+        request.params,
+        'Viewer',
+      );
+      return configurationResponse(configuration, environment.key, access.role, flag);
+    },
+  );
+
+  app.patch(
+    '/orgs/:org/projects/:project/flags/:flag/environments/:env',
+    {
+      schema: {
+        tags: ['flags'],
+        params: FlagEnvParams,
+        body: Type.Object(
+          {
+            defaultVariationId: Type.Optional(Uuid),
+            offVariationId: Type.Optional(Uuid),
+            strategy: Type.Optional(Type.Enum(STRATEGIES)),
+            rollout: Type.Optional(RolloutSchema),
+            prerequisites: Type.Optional(PrerequisitesSchema),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: FlagEnvironmentResponse },
+      },
+    },
+    async (request) => {
+      const { access, project, flag, environment, configuration } = await resolve(
+        request,
+        request.params,
+        'Member',
+      );
+      if (flag.is_archived)
+        throw new ApiError('bad_request', `Flag "${flag.key}" is archived; restore it first.`);
+      const body = request.body;
+      const variationIds = new Set(
+        (
+          await services.db
+            .selectFrom('variations')
+            .select('id')
+            .where('flag_id', '=', flag.id)
+            .execute()
+        ).map((v) => v.id),
+      );
+      for (const field of ['defaultVariationId', 'offVariationId'] as const) {
+        const id = body[field];
+        if (id !== undefined && !variationIds.has(id))
+          throw invalidField(field, 'is not a variation of this flag');
+      }
+      const strategy = body.strategy ?? configuration.strategy;
+      const rollout = body.rollout ?? (JSON.parse(configuration.rollout) as RolloutWeight[]);
+      rollout.forEach((weight, index) => {
+        if (!variationIds.has(weight.variationId))
+          throw invalidField(`rollout.${index}.variationId`, 'is not a variation of this flag');
+      });
+      if (new Set(rollout.map((w) => w.variationId)).size !== rollout.length)
+        throw invalidField('rollout', 'lists a variation twice');
+      if (strategy === 'PercentageRollout') {
+        const total = rollout.reduce((sum, weight) => sum + weight.weight, 0);
+        if (total !== 100000)
+          throw invalidField('rollout', `weights must sum to 100000 (100%); they sum to ${total}`);
+      }
+      if (body.prerequisites)
+        await checkPrerequisites(services, project.id, environment.id, flag, body.prerequisites);
+      const updated = await mutateAs(services, access, async (m) => {
+        const row = await m.trx
+          .updateTable('flag_environments')
+          .set({
+            ...(body.defaultVariationId ? { default_variation_id: body.defaultVariationId } : {}),
+            ...(body.offVariationId ? { off_variation_id: body.offVariationId } : {}),
+            strategy,
+            rollout: JSON.stringify(rollout),
+            ...(body.prerequisites ? { prerequisites: JSON.stringify(body.prerequisites) } : {}),
+            updated_at: m.now,
+          })
+          .where('flag_id', '=', flag.id)
+          .where('environment_id', '=', environment.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        m.touchEnvironments([environment.id]);
+        const { _actions: _before, ...before } = configurationResponse(
+          configuration,
+          environment.key,
+          access.role,
+          flag,
+        );
+        const { _actions: _after, ...after } = configurationResponse(
+          row,
+          environment.key,
+          access.role,
+          flag,
+        );
+        await m.emit({
+          type: 'flag.environment_config.updated',
+          projectId: project.id,
+          environmentId: environment.id,
+          entity: { type: 'flag', id: flag.id },
+          child: { type: 'flag_environment_config', id: environment.id },
+          changes: diffProperties(before, after),
+          description: `Configuration of flag "${flag.key}" in "${environment.key}" updated`,
+        });
+        return row;
+      });
+      return configurationResponse(updated, environment.key, access.role, flag);
+    },
+  );
+
+  app.post(
+    '/orgs/:org/projects/:project/flags/:flag/environments/:env/toggle',
+    {
+      schema: {
+        tags: ['flags'],
+        params: FlagEnvParams,
+        body: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false }),
+      },
+    },
+    async (request, reply) => {
+      const { access, project, flag, environment, configuration } = await resolve(
+        request,
+        request.params,
+        'Member',
+      );
+      if (flag.is_archived)
+        throw new ApiError('bad_request', `Flag "${flag.key}" is archived; restore it first.`);
+      const enabled = request.body.enabled;
+      await mutateAs(services, access, async (m) => {
+        await m.trx
+          .updateTable('flag_environments')
+          .set({ is_enabled: enabled ? 1 : 0, updated_at: m.now })
+          .where('flag_id', '=', flag.id)
+          .where('environment_id', '=', environment.id)
+          .execute();
+        m.touchEnvironments([environment.id]);
+        await m.emit({
+          type: 'flag.toggled',
+          projectId: project.id,
+          environmentId: environment.id,
+          entity: { type: 'flag', id: flag.id },
+          child: { type: 'flag_environment_config', id: environment.id },
+          changes: [
+            {
+              property: 'IsEnabled',
+              from: String(configuration.is_enabled === 1),
+              to: String(enabled),
+            },
+          ],
+          description: `Flag "${flag.key}" turned ${enabled ? 'on' : 'off'} in "${environment.key}"`,
+        });
+      });
+      return reply.status(204).send();
+    },
+  );
+}

@@ -1,0 +1,125 @@
+import type { Selectable } from 'kysely';
+import type { FlagsTable, ProjectsTable, Role, VariationsTable } from '../../db/schema.js';
+import type { Services } from '../../services.js';
+import { isUuid, notFound, type OrgAccess } from '../access.js';
+import { actionsFor } from '../actions.js';
+
+export type FlagRow = Selectable<FlagsTable>;
+
+/**
+ * Resolves `{flag}` (key or id) inside a project, archived flags included.
+ * @throws ApiError 404 with near keys in `did_you_mean`.
+ */
+export async function requireFlag(
+  services: Services,
+  access: OrgAccess,
+  project: ProjectsTable,
+  flagRef: string,
+): Promise<FlagRow> {
+  const flag = await services.db
+    .selectFrom('flags')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where(isUuid(flagRef) ? 'id' : 'key', '=', flagRef)
+    .executeTakeFirst();
+  if (flag) return flag;
+  const keys = await services.db
+    .selectFrom('flags')
+    .select('key')
+    .where('project_id', '=', project.id)
+    .execute();
+  throw notFound(
+    'Flag',
+    flagRef,
+    keys.map((row) => row.key),
+    { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/flags` },
+  );
+}
+
+export function variationItem(row: Selectable<VariationsTable>) {
+  return {
+    id: row.id,
+    key: row.key,
+    name: row.name,
+    value: row.value,
+    description: row.description,
+  };
+}
+
+export function flagListItem(row: FlagRow) {
+  return {
+    id: row.id,
+    key: row.key,
+    name: row.name,
+    type: row.type,
+    isArchived: row.is_archived === 1,
+    clientSideVisible: row.client_side_visible === 1,
+    tags: JSON.parse(row.tags) as string[],
+    isPermanent: row.is_permanent === 1,
+    expiresAtUtc: row.expires_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function flagActions(role: Role, flag: FlagRow) {
+  const archived = flag.is_archived === 1;
+  return actionsFor(role, {
+    update: { role: 'Member' },
+    delete: { role: 'Admin' },
+    archive: { role: 'Member', blockedBy: archived ? 'the flag is already archived' : null },
+    restore: { role: 'Member', blockedBy: archived ? null : 'the flag is not archived' },
+    toggle: { role: 'Member', blockedBy: archived ? 'the flag is archived' : null },
+    createVariation: { role: 'Member' },
+  });
+}
+
+/** The flag detail response (spec: `PublicFlagResponse`), read fresh from the database. */
+export async function flagDetail(services: Services, role: Role, flag: FlagRow) {
+  const [variations, owner] = await Promise.all([
+    services.db
+      .selectFrom('variations')
+      .selectAll()
+      .where('flag_id', '=', flag.id)
+      .orderBy('sort_order')
+      .execute(),
+    flag.owner_user_id
+      ? services.db
+          .selectFrom('users')
+          .select(['id', 'email', 'name'])
+          .where('id', '=', flag.owner_user_id)
+          .executeTakeFirst()
+      : undefined,
+  ]);
+  const {
+    id,
+    key,
+    name,
+    type,
+    isArchived,
+    clientSideVisible,
+    tags,
+    isPermanent,
+    expiresAtUtc,
+    createdAt,
+    updatedAt,
+  } = flagListItem(flag);
+  return {
+    id,
+    key,
+    name,
+    description: flag.description,
+    type,
+    isArchived,
+    clientSideVisible,
+    tags,
+    variations: variations.map(variationItem),
+    createdAt,
+    updatedAt,
+    expiresAtUtc,
+    owner: owner ? { id: owner.id, email: owner.email, name: owner.name } : null,
+    removalPrUrl: flag.removal_pr_url,
+    isPermanent,
+    _actions: flagActions(role, flag),
+  };
+}

@@ -1,0 +1,317 @@
+import { randomBytes } from 'node:crypto';
+import { Type } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import type { App } from '../../app.js';
+import type { FlagsTable, VariationsTable } from '../../db/schema.js';
+import { conflictOn } from '../../db/unique.js';
+import { diffProperties } from '../../events/types.js';
+import { invalidField } from '../../http/errors.js';
+import type { Services } from '../../services.js';
+import { mutateAs, requireOrg, requireProject, type OrgAccess } from '../access.js';
+import { actionsFor } from '../actions.js';
+import { DescriptionSchema, KeySchema, NameSchema, Timestamp, Uuid } from '../fields.js';
+import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { checkVariationValue, initialConfiguration } from './configuration.js';
+import { flagDetail, flagListItem, requireFlag } from './queries.js';
+import { FlagListItem, FlagResponse, FlagTypeSchema } from './schemas.js';
+
+const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
+const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
+const TagsSchema = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+  maxItems: 50,
+  uniqueItems: true,
+});
+const UrlSchema = Type.Union([Type.String({ format: 'uri', maxLength: 2000 }), Type.Null()]);
+
+const VariationInput = Type.Object(
+  {
+    key: KeySchema,
+    name: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()])),
+    value: Type.String({ maxLength: 65536 }),
+    description: Type.Optional(DescriptionSchema),
+  },
+  { additionalProperties: false },
+);
+
+const BOOLEAN_VARIATIONS = [
+  { key: 'true', name: 'On', value: 'true' },
+  { key: 'false', name: 'Off', value: 'false' },
+];
+
+/** Checks that `ownerId` is a member of the organization. */
+async function checkOwner(
+  services: Services,
+  access: OrgAccess,
+  ownerId: string | null | undefined,
+): Promise<void> {
+  if (!ownerId) return;
+  const member = await services.db
+    .selectFrom('memberships')
+    .select('user_id')
+    .where('organization_id', '=', access.org.id)
+    .where('user_id', '=', ownerId)
+    .executeTakeFirst();
+  if (!member) throw invalidField('ownerId', 'is not a member of this organization');
+}
+
+/** Flags: create, list, get (spec: Flag detail), update, delete (design record 001). */
+export function registerFlagRoutes(app: App, services: Services): void {
+  app.post(
+    '/orgs/:org/projects/:project/flags',
+    {
+      schema: {
+        tags: ['flags'],
+        params: ProjectParams,
+        body: Type.Object(
+          {
+            key: KeySchema,
+            name: Type.Optional(Type.Union([NameSchema, Type.Null()])),
+            description: Type.Optional(DescriptionSchema),
+            type: Type.Optional(FlagTypeSchema),
+            variations: Type.Optional(Type.Array(VariationInput, { minItems: 1, maxItems: 100 })),
+            tags: Type.Optional(TagsSchema),
+            clientSideVisible: Type.Optional(Type.Boolean()),
+            isPermanent: Type.Optional(Type.Boolean()),
+            ownerId: Type.Optional(Type.Union([Uuid, Type.Null()])),
+            expiresAtUtc: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+            removalPrUrl: Type.Optional(UrlSchema),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: FlagResponse },
+      },
+    },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Member');
+      const project = await requireProject(services, access, request.params.project);
+      const body = request.body;
+      const type = body.type ?? 'Boolean';
+      const variations = body.variations ?? (type === 'Boolean' ? BOOLEAN_VARIATIONS : undefined);
+      if (!variations) throw invalidField('variations', `are required for a ${type} flag`);
+      const keys = new Set<string>();
+      variations.forEach((variation, index) => {
+        if (keys.has(variation.key))
+          throw invalidField(`variations.${index}.key`, `duplicate key "${variation.key}"`);
+        keys.add(variation.key);
+        checkVariationValue(type, variation.value, `variations.${index}.value`);
+      });
+      await checkOwner(services, access, body.ownerId);
+      const flag = await mutateAs(services, access, async (m) => {
+        const row: FlagsTable = {
+          id: uuid(),
+          project_id: project.id,
+          key: body.key,
+          name: body.name ?? null,
+          description: body.description ?? null,
+          type,
+          is_archived: 0,
+          client_side_visible: body.clientSideVisible ? 1 : 0,
+          tags: JSON.stringify(body.tags ?? []),
+          expires_at: body.expiresAtUtc ? new Date(body.expiresAtUtc).toISOString() : null,
+          owner_user_id: body.ownerId ?? null,
+          removal_pr_url: body.removalPrUrl ?? null,
+          is_permanent: body.isPermanent ? 1 : 0,
+          salt: randomBytes(8).toString('hex'),
+          version: 1,
+          created_at: m.now,
+          updated_at: m.now,
+        };
+        await m.trx
+          .insertInto('flags')
+          .values(row)
+          .execute()
+          .catch(conflictOn('key', body.key, 'flag'));
+        const variationRows: VariationsTable[] = variations.map((variation, index) => ({
+          id: uuid(),
+          flag_id: row.id,
+          key: variation.key,
+          name: variation.name ?? null,
+          value: variation.value,
+          description: ('description' in variation ? variation.description : null) ?? null,
+          sort_order: index,
+          created_at: m.now,
+        }));
+        await m.trx.insertInto('variations').values(variationRows).execute();
+        const environments = await m.trx
+          .selectFrom('environments')
+          .select('id')
+          .where('project_id', '=', project.id)
+          .execute();
+        const variationIds = variationRows.map((variation) => variation.id);
+        if (environments.length > 0) {
+          await m.trx
+            .insertInto('flag_environments')
+            .values(
+              environments.map((environment) =>
+                initialConfiguration(row.id, environment.id, variationIds, m.now),
+              ),
+            )
+            .execute();
+        }
+        m.touchEnvironments(environments.map((environment) => environment.id));
+        await m.emit({
+          type: 'flag.created',
+          projectId: project.id,
+          entity: { type: 'flag', id: row.id },
+          description: `Flag "${row.key}" created`,
+          children: variationRows.map((variation) => ({ type: 'variation', id: variation.id })),
+        });
+        return row;
+      });
+      return reply.status(201).send(await flagDetail(services, access.role, flag));
+    },
+  );
+
+  app.get(
+    '/orgs/:org/projects/:project/flags',
+    {
+      schema: {
+        tags: ['flags'],
+        params: ProjectParams,
+        querystring: Type.Intersect([
+          PageQuery,
+          Type.Object({
+            tag: Type.Optional(Type.String()),
+            archived: Type.Optional(Type.Boolean()),
+            q: Type.Optional(Type.String({ maxLength: 200 })),
+          }),
+        ]),
+        response: { 200: pagedSchema(FlagListItem) },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org);
+      const project = await requireProject(services, access, request.params.project);
+      const { tag, archived, q } = request.query;
+      let query = services.db
+        .selectFrom('flags')
+        .selectAll()
+        .where('project_id', '=', project.id)
+        .where('is_archived', '=', archived ? 1 : 0);
+      if (tag) query = query.where('tags', 'like', `%${JSON.stringify(tag).replace(/[%_]/g, '')}%`);
+      if (q) {
+        const pattern = `%${q.toLowerCase().replace(/[%_\\]/g, '')}%`;
+        query = query.where((eb) =>
+          eb.or([
+            eb(eb.fn('lower', ['key']), 'like', pattern),
+            eb(eb.fn('lower', ['name']), 'like', pattern),
+          ]),
+        );
+      }
+      const { rows, nextCursor } = await paginate(query, request.query);
+      const items = rows
+        .map(flagListItem)
+        // The LIKE above narrows; this makes the tag match exact.
+        .filter((item) => !tag || item.tags.includes(tag));
+      return {
+        items,
+        next_cursor: nextCursor,
+        _actions: actionsFor(access.role, { create: { role: 'Member' } }),
+      };
+    },
+  );
+
+  app.get(
+    '/orgs/:org/projects/:project/flags/:flag',
+    { schema: { tags: ['flags'], params: FlagParams, response: { 200: FlagResponse } } },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org);
+      const project = await requireProject(services, access, request.params.project);
+      const flag = await requireFlag(services, access, project, request.params.flag);
+      return flagDetail(services, access.role, flag);
+    },
+  );
+
+  app.patch(
+    '/orgs/:org/projects/:project/flags/:flag',
+    {
+      schema: {
+        tags: ['flags'],
+        params: FlagParams,
+        body: Type.Object(
+          {
+            name: Type.Optional(Type.Union([NameSchema, Type.Null()])),
+            description: Type.Optional(DescriptionSchema),
+            tags: Type.Optional(TagsSchema),
+            clientSideVisible: Type.Optional(Type.Boolean()),
+            isPermanent: Type.Optional(Type.Boolean()),
+            ownerId: Type.Optional(Type.Union([Uuid, Type.Null()])),
+            expiresAtUtc: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+            removalPrUrl: Type.Optional(UrlSchema),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: FlagResponse },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Member');
+      const project = await requireProject(services, access, request.params.project);
+      const flag = await requireFlag(services, access, project, request.params.flag);
+      const body = request.body;
+      await checkOwner(services, access, body.ownerId);
+      const updated = await mutateAs(services, access, async (m) => {
+        const row = await m.trx
+          .updateTable('flags')
+          .set({
+            ...(body.name !== undefined ? { name: body.name } : {}),
+            ...(body.description !== undefined ? { description: body.description } : {}),
+            ...(body.tags !== undefined ? { tags: JSON.stringify(body.tags) } : {}),
+            ...(body.clientSideVisible !== undefined
+              ? { client_side_visible: body.clientSideVisible ? 1 : 0 }
+              : {}),
+            ...(body.isPermanent !== undefined ? { is_permanent: body.isPermanent ? 1 : 0 } : {}),
+            ...(body.ownerId !== undefined ? { owner_user_id: body.ownerId } : {}),
+            ...(body.expiresAtUtc !== undefined
+              ? { expires_at: body.expiresAtUtc ? new Date(body.expiresAtUtc).toISOString() : null }
+              : {}),
+            ...(body.removalPrUrl !== undefined ? { removal_pr_url: body.removalPrUrl } : {}),
+            version: flag.version + 1,
+            updated_at: m.now,
+          })
+          .where('id', '=', flag.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        const describe = (r: typeof row) => ({
+          ...flagListItem(r),
+          description: r.description,
+          ownerId: r.owner_user_id,
+          removalPrUrl: r.removal_pr_url,
+        });
+        const { updatedAt: _a, ...before } = describe(flag);
+        const { updatedAt: _b, ...after } = describe(row);
+        await m.emit({
+          type: 'flag.updated',
+          projectId: project.id,
+          entity: { type: 'flag', id: flag.id },
+          changes: diffProperties(before, after),
+          description: `Flag "${flag.key}" updated`,
+        });
+        if (body.clientSideVisible !== undefined) await m.touchProject(project.id);
+        return row;
+      });
+      return flagDetail(services, access.role, updated);
+    },
+  );
+
+  app.delete(
+    '/orgs/:org/projects/:project/flags/:flag',
+    { schema: { tags: ['flags'], params: FlagParams } },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const project = await requireProject(services, access, request.params.project);
+      const flag = await requireFlag(services, access, project, request.params.flag);
+      await mutateAs(services, access, async (m) => {
+        await m.trx.deleteFrom('flags').where('id', '=', flag.id).execute();
+        await m.touchProject(project.id);
+        await m.emit({
+          type: 'flag.deleted',
+          projectId: project.id,
+          entity: { type: 'flag', id: flag.id },
+          description: `Flag "${flag.key}" deleted`,
+        });
+      });
+      return reply.status(204).send();
+    },
+  );
+}

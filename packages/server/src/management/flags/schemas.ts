@@ -1,0 +1,93 @@
+import { Type } from 'typebox';
+import { ActionsSchema } from '../actions.js';
+import { NullableString, Timestamp, Uuid } from '../fields.js';
+
+export const FLAG_TYPES = ['Boolean', 'String', 'Number', 'Json'] as const;
+export const FlagTypeSchema = Type.Enum(FLAG_TYPES);
+
+/** Variation as nested in a flag (no `_actions`: nested resources carry none). */
+export const VariationItem = Type.Object({
+  id: Uuid,
+  key: NullableString,
+  name: NullableString,
+  value: NullableString,
+  description: NullableString,
+});
+export const VariationResponse = Type.Intersect([
+  VariationItem,
+  Type.Object({ _actions: ActionsSchema }),
+]);
+
+export const OwnerSchema = Type.Union([
+  Type.Object({ id: Uuid, email: NullableString, name: NullableString }),
+  Type.Null(),
+]);
+
+/** Flag list item (not shown in the spec; design record 001). */
+export const FlagListItem = Type.Object({
+  id: Uuid,
+  key: Type.String(),
+  name: NullableString,
+  type: FlagTypeSchema,
+  isArchived: Type.Boolean(),
+  clientSideVisible: Type.Boolean(),
+  tags: Type.Array(Type.String()),
+  isPermanent: Type.Boolean(),
+  expiresAtUtc: Type.Union([Timestamp, Type.Null()]),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+/** Flag detail (spec: `PublicFlagResponse`). */
+export const FlagResponse = Type.Object({
+  id: Uuid,
+  key: NullableString,
+  name: NullableString,
+  description: NullableString,
+  type: FlagTypeSchema,
+  isArchived: Type.Boolean(),
+  clientSideVisible: Type.Boolean(),
+  tags: Type.Array(Type.String()),
+  variations: Type.Array(VariationItem),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  expiresAtUtc: Type.Union([Timestamp, Type.Null()]),
+  owner: OwnerSchema,
+  removalPrUrl: NullableString,
+  isPermanent: Type.Boolean(),
+  _actions: ActionsSchema,
+});
+
+export const RolloutSchema = Type.Array(
+  Type.Object(
+    { variationId: Uuid, weight: Type.Integer({ minimum: 0, maximum: 100000 }) },
+    { additionalProperties: false },
+  ),
+  { maxItems: 100 },
+);
+
+export const PrerequisitesSchema = Type.Array(
+  Type.Object(
+    {
+      prerequisiteFlagKey: Type.String({ minLength: 1 }),
+      expectedVariationKey: Type.String({ minLength: 1 }),
+    },
+    { additionalProperties: false },
+  ),
+  { maxItems: 50 },
+);
+
+export const STRATEGIES = ['SingleVariation', 'PercentageRollout', 'TargetedRollout'] as const;
+
+/** Flag environment configuration (spec: `PublicFlagEnvironmentConfigResponse`, plus the off variation and rollout). */
+export const FlagEnvironmentResponse = Type.Object({
+  environmentId: Uuid,
+  environmentKey: NullableString,
+  isEnabled: Type.Boolean(),
+  defaultVariationId: Uuid,
+  offVariationId: Uuid,
+  strategy: Type.Enum(STRATEGIES),
+  rollout: RolloutSchema,
+  prerequisites: PrerequisitesSchema,
+  _actions: ActionsSchema,
+});

@@ -1,0 +1,230 @@
+import type { FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import type { App } from '../../app.js';
+import type { Role, VariationsTable } from '../../db/schema.js';
+import { conflictOn } from '../../db/unique.js';
+import { diffProperties } from '../../events/types.js';
+import { ApiError, invalidField } from '../../http/errors.js';
+import type { Services } from '../../services.js';
+import { mutateAs, notFound, requireOrg, requireProject } from '../access.js';
+import { actionsFor } from '../actions.js';
+import { DescriptionSchema, KeySchema } from '../fields.js';
+import { checkVariationValue } from './configuration.js';
+import { requireFlag, variationItem } from './queries.js';
+import { VariationResponse } from './schemas.js';
+
+const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
+const VariationParams = Type.Object({
+  org: Type.String(),
+  project: Type.String(),
+  flag: Type.String(),
+  variation: Type.String(),
+});
+const NullableName = Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()]));
+
+function variationActions(role: Role) {
+  return actionsFor(role, { update: { role: 'Member' }, delete: { role: 'Member' } });
+}
+
+/** Variations of a flag (spec: Variation; update and delete: design record 001). */
+export function registerVariationRoutes(app: App, services: Services): void {
+  app.post(
+    '/orgs/:org/projects/:project/flags/:flag/variations',
+    {
+      schema: {
+        tags: ['flags'],
+        params: FlagParams,
+        body: Type.Object(
+          {
+            key: Type.Union([KeySchema, Type.Null()]),
+            name: NullableName,
+            value: Type.Union([Type.String({ maxLength: 65536 }), Type.Null()]),
+            description: Type.Optional(DescriptionSchema),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: VariationResponse },
+      },
+    },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Member');
+      const project = await requireProject(services, access, request.params.project);
+      const flag = await requireFlag(services, access, project, request.params.flag);
+      const { key, name, value, description } = request.body;
+      if (key === null) throw invalidField('key', 'is required');
+      if (value === null) throw invalidField('value', 'is required');
+      checkVariationValue(flag.type, value, 'value');
+      const id = await mutateAs(services, access, async (m) => {
+        const last = await m.trx
+          .selectFrom('variations')
+          .select((eb) => eb.fn.max('sort_order').as('max'))
+          .where('flag_id', '=', flag.id)
+          .executeTakeFirst();
+        const row: VariationsTable = {
+          id: uuid(),
+          flag_id: flag.id,
+          key,
+          name: name ?? null,
+          value,
+          description: description ?? null,
+          sort_order: Number(last?.max ?? -1) + 1,
+          created_at: m.now,
+        };
+        await m.trx
+          .insertInto('variations')
+          .values(row)
+          .execute()
+          .catch(conflictOn('key', key, 'variation'));
+        await m.touchProject(project.id);
+        await m.emit({
+          type: 'flag.variation.created',
+          projectId: project.id,
+          entity: { type: 'flag', id: flag.id },
+          child: { type: 'variation', id: row.id },
+          description: `Variation "${key}" added to flag "${flag.key}"`,
+        });
+        return row.id;
+      });
+      // Re-read after persisting (spec: Endpoint rule 3).
+      const stored = await services.db
+        .selectFrom('variations')
+        .selectAll()
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      return reply
+        .status(201)
+        .send({ ...variationItem(stored), _actions: variationActions(access.role) });
+    },
+  );
+
+  async function requireVariation(
+    request: FastifyRequest,
+    params: Static<typeof VariationParams>,
+    minimum: Role,
+  ) {
+    const access = await requireOrg(services, request, params.org, minimum);
+    const project = await requireProject(services, access, params.project);
+    const flag = await requireFlag(services, access, project, params.flag);
+    const variations = await services.db
+      .selectFrom('variations')
+      .selectAll()
+      .where('flag_id', '=', flag.id)
+      .execute();
+    const ref = params.variation;
+    const variation = variations.find((v) => v.id === ref || v.key === ref);
+    if (!variation)
+      throw notFound(
+        'Variation',
+        ref,
+        variations.map((v) => v.key),
+      );
+    return { access, project, flag, variation, variations };
+  }
+
+  app.patch(
+    '/orgs/:org/projects/:project/flags/:flag/variations/:variation',
+    {
+      schema: {
+        tags: ['flags'],
+        params: VariationParams,
+        body: Type.Object(
+          {
+            name: NullableName,
+            value: Type.Optional(Type.String({ maxLength: 65536 })),
+            description: Type.Optional(DescriptionSchema),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: VariationResponse },
+      },
+    },
+    async (request) => {
+      const { access, project, flag, variation } = await requireVariation(
+        request,
+        request.params,
+        'Member',
+      );
+      const body = request.body;
+      if (body.value !== undefined) checkVariationValue(flag.type, body.value, 'value');
+      const row = await mutateAs(services, access, async (m) => {
+        const updated = await m.trx
+          .updateTable('variations')
+          .set({
+            ...(body.name !== undefined ? { name: body.name } : {}),
+            ...(body.value !== undefined ? { value: body.value } : {}),
+            ...(body.description !== undefined ? { description: body.description } : {}),
+          })
+          .where('id', '=', variation.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await m.touchProject(project.id);
+        await m.emit({
+          type: 'flag.variation.updated',
+          projectId: project.id,
+          entity: { type: 'flag', id: flag.id },
+          child: { type: 'variation', id: variation.id },
+          changes: diffProperties(variationItem(variation), variationItem(updated)),
+          description: `Variation "${variation.key}" of flag "${flag.key}" updated`,
+        });
+        return updated;
+      });
+      return { ...variationItem(row), _actions: variationActions(access.role) };
+    },
+  );
+
+  app.delete(
+    '/orgs/:org/projects/:project/flags/:flag/variations/:variation',
+    { schema: { tags: ['flags'], params: VariationParams } },
+    async (request, reply) => {
+      const { access, project, flag, variation, variations } = await requireVariation(
+        request,
+        request.params,
+        'Member',
+      );
+      if (variations.length === 1)
+        throw new ApiError('bad_request', 'A flag needs at least one variation.');
+      const inUse = await services.db
+        .selectFrom('flag_environments')
+        .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
+        .select('environments.key')
+        .where('flag_environments.flag_id', '=', flag.id)
+        .where((eb) =>
+          eb.or([
+            eb('flag_environments.default_variation_id', '=', variation.id),
+            eb('flag_environments.off_variation_id', '=', variation.id),
+            eb('flag_environments.rollout', 'like', `%${variation.id}%`),
+          ]),
+        )
+        .execute();
+      const usedByRules = await services.db
+        .selectFrom('rules')
+        .select('id')
+        .where('variation_id', '=', variation.id)
+        .execute();
+      if (inUse.length > 0 || usedByRules.length > 0) {
+        throw new ApiError(
+          'conflict',
+          `Variation "${variation.key}" is still served` +
+            (inUse.length > 0 ? ` in environments ${inUse.map((row) => row.key).join(', ')}` : '') +
+            (usedByRules.length > 0
+              ? ` by rules ${usedByRules.map((row) => row.id).join(', ')}`
+              : '') +
+            '. Serve another variation first.',
+        );
+      }
+      await mutateAs(services, access, async (m) => {
+        await m.trx.deleteFrom('variations').where('id', '=', variation.id).execute();
+        await m.touchProject(project.id);
+        await m.emit({
+          type: 'flag.variation.deleted',
+          projectId: project.id,
+          entity: { type: 'flag', id: flag.id },
+          child: { type: 'variation', id: variation.id },
+          description: `Variation "${variation.key}" removed from flag "${flag.key}"`,
+        });
+      });
+      return reply.status(204).send();
+    },
+  );
+}

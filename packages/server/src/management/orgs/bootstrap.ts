@@ -1,0 +1,84 @@
+import type { Kysely } from 'kysely';
+import { v7 as uuid } from 'uuid';
+import { issueToken } from '../../auth/tokens.js';
+import type { Plan, Schema } from '../../db/schema.js';
+
+/** What `vexil bootstrap` prints: the first credential of a fresh install. */
+export interface BootstrapResult {
+  token: string;
+  org: { id: string; slug: string };
+  user: { id: string; email: string };
+}
+
+/**
+ * Creates the organization (if absent, with `plan`), the user (if absent), makes the user the
+ * org's Owner and issues them a new personal access token. Idempotent apart from the token.
+ */
+export async function bootstrap(
+  db: Kysely<Schema>,
+  input: { slug: string; email: string; name?: string; plan: Plan; now: Date },
+): Promise<BootstrapResult> {
+  const now = input.now.toISOString();
+  return db.transaction().execute(async (trx) => {
+    let org = await trx
+      .selectFrom('organizations')
+      .select(['id', 'slug'])
+      .where('slug', '=', input.slug)
+      .executeTakeFirst();
+    if (!org) {
+      org = { id: uuid(), slug: input.slug };
+      await trx
+        .insertInto('organizations')
+        .values({
+          ...org,
+          name: input.slug,
+          plan: input.plan,
+          sso_required: 0,
+          sso_connection_id: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+    }
+    const email = input.email.toLowerCase();
+    let user = await trx
+      .selectFrom('users')
+      .select(['id', 'email'])
+      .where('email', '=', email)
+      .executeTakeFirst();
+    if (!user) {
+      user = { id: uuid(), email };
+      await trx
+        .insertInto('users')
+        .values({ ...user, name: input.name ?? null, email_verified: 0, created_at: now })
+        .execute();
+    }
+    const membership = await trx
+      .selectFrom('memberships')
+      .select('role')
+      .where('organization_id', '=', org.id)
+      .where('user_id', '=', user.id)
+      .executeTakeFirst();
+    if (!membership) {
+      await trx
+        .insertInto('memberships')
+        .values({ organization_id: org.id, user_id: user.id, role: 'Owner', created_at: now })
+        .execute();
+    } else if (membership.role !== 'Owner') {
+      await trx
+        .updateTable('memberships')
+        .set({ role: 'Owner' })
+        .where('organization_id', '=', org.id)
+        .where('user_id', '=', user.id)
+        .execute();
+    }
+    const { token } = await issueToken(trx, {
+      kind: 'personal',
+      userId: user.id,
+      name: 'bootstrap',
+      expiresAt: null,
+      now,
+    });
+    return { token, org, user };
+  });
+}

@@ -1,0 +1,149 @@
+import type { Selectable } from 'kysely';
+import { Type } from 'typebox';
+import type { App } from '../../app.js';
+import type { OrganizationsTable, Plan, Role } from '../../db/schema.js';
+import { diffProperties } from '../../events/types.js';
+import { invalidField } from '../../http/errors.js';
+import type { Services } from '../../services.js';
+import { callerOf, mutateAs, requireOrg } from '../access.js';
+import { ActionsSchema, actionsFor } from '../actions.js';
+import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+
+export const PLANS: readonly Plan[] = ['Solo', 'Team', 'Pro', 'Business', 'Enterprise'];
+
+const OrganizationItem = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  slug: Type.String(),
+  name: Type.String(),
+  plan: Type.Enum(PLANS),
+  ssoRequired: Type.Boolean(),
+  ssoConnectionId: Type.Union([Type.String(), Type.Null()]),
+});
+const OrganizationResponse = Type.Intersect([
+  OrganizationItem,
+  Type.Object({ _actions: ActionsSchema }),
+]);
+
+function organizationItem(row: Selectable<OrganizationsTable>) {
+  return {
+    id: row.id,
+    slug: row.slug,
+    name: row.name,
+    plan: row.plan,
+    ssoRequired: row.sso_required === 1,
+    ssoConnectionId: row.sso_connection_id,
+  };
+}
+
+function organizationActions(role: Role) {
+  return actionsFor(role, {
+    update: { role: 'Owner' },
+    createProject: { role: 'Admin' },
+    manageWebhooks: { role: 'Admin' },
+    manageServiceTokens: { role: 'Admin' },
+  });
+}
+
+/** Organizations (spec: Organization; design record 004 for update and SSO settings). */
+export function registerOrgRoutes(app: App, services: Services): void {
+  app.get(
+    '/orgs',
+    {
+      schema: {
+        tags: ['orgs'],
+        querystring: PageQuery,
+        response: { 200: pagedSchema(OrganizationItem) },
+      },
+    },
+    async (request) => {
+      const caller = callerOf(request);
+      const query =
+        caller.type === 'service_token'
+          ? services.db
+              .selectFrom('organizations')
+              .selectAll()
+              .where('id', '=', caller.organizationId)
+          : services.db
+              .selectFrom('organizations')
+              .selectAll()
+              .where('id', 'in', (eb) =>
+                eb
+                  .selectFrom('memberships')
+                  .select('organization_id')
+                  .where('user_id', '=', caller.id),
+              );
+      const { rows, nextCursor } = await paginate(query, request.query);
+      return { items: rows.map(organizationItem), next_cursor: nextCursor, _actions: {} };
+    },
+  );
+
+  app.get(
+    '/orgs/:org',
+    {
+      schema: {
+        tags: ['orgs'],
+        params: Type.Object({ org: Type.String() }),
+        response: { 200: OrganizationResponse },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org);
+      return { ...organizationItem(access.org), _actions: organizationActions(access.role) };
+    },
+  );
+
+  app.patch(
+    '/orgs/:org',
+    {
+      schema: {
+        tags: ['orgs'],
+        params: Type.Object({ org: Type.String() }),
+        body: Type.Object(
+          {
+            name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+            plan: Type.Optional(Type.Enum(PLANS)),
+            ssoRequired: Type.Optional(Type.Boolean()),
+            ssoConnectionId: Type.Optional(
+              Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: OrganizationResponse },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Owner');
+      const before = organizationItem(access.org);
+      const after = { ...before, ...request.body };
+      if (after.ssoRequired && !after.ssoConnectionId) {
+        throw invalidField('ssoConnectionId', 'is required while ssoRequired is true');
+      }
+      const row = await mutateAs(services, access, async (m) => {
+        const updated = await m.trx
+          .updateTable('organizations')
+          .set({
+            name: after.name,
+            plan: after.plan,
+            sso_required: after.ssoRequired ? 1 : 0,
+            sso_connection_id: after.ssoConnectionId,
+            updated_at: m.now,
+          })
+          .where('id', '=', access.org.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        const changes = diffProperties(before, organizationItem(updated));
+        if (changes.length > 0) {
+          await m.emit({
+            type: 'organization.updated',
+            entity: { type: 'organization', id: access.org.id },
+            changes,
+            description: `Organization "${updated.slug}" updated`,
+          });
+        }
+        return updated;
+      });
+      return { ...organizationItem(row), _actions: organizationActions(access.role) };
+    },
+  );
+}

@@ -1,0 +1,232 @@
+import type { Selectable } from 'kysely';
+import { Type } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import type { App } from '../../app.js';
+import type { ProjectsTable, Role } from '../../db/schema.js';
+import { conflictOn } from '../../db/unique.js';
+import { diffProperties } from '../../events/types.js';
+import { invalidField } from '../../http/errors.js';
+import type { Services } from '../../services.js';
+import { removeFromSubscriptionFilters } from '../../webhooks/filters.js';
+import { mutateAs, projectInScope, requireOrg, requireProject } from '../access.js';
+import { ActionsSchema, actionsFor } from '../actions.js';
+import { insertEnvironment } from '../environments/routes.js';
+import {
+  ColorSchema,
+  DescriptionSchema,
+  KeySchema,
+  NameSchema,
+  Timestamp,
+  Uuid,
+} from '../fields.js';
+import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+
+const ProjectItem = Type.Object({
+  id: Uuid,
+  key: Type.String(),
+  name: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+const ProjectResponse = Type.Intersect([ProjectItem, Type.Object({ _actions: ActionsSchema })]);
+const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
+
+function projectItem(row: Selectable<ProjectsTable>) {
+  return {
+    id: row.id,
+    key: row.key,
+    name: row.name,
+    description: row.description,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function projectActions(role: Role) {
+  return actionsFor(role, {
+    update: { role: 'Admin' },
+    delete: { role: 'Admin' },
+    createEnvironment: { role: 'Member' },
+    createFlag: { role: 'Member' },
+  });
+}
+
+/** The environments a project gets when its create request names none. */
+const DEFAULT_ENVIRONMENTS = [
+  { key: 'development', name: 'Development', color: '#3b82f6' },
+  { key: 'production', name: 'Production', color: '#ef4444' },
+];
+
+/** Projects (not shown in the spec; design record 001). */
+export function registerProjectRoutes(app: App, services: Services): void {
+  app.post(
+    '/orgs/:org/projects',
+    {
+      schema: {
+        tags: ['projects'],
+        params: Type.Object({ org: Type.String() }),
+        body: Type.Object(
+          {
+            key: KeySchema,
+            name: NameSchema,
+            description: Type.Optional(DescriptionSchema),
+            environments: Type.Optional(
+              Type.Array(
+                Type.Object(
+                  {
+                    key: KeySchema,
+                    name: Type.Optional(Type.Union([NameSchema, Type.Null()])),
+                    color: Type.Optional(ColorSchema),
+                  },
+                  { additionalProperties: false },
+                ),
+                { minItems: 1, maxItems: 50 },
+              ),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: ProjectResponse },
+      },
+    },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const body = request.body;
+      const environments = body.environments ?? DEFAULT_ENVIRONMENTS;
+      const seen = new Set<string>();
+      for (const [index, environment] of environments.entries()) {
+        if (seen.has(environment.key)) {
+          throw invalidField(`environments.${index}.key`, `duplicate key "${environment.key}"`);
+        }
+        seen.add(environment.key);
+      }
+      const row = await mutateAs(services, access, async (m) => {
+        const project: ProjectsTable = {
+          id: uuid(),
+          organization_id: access.org.id,
+          key: body.key,
+          name: body.name,
+          description: body.description ?? null,
+          created_at: m.now,
+          updated_at: m.now,
+        };
+        await m.trx
+          .insertInto('projects')
+          .values(project)
+          .execute()
+          .catch(conflictOn('key', body.key, 'project'));
+        await m.emit({
+          type: 'project.created',
+          projectId: project.id,
+          entity: { type: 'project', id: project.id },
+          description: `Project "${project.key}" created`,
+        });
+        for (const [index, environment] of environments.entries()) {
+          await insertEnvironment(m, project.id, {
+            key: environment.key,
+            name: environment.name ?? null,
+            color: environment.color ?? null,
+            sortOrder: index,
+          });
+        }
+        return project;
+      });
+      return reply.status(201).send({ ...projectItem(row), _actions: projectActions(access.role) });
+    },
+  );
+
+  app.get(
+    '/orgs/:org/projects',
+    {
+      schema: {
+        tags: ['projects'],
+        params: Type.Object({ org: Type.String() }),
+        querystring: PageQuery,
+        response: { 200: pagedSchema(ProjectItem) },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org);
+      const { rows, nextCursor } = await paginate(
+        services.db.selectFrom('projects').selectAll().where('organization_id', '=', access.org.id),
+        request.query,
+      );
+      return {
+        items: rows.filter((row) => projectInScope(access, row.id)).map(projectItem),
+        next_cursor: nextCursor,
+        _actions: actionsFor(access.role, { create: { role: 'Admin' } }),
+      };
+    },
+  );
+
+  app.get(
+    '/orgs/:org/projects/:project',
+    { schema: { tags: ['projects'], params: ProjectParams, response: { 200: ProjectResponse } } },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org);
+      const project = await requireProject(services, access, request.params.project);
+      return { ...projectItem(project), _actions: projectActions(access.role) };
+    },
+  );
+
+  app.patch(
+    '/orgs/:org/projects/:project',
+    {
+      schema: {
+        tags: ['projects'],
+        params: ProjectParams,
+        body: Type.Object(
+          { name: Type.Optional(NameSchema), description: Type.Optional(DescriptionSchema) },
+          { additionalProperties: false },
+        ),
+        response: { 200: ProjectResponse },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const project = await requireProject(services, access, request.params.project);
+      const row = await mutateAs(services, access, async (m) => {
+        const updated = await m.trx
+          .updateTable('projects')
+          .set({ ...request.body, updated_at: m.now })
+          .where('id', '=', project.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await m.emit({
+          type: 'project.updated',
+          projectId: project.id,
+          entity: { type: 'project', id: project.id },
+          changes: diffProperties(
+            { name: project.name, description: project.description },
+            { name: updated.name, description: updated.description },
+          ),
+          description: `Project "${project.key}" updated`,
+        });
+        return updated;
+      });
+      return { ...projectItem(row), _actions: projectActions(access.role) };
+    },
+  );
+
+  app.delete(
+    '/orgs/:org/projects/:project',
+    { schema: { tags: ['projects'], params: ProjectParams } },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const project = await requireProject(services, access, request.params.project);
+      await mutateAs(services, access, async (m) => {
+        // The event goes out first so that subscriptions this deletion disables still get it.
+        await m.emit({
+          type: 'project.deleted',
+          projectId: project.id,
+          entity: { type: 'project', id: project.id },
+          description: `Project "${project.key}" deleted`,
+        });
+        await removeFromSubscriptionFilters(m, 'project_ids', project.id);
+        await m.trx.deleteFrom('projects').where('id', '=', project.id).execute();
+      });
+      return reply.status(204).send();
+    },
+  );
+}

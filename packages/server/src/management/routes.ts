@@ -1,0 +1,24 @@
+import type { App } from '../app.js';
+import type { Services } from '../services.js';
+import { registerEnvironmentRoutes } from './environments/routes.js';
+import { registerFlagEnvironmentRoutes } from './flags/flag-environments.js';
+import { registerFlagRoutes } from './flags/routes.js';
+import { registerVariationRoutes } from './flags/variations.js';
+import { registerMeRoutes } from './me/routes.js';
+import { registerOrgRoutes } from './orgs/routes.js';
+import { registerProjectRoutes } from './projects/routes.js';
+import { registerSdkKeyRoutes } from './sdk-keys/routes.js';
+import { registerServiceTokenRoutes } from './service-tokens/routes.js';
+
+/** The management API's route table, mounted under `/api/v1`. */
+export async function registerManagementApi(app: App, services: Services): Promise<void> {
+  registerMeRoutes(app, services);
+  registerOrgRoutes(app, services);
+  registerServiceTokenRoutes(app, services);
+  registerProjectRoutes(app, services);
+  registerEnvironmentRoutes(app, services);
+  registerFlagRoutes(app, services);
+  registerVariationRoutes(app, services);
+  registerFlagEnvironmentRoutes(app, services);
+  registerSdkKeyRoutes(app, services);
+}

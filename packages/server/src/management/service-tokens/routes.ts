@@ -1,0 +1,142 @@
+import { Type } from 'typebox';
+import type { App } from '../../app.js';
+import { hasRole, ROLES } from '../../auth/roles.js';
+import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
+import { issueToken, tokenSummary } from '../../auth/tokens.js';
+import type { Role } from '../../db/schema.js';
+import { ApiError, invalidField } from '../../http/errors.js';
+import type { Services } from '../../services.js';
+import { mutateAs, requireOrg } from '../access.js';
+import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { TokenCreatedSchema, TokenSummarySchema, futureDate } from './schemas.js';
+
+const OrgParams = Type.Object({ org: Type.String() });
+
+/** Service tokens of an organization (design record 004). Admin only. */
+export function registerServiceTokenRoutes(app: App, services: Services): void {
+  app.post(
+    '/orgs/:org/service-tokens',
+    {
+      schema: {
+        tags: ['tokens'],
+        params: OrgParams,
+        body: Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 200 }),
+            role: Type.Enum(ROLES),
+            projectIds: Type.Optional(
+              Type.Union([
+                Type.Array(Type.String(), { minItems: 1, uniqueItems: true }),
+                Type.Null(),
+              ]),
+            ),
+            expiresAt: Type.Optional(
+              Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: TokenCreatedSchema },
+      },
+    },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const role = request.body.role as Role;
+      if (!hasRole(access.role, role))
+        throw invalidField('role', `cannot exceed your own role (${access.role})`);
+      const projectIds = request.body.projectIds ?? null;
+      if (projectIds) {
+        const found = await services.db
+          .selectFrom('projects')
+          .select('id')
+          .where('organization_id', '=', access.org.id)
+          .where('id', 'in', projectIds)
+          .execute();
+        const known = new Set(found.map((row) => row.id));
+        const unknown = projectIds.filter((id) => !known.has(id));
+        if (unknown.length > 0)
+          throw invalidField('projectIds', `unknown project ids: ${unknown.join(', ')}`);
+      }
+      const now = services.clock.now();
+      const expiresAt = futureDate(request.body.expiresAt ?? null, now);
+      const { row, token } = await mutateAs(services, access, async (m) => {
+        const issued = await issueToken(m.trx, {
+          kind: 'service',
+          organizationId: access.org.id,
+          role,
+          projectScope: projectIds,
+          name: request.body.name,
+          expiresAt,
+          now: m.now,
+        });
+        await m.emit({
+          type: 'api_token.created',
+          entity: { type: 'api_token', id: issued.row.id },
+          description: `Service token "${request.body.name}" (${role}) created`,
+        });
+        return issued;
+      });
+      return reply.status(201).send({ ...tokenSummary(row), token, warning: SHOWN_ONCE_WARNING });
+    },
+  );
+
+  app.get(
+    '/orgs/:org/service-tokens',
+    {
+      schema: {
+        tags: ['tokens'],
+        params: OrgParams,
+        querystring: PageQuery,
+        response: { 200: pagedSchema(TokenSummarySchema) },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const { rows, nextCursor } = await paginate(
+        services.db
+          .selectFrom('api_tokens')
+          .selectAll()
+          .where('organization_id', '=', access.org.id)
+          .where('kind', '=', 'service')
+          .where('revoked_at', 'is', null),
+        request.query,
+      );
+      return { items: rows.map(tokenSummary), next_cursor: nextCursor, _actions: {} };
+    },
+  );
+
+  app.delete(
+    '/orgs/:org/service-tokens/:tokenId',
+    {
+      schema: {
+        tags: ['tokens'],
+        params: Type.Object({ org: Type.String(), tokenId: Type.String() }),
+      },
+    },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      await mutateAs(services, access, async (m) => {
+        const row = await m.trx
+          .updateTable('api_tokens')
+          .set({ revoked_at: m.now })
+          .where('id', '=', request.params.tokenId)
+          .where('organization_id', '=', access.org.id)
+          .where('kind', '=', 'service')
+          .where('revoked_at', 'is', null)
+          .returning(['id', 'name'])
+          .executeTakeFirst();
+        if (!row)
+          throw new ApiError(
+            'not_found',
+            `Service token "${request.params.tokenId}" was not found.`,
+          );
+        await m.emit({
+          type: 'api_token.deleted',
+          entity: { type: 'api_token', id: row.id },
+          description: `Service token "${row.name}" revoked`,
+        });
+      });
+      return reply.status(204).send();
+    },
+  );
+}

@@ -1,0 +1,18 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { ConfigChangeListener } from './db/mutate.js';
+import type { Dialect } from './db/database.js';
+import type { Schema } from './db/schema.js';
+
+/** What route modules and workers are given: passed explicitly, never looked up. */
+export interface Services {
+  db: Kysely<Schema>;
+  dialect: Dialect;
+  config: Config;
+  clock: Clock;
+  /** Told, after commit, which environments' SDK configuration changed. */
+  onConfigChange: ConfigChangeListener;
+  /** Told, after commit, that an SDK key (by hash) was revoked. */
+  onSdkKeyRevoked: (keyHash: string) => void;
+}

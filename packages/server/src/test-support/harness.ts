@@ -1,0 +1,206 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { v7 } from 'uuid';
+import { createVexil, type Vexil } from '../app.js';
+import { issueToken } from '../auth/tokens.js';
+import type { Clock } from '../clock.js';
+import { loadConfig, type Config } from '../config.js';
+import { openDatabase, type Dialect } from '../db/database.js';
+import type { Plan } from '../db/schema.js';
+import { bootstrap } from '../management/orgs/bootstrap.js';
+
+/** Where the test PostgreSQL lives (trust auth, user postgres). */
+export const POSTGRES_ADMIN_URL =
+  process.env.VEXIL_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** Every storage test runs on both dialects. */
+export function testDialects(): Dialect[] {
+  return ['sqlite', 'postgres'];
+}
+
+/** A fresh, empty PostgreSQL database; dropped by the returned function. */
+export async function createPostgresDatabase(): Promise<{
+  url: string;
+  drop: () => Promise<void>;
+}> {
+  const name = `vexil_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = POSTGRES_ADMIN_URL.replace(/\/[^/]*$/, `/${name}`);
+  return {
+    url,
+    drop: async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+/** A settable clock for tests that move time. */
+export class TestClock implements Clock {
+  constructor(private current = new Date('2026-06-01T12:00:00.000Z')) {}
+  now(): Date {
+    return new Date(this.current);
+  }
+  advance(ms: number): void {
+    this.current = new Date(this.current.getTime() + ms);
+  }
+  set(date: Date): void {
+    this.current = new Date(date);
+  }
+}
+
+export interface TestVexil extends Vexil {
+  config: Config;
+  /** The database URL, so a test can start a second process on the same data. */
+  databaseUrl: string;
+}
+
+/**
+ * A complete Vexil on a fresh database of the given dialect (SQLite in memory, or a new
+ * PostgreSQL database that is dropped on close).
+ */
+export async function createTestVexil(
+  dialect: Dialect,
+  options: { clock?: Clock; config?: Partial<Config>; env?: NodeJS.ProcessEnv } = {},
+): Promise<TestVexil> {
+  const postgres = dialect === 'postgres' ? await createPostgresDatabase() : undefined;
+  const databaseUrl = postgres?.url ?? ':memory:';
+  const config: Config = { ...loadConfig({ ...options.env }), databaseUrl, ...options.config };
+  const database = openDatabase(databaseUrl);
+  const vexil = await createVexil(config, { clock: options.clock, database, logger: false });
+  return {
+    ...vexil,
+    config,
+    databaseUrl,
+    async close() {
+      await vexil.close();
+      await postgres?.drop();
+    },
+  };
+}
+
+/** A response as tests read it. */
+export interface TestResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  // Tests read arbitrary JSON; asserting on it is the point.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  text: string;
+}
+
+/** Sends a request through the app without a socket (Fastify inject). */
+export async function call(
+  vexil: Vexil,
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  url: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<TestResponse> {
+  const response = await vexil.app.inject({
+    method,
+    url,
+    headers: {
+      ...(options.token
+        ? {
+            authorization:
+              options.token.startsWith('vxl_s') || options.token.startsWith('vxl_c')
+                ? options.token
+                : `Bearer ${options.token}`,
+          }
+        : {}),
+      ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...options.headers,
+    },
+    ...(options.body !== undefined
+      ? { payload: typeof options.body === 'string' ? options.body : JSON.stringify(options.body) }
+      : {}),
+  });
+  let body: unknown = undefined;
+  try {
+    body = response.body ? JSON.parse(response.body) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: response.statusCode, headers: response.headers, body, text: response.body };
+}
+
+/** An organization with an Owner token, as `vexil bootstrap` makes it. */
+export async function createOrg(
+  vexil: Vexil,
+  slug = 'acme',
+  options: { email?: string; plan?: Plan } = {},
+): Promise<{ token: string; orgId: string; userId: string; slug: string }> {
+  const result = await bootstrap(vexil.services.db, {
+    slug,
+    email: options.email ?? `owner@${slug}.test`,
+    plan: options.plan ?? 'Enterprise',
+    now: vexil.services.clock.now(),
+  });
+  return { token: result.token, orgId: result.org.id, userId: result.user.id, slug };
+}
+
+/**
+ * A user with `role` in the org and a personal token (created directly: membership management
+ * is not part of the API yet).
+ */
+export async function createMember(
+  vexil: Vexil,
+  orgId: string,
+  role: 'Viewer' | 'Member' | 'Admin' | 'Owner',
+  email = `${role.toLowerCase()}-${randomBytes(3).toString('hex')}@example.test`,
+): Promise<{ token: string; userId: string }> {
+  const now = vexil.services.clock.now().toISOString();
+  const userId = v7();
+  await vexil.services.db
+    .insertInto('users')
+    .values({ id: userId, email, name: null, email_verified: 1, created_at: now })
+    .execute();
+  await vexil.services.db
+    .insertInto('memberships')
+    .values({ organization_id: orgId, user_id: userId, role, created_at: now })
+    .execute();
+  const { token } = await issueToken(vexil.services.db, {
+    kind: 'personal',
+    userId,
+    name: 'test',
+    expiresAt: null,
+    now,
+  });
+  return { token, userId };
+}
+
+/** A project (with `development` and `production`), a flag in it, and a server SDK key for production. */
+export async function createProjectWithFlag(
+  vexil: Vexil,
+  org: { token: string; slug: string },
+  options: {
+    project?: string;
+    flag?: Record<string, unknown>;
+    keyType?: 'ServerSide' | 'ClientSide';
+  } = {},
+): Promise<{ project: string; flag: string; sdkKey: string }> {
+  const project = options.project ?? 'web';
+  const base = `/api/v1/orgs/${org.slug}/projects`;
+  const created = await call(vexil, 'POST', base, {
+    token: org.token,
+    body: { key: project, name: project },
+  });
+  if (created.status !== 201) throw new Error(`project create failed: ${created.text}`);
+  const flagBody = { key: 'new-checkout', name: 'New checkout', ...options.flag };
+  const flag = await call(vexil, 'POST', `${base}/${project}/flags`, {
+    token: org.token,
+    body: flagBody,
+  });
+  if (flag.status !== 201) throw new Error(`flag create failed: ${flag.text}`);
+  const key = await call(vexil, 'POST', `${base}/${project}/environments/production/sdk-keys`, {
+    token: org.token,
+    body: { name: 'test', type: options.keyType ?? 'ServerSide' },
+  });
+  if (key.status !== 201) throw new Error(`sdk key create failed: ${key.text}`);
+  return { project, flag: flagBody.key as string, sdkKey: key.body.key as string };
+}

@@ -1,0 +1,57 @@
+import type { Transaction } from 'kysely';
+import { v7 as uuid } from 'uuid';
+import type { Schema, WebhookSubscriptionsTable } from '../db/schema.js';
+import { ENVIRONMENT_SCOPED_EVENT_TYPES, type EventPayload } from '../events/types.js';
+
+/**
+ * Whether a subscription's current filters cover an event (spec: Subscription filtering):
+ * empty filters mean all; the environment filter narrows only environment-scoped events.
+ */
+export function subscriptionCovers(
+  subscription: Pick<WebhookSubscriptionsTable, 'event_types' | 'project_ids' | 'environment_ids'>,
+  event: Pick<EventPayload, 'type' | 'projectId' | 'environmentId'>,
+): boolean {
+  const eventTypes = JSON.parse(subscription.event_types) as string[];
+  const projectIds = JSON.parse(subscription.project_ids) as string[];
+  const environmentIds = JSON.parse(subscription.environment_ids) as string[];
+  if (eventTypes.length > 0 && !eventTypes.includes(event.type)) return false;
+  if (projectIds.length > 0 && event.projectId && !projectIds.includes(event.projectId))
+    return false;
+  if (
+    environmentIds.length > 0 &&
+    ENVIRONMENT_SCOPED_EVENT_TYPES.has(event.type) &&
+    event.environmentId &&
+    !environmentIds.includes(event.environmentId)
+  ) {
+    return false;
+  }
+  return true;
+}
+
+/**
+ * Queues one `Pending` delivery per enabled subscription of the organization that covers the
+ * event, inside the transaction that records the event.
+ */
+export async function enqueueDeliveries(
+  trx: Transaction<Schema>,
+  event: { id: string } & EventPayload,
+): Promise<void> {
+  const subscriptions = await trx
+    .selectFrom('webhook_subscriptions')
+    .select(['id', 'event_types', 'project_ids', 'environment_ids'])
+    .where('organization_id', '=', event.organizationId)
+    .where('enabled', '=', 1)
+    .execute();
+  const rows = subscriptions
+    .filter((subscription) => subscriptionCovers(subscription, event))
+    .map((subscription) => ({
+      id: uuid(),
+      event_id: event.id,
+      subscription_id: subscription.id,
+      status: 'Pending' as const,
+      attempt_count: 0,
+      next_attempt_at: event.occurredAt,
+      created_at: event.occurredAt,
+    }));
+  if (rows.length > 0) await trx.insertInto('webhook_deliveries').values(rows).execute();
+}
