@@ -14,6 +14,7 @@ export default tseslint.config(
   {
     // The engine is pure: it must never reach for I/O or for the server.
     files: ['packages/engine/src/**/*.ts'],
+    ignores: ['packages/engine/src/**/*.test.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -1,7 +1,5 @@
 // Runs the shared, language-neutral test vectors: every SDK runs the same file, so all of them
 // match and bucket identically.
-// Tests are not the engine: reading the shared vectors file is the test's I/O, not the engine's.
-// eslint-disable-next-line no-restricted-imports
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { bucket, compileEnvironment, evaluateFlag } from './index.js';

@@ -12,9 +12,12 @@ import { SdkKeyResolver } from './evaluation/sdk-keys.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
 import { ApiError } from './http/errors.js';
-import { ManagementRateLimiter } from './http/rate-limit.js';
+import { registerIdempotency } from './http/idempotency.js';
+import { createManagementRateLimiter } from './http/rate-limit.js';
 import { registerManagementApi } from './management/routes.js';
 import type { Services } from './services.js';
+import { DeliveryWorker } from './webhooks/worker.js';
+import { UsageAggregator } from './usage/aggregator.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,6 +41,8 @@ export interface Vexil {
   app: App;
   services: Services;
   snapshots: SnapshotStore;
+  /** The webhook delivery worker; tests drive it with `runOnce()`. */
+  webhookWorker: DeliveryWorker;
   close(): Promise<void>;
 }
 
@@ -49,13 +54,16 @@ const JSON_TYPES = /^(text\/json|application\/[\w.+-]+\+json)\s*(;.*)?$/i;
  */
 export async function createVexil(
   config: Config,
-  options: { clock?: Clock; database?: Database; logger?: boolean } = {},
+  options: { clock?: Clock; database?: Database; logger?: boolean; startWorkers?: boolean } = {},
 ): Promise<Vexil> {
   const database = options.database ?? openDatabase(config.databaseUrl);
   await migrate(database);
   const clock = options.clock ?? systemClock;
   const snapshots = new SnapshotStore(database.db);
   const sdkKeys = new SdkKeyResolver(database.db);
+  const usage = new UsageAggregator(database.db, (error) =>
+    app.log.error({ err: error }, 'usage flush failed; counts kept for the next flush'),
+  );
   const services: Services = {
     db: database.db,
     dialect: database.dialect,
@@ -63,6 +71,7 @@ export async function createVexil(
     clock,
     onConfigChange: (ids) => snapshots.invalidate(ids),
     onSdkKeyRevoked: (hash) => sdkKeys.forget(hash),
+    usage,
   };
 
   // Bodies are validated strictly (no coercion: a null `enabled` must not become false);
@@ -114,9 +123,9 @@ export async function createVexil(
     reply.type('text/html; charset=utf-8').send(errorReferencePage()),
   );
 
-  const limiter = new ManagementRateLimiter(
-    config.rateLimit.points,
-    config.rateLimit.windowSeconds,
+  const { limiter, close: closeLimiter } = await createManagementRateLimiter(
+    config.rateLimit,
+    config.redisUrl,
   );
   await app.register(
     async (management) => {
@@ -137,6 +146,7 @@ export async function createVexil(
         await limiter.consume(key, reply, now.getTime());
         if (failure) throw failure;
       });
+      registerIdempotency(management, services);
       await registerManagementApi(management, services);
     },
     { prefix: '/api/v1' },
@@ -160,12 +170,22 @@ export async function createVexil(
       }),
   );
 
+  usage.start(config.usageFlushIntervalMs);
+  const webhookWorker = new DeliveryWorker(services, app.log);
+  if (options.startWorkers !== false) webhookWorker.start();
+
   return {
     app,
     services,
     snapshots,
+    webhookWorker,
     async close() {
+      // The worker records its attempts in flight before the database closes.
+      await webhookWorker.stop();
       await app.close();
+      // After the last request, before the database closes: the final counts are written.
+      await usage.close();
+      await closeLimiter();
       await database.close();
     },
   };

@@ -14,6 +14,8 @@ export interface Config {
   logLevel: string;
   /** Management API quota per caller per window. */
   rateLimit: { points: number; windowSeconds: number };
+  /** `VEXIL_REDIS_URL`: when set, every node shares one rate-limit quota per caller in Redis. */
+  redisUrl: string | null;
   webhooks: {
     /** Delays before each retry, in milliseconds (spec: Limits, 6 attempts in total). */
     retryScheduleMs: number[];
@@ -22,18 +24,30 @@ export interface Config {
     /** Development only: allow `http://` and private-network targets. */
     allowPrivateTargets: boolean;
   };
+  /** How often in-memory usage counts are written to the database, in milliseconds (design record 008). */
+  usageFlushIntervalMs: number;
+  /** Per-client-IP quota of `POST /v1/client/events` (spec: Authentication rule 6). */
+  clientEventsRateLimit: { points: number; windowSeconds: number };
+  lifecycle: {
+    /** Archiving without `force` is refused when the flag was evaluated this recently (ms). */
+    archiveGuardWindowMs: number;
+    /** A stuck flag unchanged this long is a `Stale` removal candidate (ms). */
+    stalePeriodMs: number;
+    /** A stuck flag unchanged this long is a `Dead` removal candidate (ms). */
+    deadPeriodMs: number;
+  };
 }
 
 /** Thrown for a malformed environment variable; the CLI prints it and exits non-zero. */
 export class ConfigError extends Error {}
 
-const DURATION = /^(\d+)(ms|s|m|h)$/;
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+const DURATION = /^(\d+)(ms|s|m|h|d)$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
-/** Parses `500ms`, `10s`, `5m`, `2h` into milliseconds. */
+/** Parses `500ms`, `10s`, `5m`, `2h`, `7d` into milliseconds. */
 export function parseDuration(text: string, name: string): number {
   const match = DURATION.exec(text.trim());
-  if (!match) throw new ConfigError(`${name}: "${text}" is not a duration such as 10s, 5m or 2h`);
+  if (!match) throw new ConfigError(`${name}: "${text}" is not a duration such as 10s, 5m, 2h or 7d`);
   return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
 }
 
@@ -65,6 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         'VEXIL_RATE_LIMIT_WINDOW_SECONDS',
       ),
     },
+    redisUrl: env.VEXIL_REDIS_URL || null,
     webhooks: {
       retryScheduleMs: schedule
         .split(',')
@@ -72,6 +87,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         .map((part) => parseDuration(part, 'VEXIL_WEBHOOK_RETRY_SCHEDULE')),
       timeoutMs: parseDuration(env.VEXIL_WEBHOOK_TIMEOUT || '10s', 'VEXIL_WEBHOOK_TIMEOUT'),
       allowPrivateTargets: env.VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
+    },
+    usageFlushIntervalMs: parseDuration(
+      env.VEXIL_USAGE_FLUSH_INTERVAL || '5s',
+      'VEXIL_USAGE_FLUSH_INTERVAL',
+    ),
+    clientEventsRateLimit: {
+      points: integer(env.VEXIL_CLIENT_EVENTS_RATE_LIMIT, 60, 'VEXIL_CLIENT_EVENTS_RATE_LIMIT'),
+      windowSeconds: integer(
+        env.VEXIL_CLIENT_EVENTS_RATE_LIMIT_WINDOW_SECONDS,
+        10,
+        'VEXIL_CLIENT_EVENTS_RATE_LIMIT_WINDOW_SECONDS',
+      ),
+    },
+    lifecycle: {
+      archiveGuardWindowMs: parseDuration(
+        env.VEXIL_ARCHIVE_GUARD_WINDOW || '7d',
+        'VEXIL_ARCHIVE_GUARD_WINDOW',
+      ),
+      stalePeriodMs: parseDuration(env.VEXIL_STALE_FLAG_PERIOD || '30d', 'VEXIL_STALE_FLAG_PERIOD'),
+      deadPeriodMs: parseDuration(env.VEXIL_DEAD_FLAG_PERIOD || '90d', 'VEXIL_DEAD_FLAG_PERIOD'),
     },
   };
 }

@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { ConfigChangeListener } from './db/mutate.js';
 import type { Dialect } from './db/database.js';
 import type { Schema } from './db/schema.js';
+import type { UsageAggregator } from './usage/aggregator.js';
 
 /** What route modules and workers are given: passed explicitly, never looked up. */
 export interface Services {
@@ -15,4 +16,6 @@ export interface Services {
   onConfigChange: ConfigChangeListener;
   /** Told, after commit, that an SDK key (by hash) was revoked. */
   onSdkKeyRevoked: (keyHash: string) => void;
+  /** In-memory evaluation and custom-event counts, flushed in batches (design record 008). */
+  usage: UsageAggregator;
 }

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../app.js';
 import type { Services } from '../services.js';
+import { registerEventRoutes } from '../usage/events-routes.js';
 import { ProblemError, problemErrorHandler } from './problem.js';
 import type { SdkKeyResolver } from './sdk-keys.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
@@ -16,6 +17,15 @@ const ClientResult = Type.Object({
 });
 const ClientResponse = Type.Object({ flags: Type.Record(Type.String(), ClientResult) });
 const SDK_KEY = /^(?:Bearer\s+)?(\S+)\s*$/i;
+
+/**
+ * Spec: Evaluation API rule 1. With `X-Service-Reports-Evaluations: 1` the client reports the
+ * flags it reads through the events endpoints, so serving them does not count as evaluation.
+ */
+function reportsOwnEvaluations(request: FastifyRequest): boolean {
+  return request.headers['x-service-reports-evaluations'] === '1';
+}
+
 /** Seconds a client should wait when a configuration cannot be loaded. */
 const RETRY_AFTER_SECONDS = 5;
 
@@ -157,6 +167,15 @@ export async function registerEvaluationApi(
           `No flag "${request.body.flagKey}" in this environment.`,
         );
       }
+      if (result.variation !== null && !reportsOwnEvaluations(request)) {
+        const nowMs = services.clock.now().getTime();
+        services.usage.recordEvaluation(
+          snapshot.environmentId,
+          result.key,
+          result.variation,
+          nowMs,
+        );
+      }
       return {
         key: result.key,
         variation: result.variation,
@@ -183,9 +202,16 @@ export async function registerEvaluationApi(
       snapshot.clientSideKeys.has(key),
     );
     const flags: Record<string, ReturnType<typeof clientResult>> = {};
-    for (const key in results) flags[key] = clientResult(results[key]!);
+    const nowMs = reportsOwnEvaluations(request) ? null : services.clock.now().getTime();
+    for (const key in results) {
+      const result = results[key]!;
+      flags[key] = clientResult(result);
+      if (nowMs !== null && result.variation !== null)
+        services.usage.recordEvaluation(snapshot.environmentId, key, result.variation, nowMs);
+    }
     return { flags };
   };
   app.post('/client/evaluate', clientEvaluation, evaluateClient);
   app.post('/client/identify', clientEvaluation, evaluateClient);
+  registerEventRoutes(app, services, snapshotFor);
 }

@@ -1,5 +1,11 @@
 import type { FastifyReply } from 'fastify';
-import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { Redis } from 'ioredis';
+import {
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
 import { ApiError } from './errors.js';
 
 /**
@@ -41,4 +47,41 @@ export class ManagementRateLimiter {
       });
     }
   }
+}
+
+/** A limiter and how to release what it holds (the Redis connection, if any). */
+export interface RateLimiterHandle {
+  limiter: ManagementRateLimiter;
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the management rate limiter. Without `redisUrl` each node counts on its own (memory);
+ * with it, every node shares one quota per caller in Redis, falling back to per-node memory
+ * counting while Redis is unreachable (availability over an exact global quota; design record 004).
+ * @throws when `redisUrl` is set but Redis cannot be reached at start-up.
+ */
+export async function createManagementRateLimiter(
+  rateLimit: { points: number; windowSeconds: number },
+  redisUrl: string | null,
+): Promise<RateLimiterHandle> {
+  const { points, windowSeconds: duration } = rateLimit;
+  const memory = new RateLimiterMemory({ points, duration });
+  if (!redisUrl)
+    return { limiter: new ManagementRateLimiter(points, duration, memory), close: async () => {} };
+  const client = new Redis(redisUrl, { lazyConnect: true, enableOfflineQueue: false });
+  await client.connect();
+  const redis = new RateLimiterRedis({
+    storeClient: client,
+    keyPrefix: 'vexil:management',
+    points,
+    duration,
+    insuranceLimiter: memory,
+  });
+  return {
+    limiter: new ManagementRateLimiter(points, duration, redis),
+    close: async () => {
+      await client.quit();
+    },
+  };
 }

@@ -9,6 +9,9 @@ import { registerOrgRoutes } from './orgs/routes.js';
 import { registerProjectRoutes } from './projects/routes.js';
 import { registerSdkKeyRoutes } from './sdk-keys/routes.js';
 import { registerServiceTokenRoutes } from './service-tokens/routes.js';
+import { registerRuleRoutes } from './targeting/rules.js';
+import { registerSegmentRoutes } from './targeting/segments.js';
+import { registerWebhookRoutes } from '../webhooks/routes.js';
 
 /** The management API's route table, mounted under `/api/v1`. */
 export async function registerManagementApi(app: App, services: Services): Promise<void> {
@@ -21,4 +24,7 @@ export async function registerManagementApi(app: App, services: Services): Promi
   registerVariationRoutes(app, services);
   registerFlagEnvironmentRoutes(app, services);
   registerSdkKeyRoutes(app, services);
+  registerSegmentRoutes(app, services);
+  registerRuleRoutes(app, services);
+  registerWebhookRoutes(app, services);
 }

@@ -66,13 +66,24 @@ export interface TestVexil extends Vexil {
  */
 export async function createTestVexil(
   dialect: Dialect,
-  options: { clock?: Clock; config?: Partial<Config>; env?: NodeJS.ProcessEnv } = {},
+  options: {
+    clock?: Clock;
+    config?: Partial<Config>;
+    env?: NodeJS.ProcessEnv;
+    startWorkers?: boolean;
+  } = {},
 ): Promise<TestVexil> {
   const postgres = dialect === 'postgres' ? await createPostgresDatabase() : undefined;
   const databaseUrl = postgres?.url ?? ':memory:';
   const config: Config = { ...loadConfig({ ...options.env }), databaseUrl, ...options.config };
   const database = openDatabase(databaseUrl);
-  const vexil = await createVexil(config, { clock: options.clock, database, logger: false });
+  // Background workers stay off unless asked for: tests drive them (e.g. `webhookWorker.runOnce()`).
+  const vexil = await createVexil(config, {
+    clock: options.clock,
+    database,
+    logger: false,
+    startWorkers: options.startWorkers ?? false,
+  });
   return {
     ...vexil,
     config,

@@ -1,3 +1,4 @@
+import { findPrerequisiteProblem, type PrerequisiteGraphFlag } from '@vexil/engine';
 import type { FastifyRequest } from 'fastify';
 import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
@@ -53,8 +54,12 @@ function configurationResponse(
 }
 
 /**
- * Validates prerequisites: each names another flag of the project and one of its variation keys,
- * and following prerequisites from this flag in this environment never comes back to it.
+ * Validates prerequisites with the engine's graph check (the one way Vexil does it): each names
+ * another flag of the project and one of its variation keys, chains stay within the engine's
+ * depth limit, and following prerequisites from this flag in this environment never comes back
+ * to it.
+ * @throws ApiError 400 `validation_failed` on the offending prerequisite of this flag, or on
+ *   `prerequisites` for a cycle through other flags or a problem further down the chain.
  */
 async function checkPrerequisites(
   services: Services,
@@ -63,57 +68,43 @@ async function checkPrerequisites(
   flag: FlagRow,
   prerequisites: Prerequisite[],
 ): Promise<void> {
-  const flags = await services.db
-    .selectFrom('flags')
-    .innerJoin('flag_environments', 'flag_environments.flag_id', 'flags.id')
-    .select(['flags.id', 'flags.key', 'flag_environments.prerequisites'])
-    .where('flags.project_id', '=', projectId)
-    .where('flag_environments.environment_id', '=', environmentId)
-    .execute();
-  const byKey = new Map(flags.map((row) => [row.key, row]));
-  const variationKeys = await services.db
-    .selectFrom('variations')
-    .innerJoin('flags', 'flags.id', 'variations.flag_id')
-    .select(['flags.key as flagKey', 'variations.key'])
-    .where('flags.project_id', '=', projectId)
-    .execute();
-  for (const [index, prerequisite] of prerequisites.entries()) {
-    const field = `prerequisites.${index}`;
-    if (prerequisite.prerequisiteFlagKey === flag.key)
-      throw invalidField(`${field}.prerequisiteFlagKey`, 'a flag cannot be its own prerequisite');
-    if (!byKey.has(prerequisite.prerequisiteFlagKey))
-      throw invalidField(
-        `${field}.prerequisiteFlagKey`,
-        `no flag "${prerequisite.prerequisiteFlagKey}" in this project`,
-      );
-    if (
-      !variationKeys.some(
-        (v) =>
-          v.flagKey === prerequisite.prerequisiteFlagKey &&
-          v.key === prerequisite.expectedVariationKey,
-      )
-    ) {
-      throw invalidField(
-        `${field}.expectedVariationKey`,
-        `flag "${prerequisite.prerequisiteFlagKey}" has no variation "${prerequisite.expectedVariationKey}"`,
-      );
-    }
-  }
-  // Depth-first walk from the new prerequisites: reaching this flag again means a cycle.
-  const seen = new Set<string>();
-  const stack: [string, string[]][] = prerequisites.map((p) => [
-    p.prerequisiteFlagKey,
-    [flag.key, p.prerequisiteFlagKey],
+  const [flags, variations] = await Promise.all([
+    services.db
+      .selectFrom('flags')
+      .innerJoin('flag_environments', 'flag_environments.flag_id', 'flags.id')
+      .select(['flags.key', 'flag_environments.prerequisites'])
+      .where('flags.project_id', '=', projectId)
+      .where('flag_environments.environment_id', '=', environmentId)
+      .execute(),
+    services.db
+      .selectFrom('variations')
+      .innerJoin('flags', 'flags.id', 'variations.flag_id')
+      .select(['flags.key as flagKey', 'variations.key'])
+      .where('flags.project_id', '=', projectId)
+      .execute(),
   ]);
-  while (stack.length > 0) {
-    const [key, path] = stack.pop()!;
-    if (key === flag.key)
-      throw invalidField('prerequisites', `would create a cycle: ${path.join(' → ')}`);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    const next = JSON.parse(byKey.get(key)?.prerequisites ?? '[]') as Prerequisite[];
-    for (const p of next) stack.push([p.prerequisiteFlagKey, [...path, p.prerequisiteFlagKey]]);
+  const variationsByFlag = new Map<string, { key: string }[]>();
+  for (const v of variations) {
+    const list = variationsByFlag.get(v.flagKey) ?? [];
+    list.push({ key: v.key });
+    variationsByFlag.set(v.flagKey, list);
   }
+  const graph: PrerequisiteGraphFlag[] = flags.map((row) => ({
+    key: row.key,
+    variations: variationsByFlag.get(row.key) ?? [],
+    prerequisites:
+      row.key === flag.key ? prerequisites : (JSON.parse(row.prerequisites) as Prerequisite[]),
+  }));
+  const problem = findPrerequisiteProblem(graph, flag.key);
+  if (!problem) return;
+  const index =
+    problem.flagKey === flag.key
+      ? prerequisites.findIndex((p) => p.prerequisiteFlagKey === problem.prerequisiteKey)
+      : -1;
+  if (index === -1) throw invalidField('prerequisites', problem.message);
+  const member =
+    problem.kind === 'unknown-variation' ? 'expectedVariationKey' : 'prerequisiteFlagKey';
+  throw invalidField(`prerequisites.${index}.${member}`, problem.message);
 }
 
 /** Per-environment flag configuration and toggle (spec: Flag environment configuration, rule 4). */

@@ -1,0 +1,125 @@
+import type { SeededConfiguration } from './seed.js';
+import type { LoadScenario } from './wrk.js';
+
+/** A measured route, with the share of the bare-Fastify ceiling it should reach (issue 3). */
+export interface RouteScenario {
+  name: string;
+  scenario: LoadScenario;
+  /** Expected HTTP status, checked once before loading. */
+  status: number;
+  /** Minimum ratio of its req/s to the ceiling's at the same connection count; null: no target. */
+  target: number | null;
+}
+
+const CONTEXT_COUNT = 1_000;
+const COUNTRIES = ['DE', 'FR', 'US', 'GB', 'CA', 'NL', 'BR', 'IN', 'CN', 'JP'];
+const PLANS = ['free', 'pro', 'enterprise', 'pro', 'free'];
+const VERSIONS = ['1.9.4', '2.0.0', '2.1.3', '2.10.0', '3.0.0', '3.2.1', '3.0.0-beta.1'];
+const DOMAINS = ['acme.com', 'globex.com', 'example.org', 'mail.test'];
+
+/**
+ * Deterministic, varied user attributes: every rule and segment condition of the seeded
+ * configuration matches some of them and misses others.
+ */
+function attributes(index: number) {
+  const userId = index % 7 === 0 ? `beta-${index}` : `user-${index}`;
+  return {
+    userId,
+    attributes: {
+      country: COUNTRIES[index % COUNTRIES.length]!,
+      plan: PLANS[(index * 3) % PLANS.length]!,
+      appVersion: VERSIONS[(index * 5) % VERSIONS.length]!,
+      email: `${index % 9 === 0 ? 'qa-' : 'user'}${index}@${DOMAINS[index % DOMAINS.length]}`,
+      sessions: (index * 17) % 60,
+    },
+  };
+}
+
+/**
+ * The four evaluation routes of issue 3: single-flag server evaluate (a different flag and
+ * context per request), client evaluate of every client-visible flag, and the full configuration
+ * download, answered in full (200) and as not modified (304, `If-None-Match` of `etag`).
+ */
+export function evaluationScenarios(seeded: SeededConfiguration, etag: string): RouteScenario[] {
+  const server = { authorization: seeded.serverKey };
+  const json = { 'content-type': 'application/json' };
+  const contexts = Array.from({ length: CONTEXT_COUNT }, (_, index) => attributes(index));
+  return [
+    {
+      name: 'server evaluate, 1 flag',
+      status: 200,
+      target: 0.6,
+      scenario: {
+        method: 'POST',
+        path: '/v1/sdk/evaluate',
+        headers: { ...server, ...json },
+        bodies: contexts.map((context, index) =>
+          JSON.stringify({
+            // A stride coprime with 500 visits every flag with varied contexts.
+            flagKey: seeded.flagKeys[(index * 37) % seeded.flagKeys.length],
+            context,
+          }),
+        ),
+      },
+    },
+    {
+      name: 'client evaluate, 50 flags',
+      status: 200,
+      target: 1 / 3,
+      scenario: {
+        method: 'POST',
+        path: '/v1/client/evaluate',
+        headers: { authorization: seeded.clientKey, ...json },
+        bodies: contexts.map(({ userId, attributes }) =>
+          JSON.stringify({ context: { userId, ...attributes } }),
+        ),
+      },
+    },
+    {
+      name: 'config download, 200',
+      status: 200,
+      target: null,
+      scenario: { method: 'GET', path: '/v1/sdk/flags', headers: server, bodies: [] },
+    },
+    {
+      name: 'config download, 304',
+      status: 304,
+      target: 0.6,
+      scenario: {
+        method: 'GET',
+        path: '/v1/sdk/flags',
+        headers: { ...server, 'if-none-match': etag },
+        bodies: [],
+      },
+    },
+  ];
+}
+
+/** The ceiling: `GET /hello` on a bare server (see hello-server.ts). */
+export const HELLO_SCENARIO: LoadScenario = {
+  method: 'GET',
+  path: '/hello',
+  headers: {},
+  bodies: [],
+};
+
+/**
+ * Sends the scenario's first request once and checks the status, so a misconfigured run fails
+ * loudly instead of measuring error pages.
+ *
+ * @throws Error naming the route, the status and the body
+ */
+export async function checkScenario(baseUrl: string, route: RouteScenario): Promise<void> {
+  const { scenario } = route;
+  const response = await fetch(baseUrl + scenario.path, {
+    method: scenario.method,
+    headers: scenario.headers,
+    body: scenario.bodies[0],
+  });
+  const text = await response.text();
+  if (response.status !== route.status) {
+    throw new Error(
+      `${route.name}: expected ${route.status}, got ${response.status}: ${text.slice(0, 500)}`,
+    );
+  }
+}

@@ -1,0 +1,271 @@
+/**
+ * Seeds the benchmark's configuration through the management API, the way a user would: one
+ * project, 20 segments, 500 flags with three targeting rules each in production (regex, semver,
+ * numeric, set and prefix operators, some behind a segment, some rolled out to a percentage),
+ * all switched on, and a server-side and a client-side SDK key.
+ */
+
+export const ORG = 'bench';
+export const PROJECT = 'shop';
+export const ENVIRONMENT = 'production';
+export const FLAG_COUNT = 500;
+/** Every tenth flag is visible to client SDKs: 50 of 500. */
+export const CLIENT_VISIBLE_EVERY = 10;
+export const SEGMENT_COUNT = 20;
+/** Requests in flight at once while seeding; enough to overlap round trips, not to swamp. */
+const SEED_CONCURRENCY = 8;
+
+/** What the load scenarios need from the seeded configuration. */
+export interface SeededConfiguration {
+  serverKey: string;
+  clientKey: string;
+  flagKeys: string[];
+  /** Features the running server did not offer yet (their routes answered 404). */
+  notes: string[];
+}
+
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+class ManagementClient {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly token: string,
+  ) {}
+
+  async post(path: string, body: unknown): Promise<Answer> {
+    const response = await fetch(`${this.baseUrl}/api/v1/orgs/${ORG}/projects${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await response.text();
+    return {
+      status: response.status,
+      body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+    };
+  }
+
+  /** POSTs and insists on `expected`; any other answer aborts the benchmark with its body. */
+  async create(path: string, body: unknown, expected = 201): Promise<Record<string, unknown>> {
+    const answer = await this.post(path, body);
+    if (answer.status !== expected) {
+      throw new Error(`POST ${path} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+    }
+    return answer.body;
+  }
+}
+
+/** True when the server has no such route at all (as opposed to a missing resource). */
+function isMissingRoute(answer: Answer): boolean {
+  return answer.status === 404 && String(answer.body.message ?? '').startsWith('No route');
+}
+
+function segmentBody(index: number) {
+  const shapes = [
+    {
+      conditionLogic: 'And',
+      conditions: [
+        { attribute: 'country', operator: 'In', values: ['DE', 'FR', 'NL'], negate: false },
+        { attribute: 'plan', operator: 'Equals', values: ['pro'], negate: false },
+      ],
+    },
+    {
+      conditionLogic: 'Or',
+      conditions: [
+        {
+          attribute: 'email',
+          operator: 'EndsWith',
+          values: ['@acme.com', '@globex.com'],
+          negate: false,
+        },
+        {
+          attribute: 'sessions',
+          operator: 'GreaterThan',
+          values: [String(10 + index)],
+          negate: false,
+        },
+      ],
+    },
+    {
+      conditionLogic: 'And',
+      conditions: [
+        {
+          attribute: 'appVersion',
+          operator: 'SemverGreaterThanOrEqual',
+          values: ['2.1.0'],
+          negate: false,
+        },
+        { attribute: 'country', operator: 'In', values: ['CN', 'RU'], negate: true },
+      ],
+    },
+    {
+      conditionLogic: 'Or',
+      conditions: [
+        { attribute: 'email', operator: 'MatchesRegex', values: ['^qa-[0-9]+@'], negate: false },
+        { attribute: 'userId', operator: 'StartsWith', values: ['beta-'], negate: false },
+      ],
+    },
+  ];
+  return { key: `segment-${index}`, name: `Segment ${index}`, ...shapes[index % shapes.length] };
+}
+
+function flagBody(index: number) {
+  const base = {
+    key: `flag-${index}`,
+    name: `Flag ${index}`,
+    clientSideVisible: index % CLIENT_VISIBLE_EVERY === 0,
+  };
+  // A quarter are multivariate String flags, the rest Boolean.
+  if (index % 4 !== 3) return base;
+  return {
+    ...base,
+    type: 'String',
+    variations: ['control', 'treatment-a', 'treatment-b'].map((key) => ({ key, value: key })),
+  };
+}
+
+/** Three rules whose conditions cover most operators; one per flag also needs a segment. */
+function ruleBodies(index: number, variationIds: string[], segmentIds: string[]) {
+  const served = (n: number) => variationIds[n % variationIds.length]!;
+  const condition = (attribute: string, operator: string, values: string[]) => ({
+    attribute,
+    operator,
+    values,
+    negate: false,
+  });
+  return [
+    {
+      description: 'European pro users on the new app',
+      variationId: served(0),
+      rolloutPercentage: null,
+      userSegmentId: null,
+      conditionGroups: [
+        {
+          operator: 'And',
+          conditions: [
+            condition('country', 'In', ['DE', 'FR']),
+            condition('plan', 'Equals', ['pro']),
+            condition('appVersion', 'SemverGreaterThanOrEqual', ['2.0.0']),
+          ],
+        },
+      ],
+    },
+    {
+      description: 'Staff and heavy users, half of them',
+      variationId: served(1),
+      rolloutPercentage: 50,
+      userSegmentId: segmentIds.length > 0 ? segmentIds[index % segmentIds.length]! : null,
+      conditionGroups: [
+        {
+          operator: 'Or',
+          conditions: [
+            condition('email', 'MatchesRegex', ['@(acme|globex)\\.com$']),
+            condition('sessions', 'GreaterThan', [String(20 + (index % 30))]),
+            condition('plan', 'Equals', ['enterprise']),
+          ],
+        },
+      ],
+    },
+    {
+      description: 'Beta testers on 3.x',
+      variationId: served(2),
+      rolloutPercentage: index % 100,
+      userSegmentId: null,
+      conditionGroups: [
+        {
+          operator: 'And',
+          conditions: [
+            condition('appVersion', 'SemverGreaterThan', ['3.0.0']),
+            condition('userId', 'StartsWith', ['beta-']),
+            condition('country', 'In', ['US', 'CA', 'GB']),
+          ],
+        },
+      ],
+    },
+  ];
+}
+
+/** Runs `work` over `items` with at most `limit` calls in flight; rejects on the first failure. */
+async function forEachConcurrently<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/**
+ * Seeds the configuration on the service at `baseUrl` with the Owner token `token`. Tolerates a
+ * server without the segment or rule routes (it seeds without them and says so in `notes`).
+ *
+ * @throws Error on any other unexpected answer
+ */
+export async function seedConfiguration(
+  baseUrl: string,
+  token: string,
+): Promise<SeededConfiguration> {
+  const client = new ManagementClient(baseUrl, token);
+  const notes: string[] = [];
+  await client.create('', { key: PROJECT, name: 'Shop' });
+  const base = `/${PROJECT}`;
+
+  const segmentIds: string[] = [];
+  const firstSegment = await client.post(`${base}/segments`, segmentBody(0));
+  if (isMissingRoute(firstSegment)) {
+    notes.push('segments: the server has no segment routes yet; seeded without segments');
+  } else {
+    if (firstSegment.status !== 201) {
+      throw new Error(
+        `POST segments answered ${firstSegment.status}: ${JSON.stringify(firstSegment.body)}`,
+      );
+    }
+    segmentIds.push(String(firstSegment.body.id));
+    for (let index = 1; index < SEGMENT_COUNT; index++) {
+      const segment = await client.create(`${base}/segments`, segmentBody(index));
+      segmentIds.push(String(segment.id));
+    }
+  }
+
+  let rulesAvailable = true;
+  const seedFlag = async (index: number) => {
+    const body = flagBody(index);
+    const flag = await client.create(`${base}/flags`, body);
+    const variationIds = (flag.variations as { id: string }[]).map((variation) => variation.id);
+    const flagPath = `${base}/flags/${body.key}/environments/${ENVIRONMENT}`;
+    for (const rule of rulesAvailable ? ruleBodies(index, variationIds, segmentIds) : []) {
+      const answer = await client.post(`${flagPath}/rules`, rule);
+      if (isMissingRoute(answer)) {
+        rulesAvailable = false;
+        notes.push(
+          'rules: the server has no targeting-rule routes yet; seeded flags without rules',
+        );
+        break;
+      }
+      if (answer.status !== 201) {
+        throw new Error(`POST rules answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+      }
+    }
+    await client.create(`${flagPath}/toggle`, { enabled: true }, 204);
+  };
+  const indexes = Array.from({ length: FLAG_COUNT }, (_, index) => index);
+  // The first flag alone, so a missing rule route is found once rather than by eight workers.
+  await seedFlag(0);
+  await forEachConcurrently(indexes.slice(1), SEED_CONCURRENCY, seedFlag);
+
+  const keyPath = `${base}/environments/${ENVIRONMENT}/sdk-keys`;
+  const serverKey = await client.create(keyPath, { name: 'bench server', type: 'ServerSide' });
+  const clientKey = await client.create(keyPath, { name: 'bench client', type: 'ClientSide' });
+  return {
+    serverKey: String(serverKey.key),
+    clientKey: String(clientKey.key),
+    flagKeys: indexes.map((index) => `flag-${index}`),
+    notes,
+  };
+}

@@ -1,0 +1,108 @@
+import { normalizeOperator, validateCondition, type ConditionOperator } from '@vexil/engine';
+import { Type, type Static } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import { ApiError } from '../../http/errors.js';
+import { Uuid } from '../fields.js';
+
+/**
+ * The condition shape shared by targeting rules and segments (spec: Condition), and its
+ * write-time validation. Shapes are deliberately loose here (every member may be missing or
+ * null) so that the engine's {@link validateCondition} reports each problem with its field path,
+ * instead of a generic schema message; types that can never be right are still refused by schema.
+ */
+export const ConditionInputSchema = Type.Object(
+  {
+    /** Kept when it names a condition of the resource being updated (so GET-then-PUT round-trips). */
+    id: Type.Optional(Uuid),
+    attribute: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])),
+    operator: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
+    values: Type.Optional(
+      Type.Union([Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 1000 }), Type.Null()]),
+    ),
+    negate: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type ConditionInput = Static<typeof ConditionInputSchema>;
+
+export const LOGICAL_OPERATORS = ['And', 'Or'] as const;
+export type LogicalOperator = (typeof LOGICAL_OPERATORS)[number];
+
+/** A condition as stored (JSON in `rules.condition_groups` and `segments.conditions`) and returned. */
+export interface StoredCondition {
+  id: string;
+  attribute: string;
+  operator: ConditionOperator;
+  values: string[];
+  negate: boolean;
+}
+
+export const ConditionResponse = Type.Object({
+  id: Uuid,
+  attribute: Type.String(),
+  operator: Type.String(),
+  values: Type.Array(Type.String()),
+  negate: Type.Boolean(),
+});
+
+/** Collects per-field problems so that one response reports every invalid condition at once. */
+export class FieldProblems {
+  private readonly fields: Record<string, string[]> = {};
+
+  add(field: string, problem: string): void {
+    (this.fields[field] ??= []).push(problem);
+  }
+
+  /** @throws ApiError 400 `validation_failed` listing every problem, when there is any. */
+  throwIfAny(): void {
+    const entries = Object.entries(this.fields);
+    if (entries.length === 0) return;
+    const [field, problems] = entries[0]!;
+    const more = entries.length > 1 ? ` (and ${entries.length - 1} more)` : '';
+    throw new ApiError('validation_failed', `${field}: ${problems[0]}${more}`, {
+      fields: this.fields,
+    });
+  }
+}
+
+// The engine prefixes each problem with the member it is about: `attribute …`, `values[2] …`.
+const PROBLEM = /^(attribute|operator|values)(?:\[(\d+)\])? (.*)$/s;
+
+/**
+ * Validates conditions with the engine and normalises them for storage: operators matched
+ * case-insensitively and stored in canonical casing (spec: Condition operators), `negate`
+ * defaulting to false, ids kept when listed in `keepIds` and assigned otherwise.
+ *
+ * Problems are added to `problems` under `{path}.{index}.{member}` (e.g.
+ * `conditionGroups.0.conditions.1.operator`); an unknown operator is a problem, never dropped
+ * or defaulted. The returned list is only meaningful when no problem was added.
+ */
+export function normalizeConditions(
+  inputs: readonly ConditionInput[],
+  path: string,
+  problems: FieldProblems,
+  keepIds: ReadonlySet<string> = new Set(),
+): StoredCondition[] {
+  const seen = new Set<string>();
+  return inputs.map((input, index) => {
+    for (const problem of validateCondition(input)) {
+      const match = PROBLEM.exec(problem);
+      const member = match ? `${match[1]}${match[2] !== undefined ? `.${match[2]}` : ''}` : '';
+      problems.add(
+        member ? `${path}.${index}.${member}` : `${path}.${index}`,
+        match?.[3] ?? problem,
+      );
+    }
+    const id =
+      input.id !== undefined && keepIds.has(input.id) && !seen.has(input.id) ? input.id : uuid();
+    seen.add(id);
+    return {
+      id,
+      attribute: input.attribute ?? '',
+      // Only read when validation passed, so the operator is then known.
+      operator: normalizeOperator(input.operator ?? '') ?? 'Equals',
+      values: input.values ?? [],
+      negate: input.negate === true,
+    };
+  });
+}

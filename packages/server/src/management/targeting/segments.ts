@@ -1,0 +1,293 @@
+import type { FastifyRequest } from 'fastify';
+import type { Selectable } from 'kysely';
+import { Type, type Static } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import type { App } from '../../app.js';
+import type { Role, SegmentsTable } from '../../db/schema.js';
+import { conflictOn } from '../../db/unique.js';
+import { diffProperties } from '../../events/types.js';
+import { ApiError } from '../../http/errors.js';
+import type { Services } from '../../services.js';
+import { isUuid, mutateAs, notFound, requireOrg, requireProject } from '../access.js';
+import { ActionsSchema, actionsFor } from '../actions.js';
+import {
+  DescriptionSchema,
+  KeySchema,
+  NameSchema,
+  NullableString,
+  Timestamp,
+  Uuid,
+} from '../fields.js';
+import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import {
+  ConditionInputSchema,
+  ConditionResponse,
+  FieldProblems,
+  LOGICAL_OPERATORS,
+  normalizeConditions,
+  type StoredCondition,
+} from './conditions.js';
+
+const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
+const SegmentParams = Type.Object({
+  org: Type.String(),
+  project: Type.String(),
+  segment: Type.String(),
+});
+
+const segmentFields = {
+  name: Type.Optional(Type.Union([NameSchema, Type.Null()])),
+  description: Type.Optional(DescriptionSchema),
+  conditions: Type.Optional(Type.Array(ConditionInputSchema, { maxItems: 100 })),
+  conditionLogic: Type.Optional(Type.Enum(LOGICAL_OPERATORS)),
+};
+
+/** User segment (spec: User segment, plus `conditionLogic`). */
+const SegmentItem = Type.Object({
+  id: Uuid,
+  key: Type.String(),
+  name: NullableString,
+  description: NullableString,
+  conditions: Type.Array(ConditionResponse),
+  conditionLogic: Type.Enum(LOGICAL_OPERATORS),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+const SegmentResponse = Type.Intersect([SegmentItem, Type.Object({ _actions: ActionsSchema })]);
+
+type SegmentRow = Selectable<SegmentsTable>;
+
+function segmentItem(row: SegmentRow) {
+  return {
+    id: row.id,
+    key: row.key,
+    name: row.name,
+    description: row.description,
+    conditions: JSON.parse(row.conditions) as StoredCondition[],
+    conditionLogic: row.condition_logic,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function segmentActions(role: Role) {
+  return actionsFor(role, { update: { role: 'Member' }, delete: { role: 'Member' } });
+}
+
+/**
+ * Validates and normalises segment conditions (same rules as a targeting rule's conditions).
+ * @throws ApiError 400 `validation_failed` naming each invalid member, e.g. `conditions.0.operator`.
+ */
+function checkConditions(
+  conditions: Static<typeof ConditionInputSchema>[],
+  keepIds: ReadonlySet<string>,
+): StoredCondition[] {
+  const problems = new FieldProblems();
+  const normalized = normalizeConditions(conditions, 'conditions', problems, keepIds);
+  problems.throwIfAny();
+  return normalized;
+}
+
+/** User segments of a project (spec: User segment, endpoint rule 10; design record 007). */
+export function registerSegmentRoutes(app: App, services: Services): void {
+  const segmentsPath = '/orgs/:org/projects/:project/segments';
+
+  async function requireSegment(
+    request: FastifyRequest,
+    params: Static<typeof SegmentParams>,
+    minimum: Role,
+  ) {
+    const access = await requireOrg(services, request, params.org, minimum);
+    const project = await requireProject(services, access, params.project);
+    const segment = await services.db
+      .selectFrom('segments')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .where(isUuid(params.segment) ? 'id' : 'key', '=', params.segment)
+      .executeTakeFirst();
+    if (segment) return { access, project, segment };
+    const keys = await services.db
+      .selectFrom('segments')
+      .select('key')
+      .where('project_id', '=', project.id)
+      .execute();
+    throw notFound(
+      'Segment',
+      params.segment,
+      keys.map((row) => row.key),
+      { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/segments` },
+    );
+  }
+
+  app.post(
+    segmentsPath,
+    {
+      schema: {
+        tags: ['segments'],
+        params: ProjectParams,
+        body: Type.Object({ key: KeySchema, ...segmentFields }, { additionalProperties: false }),
+        response: { 201: SegmentResponse },
+      },
+    },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Member');
+      const project = await requireProject(services, access, request.params.project);
+      const body = request.body;
+      const conditions = checkConditions(body.conditions ?? [], new Set());
+      const row = await mutateAs(services, access, async (m) => {
+        const segment: SegmentsTable = {
+          id: uuid(),
+          project_id: project.id,
+          key: body.key,
+          name: body.name ?? null,
+          description: body.description ?? null,
+          conditions: JSON.stringify(conditions),
+          condition_logic: body.conditionLogic ?? 'And',
+          version: 1,
+          created_at: m.now,
+          updated_at: m.now,
+        };
+        await m.trx
+          .insertInto('segments')
+          .values(segment)
+          .execute()
+          .catch(conflictOn('key', body.key, 'segment'));
+        await m.touchProject(project.id);
+        await m.emit({
+          type: 'segment.created',
+          projectId: project.id,
+          entity: { type: 'segment', id: segment.id },
+          description: `Segment "${segment.key}" created`,
+        });
+        return segment;
+      });
+      return reply.status(201).send({ ...segmentItem(row), _actions: segmentActions(access.role) });
+    },
+  );
+
+  app.get(
+    segmentsPath,
+    {
+      schema: {
+        tags: ['segments'],
+        params: ProjectParams,
+        querystring: PageQuery,
+        response: { 200: pagedSchema(SegmentItem) },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org);
+      const project = await requireProject(services, access, request.params.project);
+      const { rows, nextCursor } = await paginate(
+        services.db.selectFrom('segments').selectAll().where('project_id', '=', project.id),
+        request.query,
+        { sortColumn: 'key', sortValue: (row) => row.key },
+      );
+      return {
+        items: rows.map(segmentItem),
+        next_cursor: nextCursor,
+        _actions: actionsFor(access.role, { create: { role: 'Member' } }),
+      };
+    },
+  );
+
+  app.get(
+    `${segmentsPath}/:segment`,
+    { schema: { tags: ['segments'], params: SegmentParams, response: { 200: SegmentResponse } } },
+    async (request) => {
+      const { access, segment } = await requireSegment(request, request.params, 'Viewer');
+      return { ...segmentItem(segment), _actions: segmentActions(access.role) };
+    },
+  );
+
+  app.patch(
+    `${segmentsPath}/:segment`,
+    {
+      schema: {
+        tags: ['segments'],
+        params: SegmentParams,
+        body: Type.Object(
+          { key: Type.Optional(KeySchema), ...segmentFields },
+          { additionalProperties: false },
+        ),
+        response: { 200: SegmentResponse },
+      },
+    },
+    async (request) => {
+      const { access, project, segment } = await requireSegment(request, request.params, 'Member');
+      const body = request.body;
+      const before = segmentItem(segment);
+      const conditions =
+        body.conditions !== undefined
+          ? checkConditions(body.conditions, new Set(before.conditions.map((c) => c.id)))
+          : undefined;
+      const row = await mutateAs(services, access, async (m) => {
+        const updated = await m.trx
+          .updateTable('segments')
+          .set((eb) => ({
+            ...(body.key !== undefined ? { key: body.key } : {}),
+            ...(body.name !== undefined ? { name: body.name } : {}),
+            ...(body.description !== undefined ? { description: body.description } : {}),
+            ...(conditions !== undefined ? { conditions: JSON.stringify(conditions) } : {}),
+            ...(body.conditionLogic !== undefined ? { condition_logic: body.conditionLogic } : {}),
+            version: eb('version', '+', 1),
+            updated_at: m.now,
+          }))
+          .where('id', '=', segment.id)
+          .returningAll()
+          .executeTakeFirstOrThrow()
+          .catch(conflictOn('key', body.key ?? segment.key, 'segment'));
+        await m.touchProject(project.id);
+        const { updatedAt: _before, ...from } = before;
+        const { updatedAt: _after, ...to } = segmentItem(updated);
+        await m.emit({
+          type: 'segment.updated',
+          projectId: project.id,
+          entity: { type: 'segment', id: segment.id },
+          changes: diffProperties(from, to),
+          description: `Segment "${updated.key}" updated`,
+        });
+        return updated;
+      });
+      return { ...segmentItem(row), _actions: segmentActions(access.role) };
+    },
+  );
+
+  app.delete(
+    `${segmentsPath}/:segment`,
+    { schema: { tags: ['segments'], params: SegmentParams } },
+    async (request, reply) => {
+      const { access, project, segment } = await requireSegment(request, request.params, 'Member');
+      await mutateAs(services, access, async (m) => {
+        // Checked inside the transaction, next to the delete, so the answer is current.
+        const users = await m.trx
+          .selectFrom('rules')
+          .innerJoin('flags', 'flags.id', 'rules.flag_id')
+          .innerJoin('environments', 'environments.id', 'rules.environment_id')
+          .select(['rules.id', 'flags.key as flagKey', 'environments.key as environmentKey'])
+          .where('rules.segment_id', '=', segment.id)
+          .orderBy('flags.key')
+          .orderBy('environments.key')
+          .execute();
+        if (users.length > 0) {
+          const list = users
+            .map((u) => `flag "${u.flagKey}" in "${u.environmentKey}" (rule ${u.id})`)
+            .join(', ');
+          throw new ApiError(
+            'conflict',
+            `Segment "${segment.key}" is used by ${users.length} rule(s): ${list}. Remove or change those rules first.`,
+          );
+        }
+        await m.trx.deleteFrom('segments').where('id', '=', segment.id).execute();
+        await m.touchProject(project.id);
+        await m.emit({
+          type: 'segment.deleted',
+          projectId: project.id,
+          entity: { type: 'segment', id: segment.id },
+          description: `Segment "${segment.key}" deleted`,
+        });
+      });
+      return reply.status(204).send();
+    },
+  );
+}

@@ -1,0 +1,323 @@
+import type { Kysely } from 'kysely';
+import type { CustomEventUsageTable, FlagUsageTable, Schema } from '../db/schema.js';
+
+export const HOUR_MS = 3_600_000;
+/** Rows per upsert statement: far below both dialects' bound-parameter limits. */
+const ROWS_PER_STATEMENT = 500;
+/**
+ * Distinct custom-event buckets held between two flushes. Custom event keys come from clients,
+ * so without a bound a flood of invented keys could grow memory until the next flush.
+ */
+const MAX_PENDING_CUSTOM_BUCKETS = 100_000;
+
+/** Why an analytics event was dropped (design record 008); each reason is counted. */
+export type DiscardReason =
+  'invalid' | 'timestamp' | 'flagKeyTooLong' | 'tooManyEventKeys' | 'unknownFlag' | 'overflow';
+
+interface EvaluationBucket {
+  variationKey: string;
+  hourMs: number;
+  count: number;
+  lastMs: number;
+}
+
+interface CustomBucket {
+  eventKey: string;
+  hourMs: number;
+  count: number;
+}
+
+/** Counts not yet in the database. */
+interface Pending {
+  /** environment id → flag key → `variation\nhour` → bucket */
+  evaluations: Map<string, Map<string, Map<string, EvaluationBucket>>>;
+  /** environment id → `eventKey\nhour` → bucket */
+  customEvents: Map<string, Map<string, CustomBucket>>;
+  customBucketCount: number;
+}
+
+/** One not-yet-flushed usage bucket of a flag in an environment. */
+export interface PendingFlagUsage {
+  variationKey: string;
+  hourMs: number;
+  count: number;
+  lastEvaluatedMs: number;
+}
+
+function emptyPending(): Pending {
+  return { evaluations: new Map(), customEvents: new Map(), customBucketCount: 0 };
+}
+
+function startOfHour(ms: number): number {
+  return ms - (ms % HOUR_MS);
+}
+
+/**
+ * Usage recording (design record 008): evaluation counts per flag × environment × variation ×
+ * hour with the last evaluation time, and custom event counts per environment × key × hour.
+ * Recording is a few map operations; the database sees one batch of upserts per flush. A crash
+ * loses at most the counts of one flush interval.
+ *
+ * Counts are kept by flag key (what the evaluation snapshot knows); keys are resolved to flag ids
+ * at flush time, and counts for flags or environments deleted meanwhile are dropped.
+ */
+export class UsageAggregator {
+  private pending = emptyPending();
+  /** The batch being written, still visible to reads until it is committed. */
+  private flushing: Pending | null = null;
+  private flushChain: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
+  private readonly discards: Record<DiscardReason, number> = {
+    invalid: 0,
+    timestamp: 0,
+    flagKeyTooLong: 0,
+    tooManyEventKeys: 0,
+    unknownFlag: 0,
+    overflow: 0,
+  };
+
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly onFlushError: (error: unknown) => void,
+  ) {}
+
+  /** Counts one evaluation of `flagKey` serving `variationKey`, at `atMs` (epoch milliseconds). */
+  recordEvaluation(
+    environmentId: string,
+    flagKey: string,
+    variationKey: string,
+    atMs: number,
+  ): void {
+    this.addEvaluation(environmentId, flagKey, variationKey, startOfHour(atMs), 1, atMs);
+  }
+
+  /** Counts one custom event (a `track()` call) named `eventKey`, at `atMs`. */
+  recordCustomEvent(environmentId: string, eventKey: string, atMs: number): void {
+    this.addCustomEvent(environmentId, eventKey, startOfHour(atMs), 1);
+  }
+
+  private addEvaluation(
+    environmentId: string,
+    flagKey: string,
+    variationKey: string,
+    hourMs: number,
+    count: number,
+    lastMs: number,
+  ): void {
+    let flags = this.pending.evaluations.get(environmentId);
+    if (!flags) {
+      flags = new Map();
+      this.pending.evaluations.set(environmentId, flags);
+    }
+    let buckets = flags.get(flagKey);
+    if (!buckets) {
+      buckets = new Map();
+      flags.set(flagKey, buckets);
+    }
+    const id = `${variationKey}\n${hourMs}`;
+    const bucket = buckets.get(id);
+    if (bucket) {
+      bucket.count += count;
+      if (lastMs > bucket.lastMs) bucket.lastMs = lastMs;
+    } else {
+      buckets.set(id, { variationKey, hourMs, count, lastMs });
+    }
+  }
+
+  private addCustomEvent(environmentId: string, eventKey: string, hourMs: number, count: number) {
+    let buckets = this.pending.customEvents.get(environmentId);
+    if (!buckets) {
+      buckets = new Map();
+      this.pending.customEvents.set(environmentId, buckets);
+    }
+    const id = `${eventKey}\n${hourMs}`;
+    const bucket = buckets.get(id);
+    if (bucket) {
+      bucket.count += count;
+    } else if (this.pending.customBucketCount >= MAX_PENDING_CUSTOM_BUCKETS) {
+      this.discards.overflow += count;
+    } else {
+      buckets.set(id, { eventKey, hourMs, count });
+      this.pending.customBucketCount += 1;
+    }
+  }
+
+  /** Counts a discarded analytics event. */
+  recordDiscard(reason: DiscardReason): void {
+    this.discards[reason] += 1;
+  }
+
+  /** Discarded analytics events since start, by reason (for metrics). */
+  discardCounts(): Readonly<Record<DiscardReason, number>> {
+    return { ...this.discards };
+  }
+
+  /**
+   * The not-yet-flushed usage of one flag (by key) in one environment, including a batch whose
+   * write is in progress, so a node always sees its own recent traffic.
+   */
+  pendingUsage(environmentId: string, flagKey: string): PendingFlagUsage[] {
+    const result: PendingFlagUsage[] = [];
+    for (const batch of [this.flushing, this.pending]) {
+      const buckets = batch?.evaluations.get(environmentId)?.get(flagKey);
+      for (const bucket of buckets?.values() ?? []) {
+        result.push({
+          variationKey: bucket.variationKey,
+          hourMs: bucket.hourMs,
+          count: bucket.count,
+          lastEvaluatedMs: bucket.lastMs,
+        });
+      }
+    }
+    return result;
+  }
+
+  /** The not-yet-flushed last evaluation time (epoch ms) of every flag key seen in an environment. */
+  pendingLastEvaluated(environmentId: string): Map<string, number> {
+    const result = new Map<string, number>();
+    for (const batch of [this.flushing, this.pending]) {
+      for (const [flagKey, buckets] of batch?.evaluations.get(environmentId) ?? []) {
+        for (const bucket of buckets.values()) {
+          if (bucket.lastMs > (result.get(flagKey) ?? -Infinity))
+            result.set(flagKey, bucket.lastMs);
+        }
+      }
+    }
+    return result;
+  }
+
+  /** Flushes every `intervalMs` until {@link close}. The timer never keeps the process alive. */
+  start(intervalMs: number): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.flush(), intervalMs);
+    this.timer.unref();
+  }
+
+  /**
+   * Writes the pending counts to `flag_usage` and `custom_event_usage` in one transaction
+   * (upserts that add to existing counts). Flushes run one at a time; a failed write is logged
+   * and its counts are kept for the next flush. Never rejects.
+   */
+  flush(): Promise<void> {
+    this.flushChain = this.flushChain.then(() => this.flushOnce());
+    return this.flushChain;
+  }
+
+  /** Stops the timer and writes what is pending; call before the database closes. */
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.flush();
+  }
+
+  private async flushOnce(): Promise<void> {
+    const batch = this.pending;
+    if (batch.evaluations.size === 0 && batch.customEvents.size === 0) return;
+    this.pending = emptyPending();
+    this.flushing = batch;
+    try {
+      await this.write(batch);
+    } catch (error) {
+      this.onFlushError(error);
+      this.restore(batch);
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  /** Puts a batch that could not be written back in front of newer counts. */
+  private restore(batch: Pending): void {
+    for (const [environmentId, flags] of batch.evaluations) {
+      for (const [flagKey, buckets] of flags) {
+        for (const b of buckets.values()) {
+          this.addEvaluation(environmentId, flagKey, b.variationKey, b.hourMs, b.count, b.lastMs);
+        }
+      }
+    }
+    for (const [environmentId, buckets] of batch.customEvents) {
+      for (const bucket of buckets.values()) {
+        this.addCustomEvent(environmentId, bucket.eventKey, bucket.hourMs, bucket.count);
+      }
+    }
+  }
+
+  private async write(batch: Pending): Promise<void> {
+    const usageRows: FlagUsageTable[] = [];
+    for (const [environmentId, flags] of batch.evaluations) {
+      // Flag keys are unique per project; the environment names the project.
+      const known = await this.db
+        .selectFrom('flags')
+        .innerJoin('environments', 'environments.project_id', 'flags.project_id')
+        .select(['flags.id', 'flags.key'])
+        .where('environments.id', '=', environmentId)
+        .execute();
+      const idByKey = new Map(known.map((row) => [row.key, row.id]));
+      for (const [flagKey, buckets] of flags) {
+        const flagId = idByKey.get(flagKey);
+        if (!flagId) continue;
+        for (const bucket of buckets.values()) {
+          usageRows.push({
+            flag_id: flagId,
+            environment_id: environmentId,
+            variation_key: bucket.variationKey,
+            hour: new Date(bucket.hourMs).toISOString(),
+            count: bucket.count,
+            last_evaluated_at: new Date(bucket.lastMs).toISOString(),
+          });
+        }
+      }
+    }
+    const customRows: CustomEventUsageTable[] = [];
+    if (batch.customEvents.size > 0) {
+      const existing = await this.db
+        .selectFrom('environments')
+        .select('id')
+        .where('id', 'in', [...batch.customEvents.keys()])
+        .execute();
+      for (const { id } of existing) {
+        for (const bucket of batch.customEvents.get(id)?.values() ?? []) {
+          customRows.push({
+            environment_id: id,
+            event_key: bucket.eventKey,
+            hour: new Date(bucket.hourMs).toISOString(),
+            count: bucket.count,
+          });
+        }
+      }
+    }
+    if (usageRows.length === 0 && customRows.length === 0) return;
+    await this.db.transaction().execute(async (trx) => {
+      for (let i = 0; i < usageRows.length; i += ROWS_PER_STATEMENT) {
+        await trx
+          .insertInto('flag_usage')
+          .values(usageRows.slice(i, i + ROWS_PER_STATEMENT))
+          .onConflict((conflict) =>
+            conflict
+              .columns(['flag_id', 'environment_id', 'variation_key', 'hour'])
+              .doUpdateSet((eb) => ({
+                count: eb('flag_usage.count', '+', eb.ref('excluded.count')),
+                // CASE rather than MAX/GREATEST: the one spelling both dialects share.
+                last_evaluated_at: eb
+                  .case()
+                  .when('excluded.last_evaluated_at', '>', eb.ref('flag_usage.last_evaluated_at'))
+                  .then(eb.ref('excluded.last_evaluated_at'))
+                  .else(eb.ref('flag_usage.last_evaluated_at'))
+                  .end(),
+              })),
+          )
+          .execute();
+      }
+      for (let i = 0; i < customRows.length; i += ROWS_PER_STATEMENT) {
+        await trx
+          .insertInto('custom_event_usage')
+          .values(customRows.slice(i, i + ROWS_PER_STATEMENT))
+          .onConflict((conflict) =>
+            conflict.columns(['environment_id', 'event_key', 'hour']).doUpdateSet((eb) => ({
+              count: eb('custom_event_usage.count', '+', eb.ref('excluded.count')),
+            })),
+          )
+          .execute();
+      }
+    });
+  }
+}

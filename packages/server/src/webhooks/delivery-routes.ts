@@ -1,0 +1,213 @@
+import { Type } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import type { App } from '../app.js';
+import type { EventPayload, EventType } from '../events/types.js';
+import { ApiError } from '../http/errors.js';
+import { actorOf, isUuid, mutateAs, requireOrg, type OrgAccess } from '../management/access.js';
+import { PageQuery, paginate, pagedSchema } from '../management/pagination.js';
+import type { Services } from '../services.js';
+import { subscriptionCovers } from './fan-out.js';
+import { requireSubscription } from './queries.js';
+import {
+  DeliveryDetailSchema,
+  DeliverySchema,
+  TestEventSchema,
+  attemptItem,
+  deliveryItem,
+} from './schemas.js';
+
+const WebhookParams = Type.Object({ org: Type.String(), id: Type.String() });
+const DeliveryParams = Type.Object({
+  org: Type.String(),
+  id: Type.String(),
+  deliveryId: Type.String(),
+});
+
+/** The synthetic test event names no real flag. */
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+async function requireDelivery(
+  services: Services,
+  access: OrgAccess,
+  subscriptionId: string,
+  deliveryId: string,
+) {
+  const row = isUuid(deliveryId)
+    ? await services.db
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where('subscription_id', '=', subscriptionId)
+        .where('id', '=', deliveryId)
+        .executeTakeFirst()
+    : undefined;
+  if (!row)
+    throw new ApiError('not_found', `Delivery "${deliveryId}" was not found.`, {
+      nextActions: [
+        {
+          method: 'GET',
+          path: `/api/v1/orgs/${access.org.slug}/webhooks/${subscriptionId}/deliveries`,
+        },
+      ],
+    });
+  return row;
+}
+
+/** The delivery log of a subscription, test events and redelivery (spec: rules 13 and 14). */
+export function registerDeliveryRoutes(app: App, services: Services): void {
+  const tags = ['webhooks'];
+
+  app.post(
+    '/orgs/:org/webhooks/:id/test',
+    { schema: { tags, params: WebhookParams, response: { 202: TestEventSchema } } },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const subscription = await requireSubscription(services, access, request.params.id);
+      if (subscription.enabled !== 1)
+        throw new ApiError('bad_request', 'The subscription is disabled; enable it first.');
+      // Written directly rather than through the outbox: it goes to this subscription only.
+      const result = await mutateAs(services, access, async (m) => {
+        const payload: EventPayload = {
+          type: 'flag.toggled',
+          occurredAt: m.now,
+          organizationId: access.org.id,
+          projectId: null,
+          environmentId: null,
+          actor: actorOf(access.caller),
+          entity: { type: 'flag', id: NIL_UUID },
+          changes: [{ property: 'IsEnabled', from: 'false', to: 'true' }],
+          description: `Test event for webhook subscription "${subscription.name}"`,
+        };
+        const webhookEventId = uuid();
+        const webhookDeliveryId = uuid();
+        await m.trx
+          .insertInto('webhook_events')
+          .values({
+            id: webhookEventId,
+            organization_id: access.org.id,
+            project_id: null,
+            environment_id: null,
+            type: payload.type,
+            payload: JSON.stringify(payload),
+            occurred_at: m.now,
+          })
+          .execute();
+        await m.trx
+          .insertInto('webhook_deliveries')
+          .values({
+            id: webhookDeliveryId,
+            event_id: webhookEventId,
+            subscription_id: subscription.id,
+            status: 'Pending',
+            attempt_count: 0,
+            next_attempt_at: m.now,
+            created_at: m.now,
+          })
+          .execute();
+        return { webhookEventId, webhookDeliveryId };
+      });
+      return reply.status(202).send(result);
+    },
+  );
+
+  app.get(
+    '/orgs/:org/webhooks/:id/deliveries',
+    {
+      schema: {
+        tags,
+        params: WebhookParams,
+        querystring: PageQuery,
+        response: { 200: pagedSchema(DeliverySchema) },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const subscription = await requireSubscription(services, access, request.params.id);
+      // Ids are UUIDv7, so id order is creation order: most recent first.
+      const { rows, nextCursor } = await paginate(
+        services.db
+          .selectFrom('webhook_deliveries')
+          .selectAll()
+          .where('subscription_id', '=', subscription.id),
+        request.query,
+        { direction: 'desc' },
+      );
+      return { items: rows.map(deliveryItem), next_cursor: nextCursor, _actions: {} };
+    },
+  );
+
+  app.get(
+    '/orgs/:org/webhooks/:id/deliveries/:deliveryId',
+    { schema: { tags, params: DeliveryParams, response: { 200: DeliveryDetailSchema } } },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const subscription = await requireSubscription(services, access, request.params.id);
+      const delivery = await requireDelivery(
+        services,
+        access,
+        subscription.id,
+        request.params.deliveryId,
+      );
+      const attempts = await services.db
+        .selectFrom('webhook_attempts')
+        .selectAll()
+        .where('delivery_id', '=', delivery.id)
+        .orderBy('attempted_at')
+        .orderBy('attempt_number')
+        .execute();
+      return { ...deliveryItem(delivery), attempts: attempts.map(attemptItem) };
+    },
+  );
+
+  app.post(
+    '/orgs/:org/webhooks/:id/deliveries/:deliveryId/redeliver',
+    { schema: { tags, params: DeliveryParams } },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const subscription = await requireSubscription(services, access, request.params.id);
+      const delivery = await requireDelivery(
+        services,
+        access,
+        subscription.id,
+        request.params.deliveryId,
+      );
+      if (delivery.status === 'Pending')
+        throw new ApiError('bad_request', 'The delivery is still pending; it cannot be resent.');
+      if (subscription.enabled !== 1)
+        throw new ApiError('bad_request', 'The subscription is disabled; enable it first.');
+      const event = await services.db
+        .selectFrom('webhook_events')
+        .select(['type', 'project_id', 'environment_id'])
+        .where('id', '=', delivery.event_id)
+        .executeTakeFirstOrThrow();
+      const covered = subscriptionCovers(subscription, {
+        type: event.type as EventType,
+        projectId: event.project_id,
+        environmentId: event.environment_id,
+      });
+      if (!covered)
+        throw new ApiError(
+          'bad_request',
+          "The subscription's current filters no longer cover this delivery's event.",
+        );
+      // The retry schedule restarts: a fresh round of attempts, due now.
+      const requeued = await mutateAs(services, access, async (m) =>
+        m.trx
+          .updateTable('webhook_deliveries')
+          .set({
+            status: 'Pending',
+            attempt_count: 0,
+            next_attempt_at: m.now,
+            completed_at: null,
+            lease_until: null,
+            lease_owner: null,
+          })
+          .where('id', '=', delivery.id)
+          .where('status', '!=', 'Pending')
+          .executeTakeFirst(),
+      );
+      if (Number(requeued.numUpdatedRows) === 0)
+        throw new ApiError('bad_request', 'The delivery is still pending; it cannot be resent.');
+      return reply.status(204).send();
+    },
+  );
+}

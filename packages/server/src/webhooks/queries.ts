@@ -1,0 +1,127 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Dialect } from '../db/database.js';
+import type { Plan, Schema, WebhookSubscriptionsTable } from '../db/schema.js';
+import { EVENT_TYPES } from '../events/types.js';
+import { ApiError, invalidField } from '../http/errors.js';
+import { isUuid, notFound, type OrgAccess } from '../management/access.js';
+import type { Services } from '../services.js';
+import { resolvedUrlProblem } from './safe-target.js';
+
+/** Subscriptions an organization may have, by plan; null is unlimited (spec: Limits). */
+export const SUBSCRIPTION_LIMITS: Record<Plan, number | null> = {
+  Solo: 1,
+  Team: 3,
+  Pro: 3,
+  Business: null,
+  Enterprise: null,
+};
+
+/**
+ * Resolves `{id}` to a subscription of the caller's organization.
+ * @throws ApiError 404 when it does not exist there.
+ */
+export async function requireSubscription(
+  services: Services,
+  access: OrgAccess,
+  id: string,
+): Promise<WebhookSubscriptionsTable> {
+  const row = isUuid(id)
+    ? await services.db
+        .selectFrom('webhook_subscriptions')
+        .selectAll()
+        .where('organization_id', '=', access.org.id)
+        .where('id', '=', id)
+        .executeTakeFirst()
+    : undefined;
+  if (!row)
+    throw notFound('Webhook subscription', id, [], {
+      method: 'GET',
+      path: `/api/v1/orgs/${access.org.slug}/webhooks`,
+    });
+  return row;
+}
+
+/** Active (unretired) secrets of a subscription, oldest first, without their values. */
+export function activeSecretSummaries(db: Kysely<Schema>, subscriptionId: string) {
+  return db
+    .selectFrom('webhook_secrets')
+    .select(['id', 'created_at'])
+    .where('subscription_id', '=', subscriptionId)
+    .where('retired_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/**
+ * Serialises concurrent changes to one row on PostgreSQL (`SELECT … FOR UPDATE`), so checks
+ * such as the plan limit or "last active secret" cannot race. SQLite transactions are already
+ * serialised on its single connection.
+ */
+export async function lockRow(
+  trx: Transaction<Schema>,
+  dialect: Dialect,
+  table: 'organizations' | 'webhook_subscriptions',
+  id: string,
+): Promise<void> {
+  if (dialect !== 'postgres') return;
+  await trx.selectFrom(table).select('id').where('id', '=', id).forUpdate().execute();
+}
+
+/**
+ * Validates a target URL for saving: shape, scheme and every resolved address (spec: Limits,
+ * "Webhook URL").
+ * @throws ApiError 400 `validation_failed` on `url`.
+ */
+export async function checkUrl(services: Services, url: string): Promise<void> {
+  const problem = await resolvedUrlProblem(url, services.config.webhooks.allowPrivateTargets);
+  if (problem) throw invalidField('url', problem);
+}
+
+/**
+ * Validates and de-duplicates the filters of a create or update: event types from the
+ * catalogue, projects and environments of the caller's organization.
+ * @throws ApiError 400 `validation_failed` naming the offending field.
+ */
+export async function checkFilters(
+  services: Services,
+  access: OrgAccess,
+  filters: { eventTypes?: string[]; projectIds?: string[]; environmentIds?: string[] },
+): Promise<{ eventTypes?: string[]; projectIds?: string[]; environmentIds?: string[] }> {
+  const eventTypes = filters.eventTypes && [...new Set(filters.eventTypes)];
+  const projectIds = filters.projectIds && [...new Set(filters.projectIds)];
+  const environmentIds = filters.environmentIds && [...new Set(filters.environmentIds)];
+  const catalogue: readonly string[] = EVENT_TYPES;
+  const unknownTypes = (eventTypes ?? []).filter((type) => !catalogue.includes(type));
+  if (unknownTypes.length > 0)
+    throw new ApiError('validation_failed', `eventTypes: unknown ${unknownTypes.join(', ')}`, {
+      fields: { eventTypes: [`unknown event types: ${unknownTypes.join(', ')}`] },
+      nextActions: [{ method: 'GET', path: `/api/v1/orgs/${access.org.slug}/webhooks/event-types` }],
+    });
+  if (projectIds && projectIds.length > 0) {
+    const found = await services.db
+      .selectFrom('projects')
+      .select('id')
+      .where('organization_id', '=', access.org.id)
+      .where('id', 'in', projectIds)
+      .execute();
+    const known = new Set(found.map((row) => row.id));
+    const unknown = projectIds.filter((id) => !known.has(id));
+    if (unknown.length > 0)
+      throw invalidField('projectIds', `unknown project ids: ${unknown.join(', ')}`);
+  }
+  if (environmentIds && environmentIds.length > 0) {
+    const found = await services.db
+      .selectFrom('environments')
+      .innerJoin('projects', 'projects.id', 'environments.project_id')
+      .select('environments.id')
+      .where('projects.organization_id', '=', access.org.id)
+      .where('environments.id', 'in', environmentIds)
+      .execute();
+    const known = new Set(found.map((row) => row.id));
+    const unknown = environmentIds.filter((id) => !known.has(id));
+    if (unknown.length > 0)
+      throw invalidField('environmentIds', `unknown environment ids: ${unknown.join(', ')}`);
+  }
+  return { eventTypes, projectIds, environmentIds };
+}

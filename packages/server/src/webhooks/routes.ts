@@ -1,0 +1,305 @@
+import { Type } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import type { App } from '../app.js';
+import type { Role, WebhookSubscriptionsTable } from '../db/schema.js';
+import { EVENT_TYPES } from '../events/types.js';
+import { ApiError } from '../http/errors.js';
+import { actionsFor } from '../management/actions.js';
+import { mutateAs, requireOrg } from '../management/access.js';
+import { PageQuery, paginate, pagedSchema } from '../management/pagination.js';
+import type { Services } from '../services.js';
+import { registerDeliveryRoutes } from './delivery-routes.js';
+import {
+  SUBSCRIPTION_LIMITS,
+  activeSecretSummaries,
+  checkFilters,
+  checkUrl,
+  lockRow,
+  requireSubscription,
+} from './queries.js';
+import {
+  SecretCreatedSchema,
+  WebhookCreateBody,
+  WebhookCreatedSchema,
+  WebhookItemSchema,
+  WebhookSchema,
+  WebhookUpdateBody,
+  webhookItem,
+} from './schemas.js';
+import { SECRET_SHOWN_ONCE_WARNING, generateWebhookSecret } from './signing.js';
+
+const OrgParams = Type.Object({ org: Type.String() });
+const WebhookParams = Type.Object({ org: Type.String(), id: Type.String() });
+
+/** Active signing secrets a subscription may hold at once; each one signs every attempt. */
+const MAX_ACTIVE_SECRETS = 10;
+
+function webhookActions(role: Role, row: WebhookSubscriptionsTable) {
+  const disabled = row.enabled === 1 ? null : 'the subscription is disabled';
+  return actionsFor(role, {
+    update: { role: 'Admin' },
+    delete: { role: 'Admin' },
+    test: { role: 'Admin', blockedBy: disabled },
+    addSecret: { role: 'Admin' },
+  });
+}
+
+/**
+ * Outbound webhook subscriptions of an organization (spec: Endpoints, rules 11–16; design
+ * record 005), all Admin only. Subscription changes emit no webhook events.
+ */
+export function registerWebhookRoutes(app: App, services: Services): void {
+  const tags = ['webhooks'];
+
+  const readWebhook = async (row: WebhookSubscriptionsTable) =>
+    webhookItem(row, await activeSecretSummaries(services.db, row.id));
+
+  app.post(
+    '/orgs/:org/webhooks',
+    {
+      schema: {
+        tags,
+        params: OrgParams,
+        body: WebhookCreateBody,
+        response: { 201: WebhookCreatedSchema },
+      },
+    },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const body = request.body;
+      await checkUrl(services, body.url);
+      const filters = await checkFilters(services, access, body);
+      const secret = generateWebhookSecret();
+      const id = await mutateAs(services, access, async (m) => {
+        await lockRow(m.trx, services.dialect, 'organizations', access.org.id);
+        const limit = SUBSCRIPTION_LIMITS[access.org.plan];
+        if (limit !== null) {
+          const { count } = await m.trx
+            .selectFrom('webhook_subscriptions')
+            .select((eb) => eb.fn.countAll<number>().as('count'))
+            .where('organization_id', '=', access.org.id)
+            .executeTakeFirstOrThrow();
+          if (Number(count) >= limit)
+            throw new ApiError(
+              'plan_limit_reached',
+              `The ${access.org.plan} plan allows ${limit} webhook subscription${limit === 1 ? '' : 's'}.`,
+            );
+        }
+        const subscriptionId = uuid();
+        await m.trx
+          .insertInto('webhook_subscriptions')
+          .values({
+            id: subscriptionId,
+            organization_id: access.org.id,
+            name: body.name,
+            url: body.url,
+            provider: 'GenericHttp',
+            event_types: JSON.stringify(filters.eventTypes ?? []),
+            project_ids: JSON.stringify(filters.projectIds ?? []),
+            environment_ids: JSON.stringify(filters.environmentIds ?? []),
+            enabled: 1,
+            disabled_reason: null,
+            consecutive_failures: 0,
+            created_at: m.now,
+            updated_at: m.now,
+          })
+          .execute();
+        await m.trx
+          .insertInto('webhook_secrets')
+          .values({
+            id: uuid(),
+            subscription_id: subscriptionId,
+            secret,
+            created_at: m.now,
+            retired_at: null,
+          })
+          .execute();
+        return subscriptionId;
+      });
+      return reply.status(201).send({ id, secret, warning: SECRET_SHOWN_ONCE_WARNING });
+    },
+  );
+
+  app.get(
+    '/orgs/:org/webhooks/event-types',
+    {
+      schema: { tags, params: OrgParams, response: { 200: Type.Array(Type.String()) } },
+    },
+    async (request) => {
+      await requireOrg(services, request, request.params.org, 'Admin');
+      return [...EVENT_TYPES];
+    },
+  );
+
+  app.get(
+    '/orgs/:org/webhooks',
+    {
+      schema: {
+        tags,
+        params: OrgParams,
+        querystring: PageQuery,
+        response: { 200: pagedSchema(WebhookItemSchema) },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const { rows, nextCursor } = await paginate(
+        services.db
+          .selectFrom('webhook_subscriptions')
+          .selectAll()
+          .where('organization_id', '=', access.org.id),
+        request.query,
+      );
+      const items = await Promise.all(rows.map(readWebhook));
+      const limit = SUBSCRIPTION_LIMITS[access.org.plan];
+      let blockedBy: string | null = null;
+      if (limit !== null) {
+        const { count } = await services.db
+          .selectFrom('webhook_subscriptions')
+          .select((eb) => eb.fn.countAll<number>().as('count'))
+          .where('organization_id', '=', access.org.id)
+          .executeTakeFirstOrThrow();
+        if (Number(count) >= limit) blockedBy = `the ${access.org.plan} plan limit is reached`;
+      }
+      return {
+        items,
+        next_cursor: nextCursor,
+        _actions: actionsFor(access.role, { create: { role: 'Admin', blockedBy } }),
+      };
+    },
+  );
+
+  app.get(
+    '/orgs/:org/webhooks/:id',
+    { schema: { tags, params: WebhookParams, response: { 200: WebhookSchema } } },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const row = await requireSubscription(services, access, request.params.id);
+      return { ...(await readWebhook(row)), _actions: webhookActions(access.role, row) };
+    },
+  );
+
+  app.patch(
+    '/orgs/:org/webhooks/:id',
+    {
+      schema: {
+        tags,
+        params: WebhookParams,
+        body: WebhookUpdateBody,
+        response: { 200: WebhookSchema },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const current = await requireSubscription(services, access, request.params.id);
+      const body = request.body;
+      if (body.url !== undefined) await checkUrl(services, body.url);
+      const filters = await checkFilters(services, access, body);
+      // Enabling a disabled subscription starts a fresh failure count.
+      const reenabled = body.enabled === true && current.enabled === 0;
+      const disabled = body.enabled === false && current.enabled === 1;
+      const row = await mutateAs(services, access, async (m) =>
+        m.trx
+          .updateTable('webhook_subscriptions')
+          .set({
+            ...(body.name !== undefined ? { name: body.name } : {}),
+            ...(body.url !== undefined ? { url: body.url } : {}),
+            ...(filters.eventTypes ? { event_types: JSON.stringify(filters.eventTypes) } : {}),
+            ...(filters.projectIds ? { project_ids: JSON.stringify(filters.projectIds) } : {}),
+            ...(filters.environmentIds
+              ? { environment_ids: JSON.stringify(filters.environmentIds) }
+              : {}),
+            ...(reenabled ? { enabled: 1, disabled_reason: null, consecutive_failures: 0 } : {}),
+            ...(disabled ? { enabled: 0, disabled_reason: 'disabled by an administrator' } : {}),
+            updated_at: m.now,
+          })
+          .where('id', '=', current.id)
+          .returningAll()
+          .executeTakeFirstOrThrow(),
+      );
+      return { ...(await readWebhook(row)), _actions: webhookActions(access.role, row) };
+    },
+  );
+
+  app.delete(
+    '/orgs/:org/webhooks/:id',
+    { schema: { tags, params: WebhookParams } },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const row = await requireSubscription(services, access, request.params.id);
+      // Secrets, deliveries and attempts go with it (foreign keys cascade).
+      await mutateAs(services, access, async (m) => {
+        await m.trx.deleteFrom('webhook_subscriptions').where('id', '=', row.id).execute();
+      });
+      return reply.status(204).send();
+    },
+  );
+
+  app.post(
+    '/orgs/:org/webhooks/:id/secrets',
+    { schema: { tags, params: WebhookParams, response: { 201: SecretCreatedSchema } } },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const row = await requireSubscription(services, access, request.params.id);
+      const secret = generateWebhookSecret();
+      const secretId = await mutateAs(services, access, async (m) => {
+        await lockRow(m.trx, services.dialect, 'webhook_subscriptions', row.id);
+        const active = await activeSecretSummaries(m.trx, row.id);
+        if (active.length >= MAX_ACTIVE_SECRETS)
+          throw new ApiError(
+            'bad_request',
+            `A subscription holds at most ${MAX_ACTIVE_SECRETS} active secrets; retire one first.`,
+          );
+        const id = uuid();
+        await m.trx
+          .insertInto('webhook_secrets')
+          .values({ id, subscription_id: row.id, secret, created_at: m.now, retired_at: null })
+          .execute();
+        return id;
+      });
+      return reply.status(201).send({ secretId, secret, warning: SECRET_SHOWN_ONCE_WARNING });
+    },
+  );
+
+  app.delete(
+    '/orgs/:org/webhooks/:id/secrets/:secretId',
+    {
+      schema: {
+        tags,
+        params: Type.Object({ org: Type.String(), id: Type.String(), secretId: Type.String() }),
+      },
+    },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Admin');
+      const row = await requireSubscription(services, access, request.params.id);
+      const { secretId } = request.params;
+      await mutateAs(services, access, async (m) => {
+        await lockRow(m.trx, services.dialect, 'webhook_subscriptions', row.id);
+        const active = await activeSecretSummaries(m.trx, row.id);
+        if (!active.some((secret) => secret.id === secretId))
+          throw new ApiError('not_found', `Active secret "${secretId}" was not found.`);
+        if (active.length === 1)
+          throw new ApiError(
+            'bad_request',
+            'This is the last active secret of the subscription; add a new secret before retiring it.',
+            {
+              nextActions: [
+                {
+                  method: 'POST',
+                  path: `/api/v1/orgs/${access.org.slug}/webhooks/${row.id}/secrets`,
+                },
+              ],
+            },
+          );
+        await m.trx
+          .updateTable('webhook_secrets')
+          .set({ retired_at: m.now })
+          .where('id', '=', secretId)
+          .execute();
+      });
+      return reply.status(204).send();
+    },
+  );
+
+  registerDeliveryRoutes(app, services);
+}
