@@ -81,3 +81,126 @@ describe.each(testDialects())('flags on %s', (dialect) => {
     expect(response.body.docs_url).toMatch(/\/docs\/errors#not_found$/);
   });
 });
+
+describe.each(testDialects())('flag resources on %s', (dialect) => {
+  let vexil: TestVexil;
+  let org: Awaited<ReturnType<typeof createOrg>>;
+  const base = '/api/v1/orgs/acme/projects/web';
+
+  beforeAll(async () => {
+    vexil = await createTestVexil(dialect);
+    org = await createOrg(vexil);
+    await createProjectWithFlag(vexil, org);
+  });
+  afterAll(() => vexil.close());
+
+  it('flag create: typed variations are checked against the type', async () => {
+    const bad = await call(vexil, 'POST', `${base}/flags`, {
+      token: org.token,
+      body: { key: 'limit', type: 'Number', variations: [{ key: 'low', value: '10' }, { key: 'high', value: 'lots' }] },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.fields).toHaveProperty(['variations.1.value']);
+    const noVariations = await call(vexil, 'POST', `${base}/flags`, { token: org.token, body: { key: 'copy', type: 'String' } });
+    expect(noVariations.status).toBe(400);
+    const good = await call(vexil, 'POST', `${base}/flags`, {
+      token: org.token,
+      body: { key: 'theme', type: 'Json', tags: ['ui'], variations: [{ key: 'dark', value: '{"bg":"#000"}' }, { key: 'light', value: '{"bg":"#fff"}' }] },
+    });
+    expect(good.status).toBe(201);
+    expect(good.body).toMatchObject({ key: 'theme', type: 'Json', tags: ['ui'], isArchived: false, owner: null });
+    expect(good.body.variations.map((v: { key: string }) => v.key)).toEqual(['dark', 'light']);
+  });
+
+  it('flag list: filters by tag and search, paged', async () => {
+    const byTag = await call(vexil, 'GET', `${base}/flags?tag=ui`, { token: org.token });
+    expect(byTag.body.items.map((f: { key: string }) => f.key)).toEqual(['theme']);
+    const bySearch = await call(vexil, 'GET', `${base}/flags?q=CHECK`, { token: org.token });
+    expect(bySearch.body.items.map((f: { key: string }) => f.key)).toEqual(['new-checkout']);
+    const page = await call(vexil, 'GET', `${base}/flags?limit=1`, { token: org.token });
+    expect(page.body.items).toHaveLength(1);
+    expect(page.body.next_cursor).toEqual(expect.any(String));
+  });
+
+  it('flag update emits changes; owner must be an org member', async () => {
+    const updated = await call(vexil, 'PATCH', `${base}/flags/theme`, {
+      token: org.token,
+      body: { name: 'Theme', ownerId: org.userId, clientSideVisible: true },
+    });
+    expect(updated.status).toBe(200);
+    expect(updated.body).toMatchObject({ name: 'Theme', clientSideVisible: true, owner: { id: org.userId } });
+    const stranger = await call(vexil, 'PATCH', `${base}/flags/theme`, {
+      token: org.token,
+      body: { ownerId: '0190a9b2-0000-7000-8000-000000000000' },
+    });
+    expect(stranger.status).toBe(400);
+    expect(stranger.body.fields).toHaveProperty('ownerId');
+  });
+
+  it('variation create is re-read after persisting; duplicates 409; deleting a served variation 409', async () => {
+    const created = await call(vexil, 'POST', `${base}/flags/theme/variations`, {
+      token: org.token,
+      body: { key: 'contrast', name: 'High contrast', value: '{"bg":"#ff0"}', description: null },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ key: 'contrast', name: 'High contrast', value: '{"bg":"#ff0"}', description: null });
+    expect(created.body._actions).toBeDefined();
+    const duplicate = await call(vexil, 'POST', `${base}/flags/theme/variations`, { token: org.token, body: { key: 'contrast', value: '{}' } });
+    expect(duplicate.status).toBe(409);
+    const served = await call(vexil, 'DELETE', `${base}/flags/theme/variations/dark`, { token: org.token });
+    expect(served.status).toBe(409);
+    expect((await call(vexil, 'DELETE', `${base}/flags/theme/variations/contrast`, { token: org.token })).status).toBe(204);
+  });
+
+  it('environment configuration: update validates variations, rollout weights and prerequisites', async () => {
+    const flag = await call(vexil, 'GET', `${base}/flags/new-checkout`, { token: org.token });
+    const [on, off] = flag.body.variations.map((v: { id: string }) => v.id);
+    const url = `${base}/flags/new-checkout/environments/production`;
+    const badSum = await call(vexil, 'PATCH', url, {
+      token: org.token,
+      body: { strategy: 'PercentageRollout', rollout: [{ variationId: on, weight: 50000 }, { variationId: off, weight: 40000 }] },
+    });
+    expect(badSum.status).toBe(400);
+    expect(badSum.body.fields).toHaveProperty('rollout');
+    const foreign = await call(vexil, 'PATCH', url, { token: org.token, body: { defaultVariationId: '0190a9b2-0000-7000-8000-000000000000' } });
+    expect(foreign.status).toBe(400);
+    const good = await call(vexil, 'PATCH', url, {
+      token: org.token,
+      body: { strategy: 'PercentageRollout', rollout: [{ variationId: on, weight: 25000 }, { variationId: off, weight: 75000 }], offVariationId: off },
+    });
+    expect(good.status).toBe(200);
+    expect(good.body).toMatchObject({ environmentKey: 'production', strategy: 'PercentageRollout', offVariationId: off });
+    const unknownPrerequisite = await call(vexil, 'PATCH', url, {
+      token: org.token,
+      body: { prerequisites: [{ prerequisiteFlagKey: 'nope', expectedVariationKey: 'true' }] },
+    });
+    expect(unknownPrerequisite.status).toBe(400);
+    const self = await call(vexil, 'PATCH', url, {
+      token: org.token,
+      body: { prerequisites: [{ prerequisiteFlagKey: 'new-checkout', expectedVariationKey: 'true' }] },
+    });
+    expect(self.status).toBe(400);
+  });
+
+  it('prerequisite cycles are refused on write', async () => {
+    await call(vexil, 'POST', `${base}/flags`, { token: org.token, body: { key: 'a' } });
+    await call(vexil, 'POST', `${base}/flags`, { token: org.token, body: { key: 'b' } });
+    const first = await call(vexil, 'PATCH', `${base}/flags/a/environments/production`, {
+      token: org.token,
+      body: { prerequisites: [{ prerequisiteFlagKey: 'b', expectedVariationKey: 'true' }] },
+    });
+    expect(first.status).toBe(200);
+    const cycle = await call(vexil, 'PATCH', `${base}/flags/b/environments/production`, {
+      token: org.token,
+      body: { prerequisites: [{ prerequisiteFlagKey: 'a', expectedVariationKey: 'true' }] },
+    });
+    expect(cycle.status).toBe(400);
+    expect(cycle.body.error).toBe('validation_failed');
+  });
+
+  it('flag delete: Admin only, then 404', async () => {
+    await call(vexil, 'POST', `${base}/flags`, { token: org.token, body: { key: 'doomed' } });
+    expect((await call(vexil, 'DELETE', `${base}/flags/doomed`, { token: org.token })).status).toBe(204);
+    expect((await call(vexil, 'GET', `${base}/flags/doomed`, { token: org.token })).status).toBe(404);
+  });
+});
