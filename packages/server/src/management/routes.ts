@@ -2,6 +2,7 @@ import type { App } from '../app.js';
 import type { Services } from '../services.js';
 import { registerEnvironmentRoutes } from './environments/routes.js';
 import { registerFlagEnvironmentRoutes } from './flags/flag-environments.js';
+import { registerLifecycleRoutes } from './flags/lifecycle.js';
 import { registerFlagRoutes } from './flags/routes.js';
 import { registerVariationRoutes } from './flags/variations.js';
 import { registerMeRoutes } from './me/routes.js';
@@ -23,6 +24,7 @@ export async function registerManagementApi(app: App, services: Services): Promi
   registerFlagRoutes(app, services);
   registerVariationRoutes(app, services);
   registerFlagEnvironmentRoutes(app, services);
+  registerLifecycleRoutes(app, services);
   registerSdkKeyRoutes(app, services);
   registerSegmentRoutes(app, services);
   registerRuleRoutes(app, services);

@@ -70,6 +70,12 @@ function segmentItem(row: SegmentRow) {
   };
 }
 
+/** What a segment change can alter, as event `changes` report it (timestamps left out). */
+function definition(row: SegmentRow) {
+  const { key, name, description, conditions, conditionLogic } = segmentItem(row);
+  return { key, name, description, conditions, conditionLogic };
+}
+
 function segmentActions(role: Role) {
   return actionsFor(role, { update: { role: 'Member' }, delete: { role: 'Member' } });
 }
@@ -216,10 +222,12 @@ export function registerSegmentRoutes(app: App, services: Services): void {
     async (request) => {
       const { access, project, segment } = await requireSegment(request, request.params, 'Member');
       const body = request.body;
-      const before = segmentItem(segment);
       const conditions =
         body.conditions !== undefined
-          ? checkConditions(body.conditions, new Set(before.conditions.map((c) => c.id)))
+          ? checkConditions(
+              body.conditions,
+              new Set(segmentItem(segment).conditions.map((c) => c.id)),
+            )
           : undefined;
       const row = await mutateAs(services, access, async (m) => {
         const updated = await m.trx
@@ -238,13 +246,11 @@ export function registerSegmentRoutes(app: App, services: Services): void {
           .executeTakeFirstOrThrow()
           .catch(conflictOn('key', body.key ?? segment.key, 'segment'));
         await m.touchProject(project.id);
-        const { updatedAt: _before, ...from } = before;
-        const { updatedAt: _after, ...to } = segmentItem(updated);
         await m.emit({
           type: 'segment.updated',
           projectId: project.id,
           entity: { type: 'segment', id: segment.id },
-          changes: diffProperties(from, to),
+          changes: diffProperties(definition(segment), definition(updated)),
           description: `Segment "${updated.key}" updated`,
         });
         return updated;
