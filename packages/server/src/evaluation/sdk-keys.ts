@@ -41,4 +41,8 @@ export class SdkKeyResolver {
   forget(keyHash: string): void {
     this.cache.delete(keyHash);
   }
+
+  forgetAll(): void {
+    this.cache.clear();
+  }
 }

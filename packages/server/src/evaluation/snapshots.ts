@@ -26,6 +26,9 @@ export interface Snapshot {
  */
 export class SnapshotStore {
   private readonly snapshots = new Map<string, Promise<Snapshot | undefined>>();
+  /** Versions of the snapshots built so far, for the change feed's comparisons. */
+  private readonly versions = new Map<string, number>();
+  private readonly listeners = new Set<(environmentIds: readonly string[] | 'all') => void>();
 
   constructor(private readonly db: Kysely<Schema>) {}
 
@@ -33,17 +36,60 @@ export class SnapshotStore {
   get(environmentId: string): Promise<Snapshot | undefined> {
     let snapshot = this.snapshots.get(environmentId);
     if (!snapshot) {
-      snapshot = this.build(environmentId);
-      this.snapshots.set(environmentId, snapshot);
-      // A failed build must not stick: the next request tries again.
-      snapshot.catch(() => this.snapshots.delete(environmentId));
+      const building = this.build(environmentId);
+      snapshot = building;
+      this.snapshots.set(environmentId, building);
+      building.then(
+        (built) => {
+          if (built && this.snapshots.get(environmentId) === building) this.versions.set(environmentId, built.version);
+        },
+        // A failed build must not stick: the next request tries again.
+        () => {
+          if (this.snapshots.get(environmentId) === building) this.snapshots.delete(environmentId);
+        },
+      );
     }
     return snapshot;
   }
 
   /** Forgets the snapshots of environments whose configuration changed. */
   invalidate(environmentIds: Iterable<string>): void {
-    for (const id of environmentIds) this.snapshots.delete(id);
+    const ids = [...environmentIds];
+    for (const id of ids) {
+      this.snapshots.delete(id);
+      this.versions.delete(id);
+    }
+    if (ids.length > 0) this.announce(ids);
+  }
+
+  /** Forgets every snapshot (after a lost change listener: notices may have been missed). */
+  invalidateAll(): void {
+    this.snapshots.clear();
+    this.versions.clear();
+    this.announce('all');
+  }
+
+  /**
+   * Calls `listener` whenever environments' configurations change (on this node or, through the
+   * change feed, on another). Returns the unsubscribe function. Used by streaming connections.
+   */
+  onChange(listener: (environmentIds: readonly string[] | 'all') => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private announce(environmentIds: readonly string[] | 'all'): void {
+    for (const listener of this.listeners) listener(environmentIds);
+  }
+
+  /** The version of the environment's built snapshot, if one is held. */
+  heldVersion(environmentId: string): number | undefined {
+    return this.versions.get(environmentId);
+  }
+
+  /** Every held snapshot's version, by environment id. */
+  heldVersions(): ReadonlyMap<string, number> {
+    return this.versions;
   }
 
   private async build(environmentId: string): Promise<Snapshot | undefined> {

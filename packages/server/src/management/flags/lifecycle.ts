@@ -1,0 +1,282 @@
+import { Type } from 'typebox';
+import type { App } from '../../app.js';
+import { ApiError, invalidField } from '../../http/errors.js';
+import type { Services } from '../../services.js';
+import { lastEvaluatedByEnvironment, readFlagUsage } from '../../usage/queries.js';
+import { mutateAs, requireOrg, requireProject } from '../access.js';
+import { actionsFor, ActionsSchema } from '../actions.js';
+import { Timestamp, Uuid } from '../fields.js';
+import { DEFAULT_PAGE_SIZE, PageQuery, pagedSchema } from '../pagination.js';
+import { requireFlag } from './queries.js';
+import { findRemovalCandidates } from './removal-candidates.js';
+
+const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
+const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
+const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+/** The usage read's range when `from` is omitted. */
+const DEFAULT_USAGE_RANGE_MS = 7 * DAY_MS;
+
+const UsageResponse = Type.Object({
+  flagKey: Type.String(),
+  from: Timestamp,
+  to: Timestamp,
+  environments: Type.Array(
+    Type.Object({
+      environmentId: Uuid,
+      environmentKey: Type.String(),
+      total: Type.Integer(),
+      variations: Type.Array(Type.Object({ variation: Type.String(), count: Type.Integer() })),
+      lastEvaluatedAt: Type.Union([Timestamp, Type.Null()]),
+    }),
+  ),
+  _actions: ActionsSchema,
+});
+
+const RemovalCandidateSchema = Type.Object({
+  key: Type.String(),
+  reason: Type.String(),
+  treatment: Type.Boolean(),
+  status: Type.Enum(['Stale', 'Dead']),
+});
+
+/** `7 days`, `36 hours`: how configuration periods read in messages. */
+function describePeriod(ms: number): string {
+  if (ms % DAY_MS === 0) return `${ms / DAY_MS} day${ms === DAY_MS ? '' : 's'}`;
+  return `${Math.round((ms / HOUR_MS) * 10) / 10} hours`;
+}
+
+function encodeCursor(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+/**
+ * Flag lifecycle (spec: Flag archival, endpoint rules 7–9; design record 008): usage read,
+ * archive with its recent-evaluation guard, restore, expiry removal and removal candidates.
+ */
+export function registerLifecycleRoutes(app: App, services: Services): void {
+  app.get(
+    '/orgs/:org/projects/:project/flags/removal-candidates',
+    {
+      schema: {
+        tags: ['flags'],
+        params: ProjectParams,
+        querystring: Type.Intersect([
+          PageQuery,
+          Type.Object({ staleness: Type.Optional(Type.String({ maxLength: 20 })) }),
+        ]),
+        response: { 200: pagedSchema(RemovalCandidateSchema) },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org);
+      const project = await requireProject(services, access, request.params.project);
+      const { staleness, limit = DEFAULT_PAGE_SIZE, cursor } = request.query;
+      // Spec rule 9: omitted or unrecognised values mean `dead`.
+      const all = await findRemovalCandidates(
+        services,
+        project.id,
+        staleness?.toLowerCase() === 'stale' ? 'stale' : 'dead',
+      );
+      let after = '';
+      if (cursor) {
+        after = Buffer.from(cursor, 'base64url').toString('utf8');
+        if (after === '' || encodeCursor(after) !== cursor)
+          throw invalidField('cursor', 'is not a cursor returned by this endpoint');
+      }
+      const remaining = all.filter((candidate) => candidate.key > after);
+      const items = remaining.slice(0, limit);
+      return {
+        items,
+        next_cursor: remaining.length > limit ? encodeCursor(items[items.length - 1]!.key) : null,
+        _actions: actionsFor(access.role, { archive: { role: 'Member' } }),
+      };
+    },
+  );
+
+  app.get(
+    '/orgs/:org/projects/:project/flags/:flag/usage',
+    {
+      schema: {
+        tags: ['flags'],
+        params: FlagParams,
+        querystring: Type.Object({
+          from: Type.Optional(Timestamp),
+          to: Type.Optional(Timestamp),
+        }),
+        response: { 200: UsageResponse },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org);
+      const project = await requireProject(services, access, request.params.project);
+      const flag = await requireFlag(services, access, project, request.params.flag);
+      const toMs = request.query.to ? Date.parse(request.query.to) : services.clock.now().getTime();
+      const fromMs = request.query.from
+        ? Date.parse(request.query.from)
+        : toMs - DEFAULT_USAGE_RANGE_MS;
+      if (fromMs > toMs) throw invalidField('from', 'must not be later than to');
+      const environments = await services.db
+        .selectFrom('environments')
+        .select(['id', 'key'])
+        .where('project_id', '=', project.id)
+        .orderBy('sort_order')
+        .orderBy('key')
+        .execute();
+      const usage = await readFlagUsage(
+        services,
+        flag,
+        environments.map((env) => env.id),
+        { fromMs, toMs },
+      );
+      return {
+        flagKey: flag.key,
+        from: new Date(fromMs).toISOString(),
+        to: new Date(toMs).toISOString(),
+        environments: environments.map((env) => {
+          const entry = usage.get(env.id);
+          const variations = [...(entry?.counts ?? [])]
+            .map(([variation, count]) => ({ variation, count }))
+            .sort((a, b) => (a.variation < b.variation ? -1 : 1));
+          return {
+            environmentId: env.id,
+            environmentKey: env.key,
+            total: variations.reduce((sum, v) => sum + v.count, 0),
+            variations,
+            lastEvaluatedAt:
+              entry?.lastEvaluatedMs != null ? new Date(entry.lastEvaluatedMs).toISOString() : null,
+          };
+        }),
+        _actions: actionsFor(access.role, {
+          archive: {
+            role: 'Member',
+            blockedBy: flag.is_archived === 1 ? 'the flag is already archived' : null,
+          },
+        }),
+      };
+    },
+  );
+
+  app.post(
+    '/orgs/:org/projects/:project/flags/:flag/archive',
+    {
+      schema: {
+        tags: ['flags'],
+        params: FlagParams,
+        querystring: Type.Object({ force: Type.Optional(Type.Boolean({ default: false })) }),
+      },
+    },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Member');
+      const project = await requireProject(services, access, request.params.project);
+      const flag = await requireFlag(services, access, project, request.params.flag);
+      if (flag.is_archived === 1) return reply.status(204).send();
+      if (!request.query.force) {
+        const { archiveGuardWindowMs } = services.config.lifecycle;
+        const environments = await services.db
+          .selectFrom('environments')
+          .select(['id', 'key'])
+          .where('project_id', '=', project.id)
+          .orderBy('sort_order')
+          .orderBy('key')
+          .execute();
+        const last = await lastEvaluatedByEnvironment(
+          services,
+          flag,
+          environments.map((env) => env.id),
+        );
+        const since = services.clock.now().getTime() - archiveGuardWindowMs;
+        const recent = environments
+          .filter((env) => (last.get(env.id) ?? -Infinity) >= since)
+          .map((env) => env.key);
+        if (recent.length > 0) {
+          throw new ApiError(
+            'FLAG_RECENTLY_EVALUATED',
+            `Flag "${flag.key}" was evaluated within the last ${describePeriod(archiveGuardWindowMs)} in: ${recent.join(', ')}. Remove it from code first, or pass force=true to archive anyway.`,
+            {
+              fields: { environments: recent },
+              nextActions: [
+                {
+                  method: 'POST',
+                  path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/flags/${flag.key}/archive?force=true`,
+                },
+              ],
+            },
+          );
+        }
+      }
+      await mutateAs(services, access, async (m) => {
+        await m.trx
+          .updateTable('flags')
+          .set({ is_archived: 1, version: flag.version + 1, updated_at: m.now })
+          .where('id', '=', flag.id)
+          .execute();
+        // Archived flags leave every environment's SDK configuration.
+        await m.touchProject(project.id);
+        await m.emit({
+          type: 'flag.archived',
+          projectId: project.id,
+          entity: { type: 'flag', id: flag.id },
+          changes: [{ property: 'IsArchived', from: 'false', to: 'true' }],
+          description: `Flag "${flag.key}" archived${request.query.force ? ' (forced)' : ''}`,
+        });
+      });
+      return reply.status(204).send();
+    },
+  );
+
+  app.post(
+    '/orgs/:org/projects/:project/flags/:flag/restore',
+    { schema: { tags: ['flags'], params: FlagParams } },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Member');
+      const project = await requireProject(services, access, request.params.project);
+      const flag = await requireFlag(services, access, project, request.params.flag);
+      if (flag.is_archived === 0) return reply.status(204).send();
+      await mutateAs(services, access, async (m) => {
+        await m.trx
+          .updateTable('flags')
+          .set({ is_archived: 0, version: flag.version + 1, updated_at: m.now })
+          .where('id', '=', flag.id)
+          .execute();
+        await m.touchProject(project.id);
+        await m.emit({
+          type: 'flag.restored',
+          projectId: project.id,
+          entity: { type: 'flag', id: flag.id },
+          changes: [{ property: 'IsArchived', from: 'true', to: 'false' }],
+          description: `Flag "${flag.key}" restored`,
+        });
+      });
+      return reply.status(204).send();
+    },
+  );
+
+  app.delete(
+    '/orgs/:org/projects/:project/flags/:flag/expiry',
+    { schema: { tags: ['flags'], params: FlagParams } },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Member');
+      const project = await requireProject(services, access, request.params.project);
+      const flag = await requireFlag(services, access, project, request.params.flag);
+      // Spec rule 7: always allowed, whatever the flag-expiration feature's setting.
+      if (flag.expires_at === null) return reply.status(204).send();
+      await mutateAs(services, access, async (m) => {
+        await m.trx
+          .updateTable('flags')
+          .set({ expires_at: null, updated_at: m.now })
+          .where('id', '=', flag.id)
+          .execute();
+        // Expiry never changes evaluation, so no environment is touched.
+        await m.emit({
+          type: 'flag.updated',
+          projectId: project.id,
+          entity: { type: 'flag', id: flag.id },
+          changes: [{ property: 'ExpiresAtUtc', from: flag.expires_at, to: null }],
+          description: `Expiry of flag "${flag.key}" removed`,
+        });
+      });
+      return reply.status(204).send();
+    },
+  );
+}
