@@ -8,6 +8,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/database.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
+import { registerOfrepApi } from './evaluation/ofrep.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
@@ -130,6 +131,8 @@ export async function createVexil(
   await app.register(
     async (management) => {
       management.setErrorHandler(managementErrorHandler(config.publicUrl));
+      // Management bodies are JSON only (spec: Conventions): text/plain is a 415, not a string.
+      management.removeContentTypeParser('text/plain');
       management.setNotFoundHandler(async (request) => {
         throw new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
       });
@@ -157,6 +160,10 @@ export async function createVexil(
       await registerEvaluationApi(evaluation, services, snapshots, sdkKeys);
     },
     { prefix: '/v1' },
+  );
+  await app.register(
+    async (ofrep) => registerOfrepApi(ofrep, services, snapshots, sdkKeys),
+    { prefix: '/ofrep/v1' },
   );
 
   app.setNotFoundHandler(async (request, reply) =>

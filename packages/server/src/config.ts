@@ -26,6 +26,8 @@ export interface Config {
   };
   /** How often in-memory usage counts are written to the database, in milliseconds (design record 008). */
   usageFlushIntervalMs: number;
+  /** Heartbeat interval of SDK streams, in milliseconds (design record 010, Streaming). */
+  streamHeartbeatMs: number;
   /** Per-client-IP quota of `POST /v1/client/events` (spec: Authentication rule 6). */
   clientEventsRateLimit: { points: number; windowSeconds: number };
   lifecycle: {
@@ -91,6 +93,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     usageFlushIntervalMs: parseDuration(
       env.VEXIL_USAGE_FLUSH_INTERVAL || '5s',
       'VEXIL_USAGE_FLUSH_INTERVAL',
+    ),
+    streamHeartbeatMs: parseDuration(
+      env.VEXIL_STREAM_HEARTBEAT || '15s',
+      'VEXIL_STREAM_HEARTBEAT',
     ),
     clientEventsRateLimit: {
       points: integer(env.VEXIL_CLIENT_EVENTS_RATE_LIMIT, 60, 'VEXIL_CLIENT_EVENTS_RATE_LIMIT'),

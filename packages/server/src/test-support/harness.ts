@@ -98,7 +98,7 @@ export async function createTestVexil(
 /** A response as tests read it. */
 export interface TestResponse {
   status: number;
-  headers: Record<string, string | string[] | undefined>;
+  headers: Record<string, string | string[] | number | undefined>;
   // Tests read arbitrary JSON; asserting on it is the point.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   body: any;

@@ -96,7 +96,9 @@ export async function checkFilters(
   if (unknownTypes.length > 0)
     throw new ApiError('validation_failed', `eventTypes: unknown ${unknownTypes.join(', ')}`, {
       fields: { eventTypes: [`unknown event types: ${unknownTypes.join(', ')}`] },
-      nextActions: [{ method: 'GET', path: `/api/v1/orgs/${access.org.slug}/webhooks/event-types` }],
+      nextActions: [
+        { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/webhooks/event-types` },
+      ],
     });
   if (projectIds && projectIds.length > 0) {
     const found = await services.db

@@ -60,7 +60,8 @@ export function urlProblem(url: string, allowPrivateTargets: boolean): string | 
   if (allowPrivateTargets) return null;
   const host = bareHostname(parsed.hostname);
   if (isLocalhostName(host)) return 'must not point at localhost';
-  if (isIP(host) && !isPublicAddress(host)) return `must not point at a non-public address (${host})`;
+  if (isIP(host) && !isPublicAddress(host))
+    return `must not point at a non-public address (${host})`;
   return null;
 }
 

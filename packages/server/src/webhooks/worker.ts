@@ -73,7 +73,10 @@ export class DeliveryWorker {
     await Promise.all(
       claimed.map((delivery) =>
         this.attempt(delivery).catch((error: unknown) =>
-          this.log.error({ err: error, deliveryId: delivery.id }, 'webhook attempt failed to record'),
+          this.log.error(
+            { err: error, deliveryId: delivery.id },
+            'webhook attempt failed to record',
+          ),
         ),
       ),
     );
@@ -157,7 +160,11 @@ export class DeliveryWorker {
     const sentAt = clock.now();
     const outcome: AttemptOutcome =
       secrets.length === 0
-        ? { statusCode: null, error: 'the subscription has no active signing secret', durationMs: 0 }
+        ? {
+            statusCode: null,
+            error: 'the subscription has no active signing secret',
+            durationMs: 0,
+          }
         : await sendAttempt(
             this.agent,
             subscription.url,
@@ -214,7 +221,10 @@ export class DeliveryWorker {
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) === 0) {
         // The lease ran out and another worker took over, or the subscription was deleted.
-        this.log.warn({ deliveryId: delivery.id }, 'webhook delivery lease lost; attempt not recorded');
+        this.log.warn(
+          { deliveryId: delivery.id },
+          'webhook delivery lease lost; attempt not recorded',
+        );
         return;
       }
       await trx
