@@ -2,11 +2,13 @@ import fastifySwagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { authenticate, type Caller } from './auth/caller.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/database.js';
+import { ChangeFeed } from './evaluation/change-feed.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
@@ -16,6 +18,8 @@ import { ApiError } from './http/errors.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
 import { registerManagementApi } from './management/routes.js';
+import { registerMcpApi } from './mcp/routes.js';
+import { registerOpsRoutes, type OpsState } from './ops/routes.js';
 import type { Services } from './services.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 import { UsageAggregator } from './usage/aggregator.js';
@@ -30,12 +34,16 @@ declare module 'fastify' {
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 export type App = FastifyInstance<
-  import('node:http').Server,
-  import('node:http').IncomingMessage,
-  import('node:http').ServerResponse,
-  import('fastify').FastifyBaseLogger,
+  Server,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
   TypeBoxTypeProvider
 >;
+
+/** What one `vexil serve` process runs (design record 010): by default everything. */
+export type ServiceRole = 'management' | 'evaluation' | 'worker';
+export const SERVICE_ROLES: readonly ServiceRole[] = ['management', 'evaluation', 'worker'];
 
 /** A running composition of the service: the HTTP app, its services, and how to stop them. */
 export interface Vexil {
@@ -55,7 +63,13 @@ const JSON_TYPES = /^(text\/json|application\/[\w.+-]+\+json)\s*(;.*)?$/i;
  */
 export async function createVexil(
   config: Config,
-  options: { clock?: Clock; database?: Database; logger?: boolean; startWorkers?: boolean } = {},
+  options: {
+    clock?: Clock;
+    database?: Database;
+    logger?: boolean;
+    startWorkers?: boolean;
+    roles?: readonly ServiceRole[];
+  } = {},
 ): Promise<Vexil> {
   const database = options.database ?? openDatabase(config.databaseUrl);
   await migrate(database);
@@ -70,8 +84,8 @@ export async function createVexil(
     dialect: database.dialect,
     config,
     clock,
-    onConfigChange: (ids) => snapshots.invalidate(ids),
-    onSdkKeyRevoked: (hash) => sdkKeys.forget(hash),
+    onConfigChange: (ids) => changeFeed.configChanged(ids),
+    onSdkKeyRevoked: (hash) => changeFeed.keyRevoked(hash),
     usage,
   };
 
@@ -97,6 +111,17 @@ export async function createVexil(
     app.getDefaultJsonParser('error', 'error'),
   );
   app.decorateRequest('caller', null);
+  const changeFeed = new ChangeFeed(
+    database.db,
+    database.dialect === 'postgres' ? config.databaseUrl : undefined,
+    snapshots,
+    sdkKeys,
+    app.log,
+    config.snapshotCheckIntervalMs,
+  );
+  const roles = new Set(options.roles ?? SERVICE_ROLES);
+  const ops: OpsState = { accepting: true };
+  registerOpsRoutes(app, services, snapshots, ops);
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -128,58 +153,67 @@ export async function createVexil(
     config.rateLimit,
     config.redisUrl,
   );
-  await app.register(
-    async (management) => {
-      management.setErrorHandler(managementErrorHandler(config.publicUrl));
-      // Management bodies are JSON only (spec: Conventions): text/plain is a 415, not a string.
-      management.removeContentTypeParser('text/plain');
-      management.setNotFoundHandler(async (request) => {
-        throw new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
-      });
-      management.addHook('onRequest', async (request, reply) => {
-        const now = clock.now();
-        let failure: unknown = null;
-        try {
-          request.caller = await authenticate(services.db, request.headers.authorization, now);
-        } catch (error) {
-          failure = error;
-        }
-        // Unauthenticated requests are counted per client IP, so credential guessing is bounded.
-        const key = request.caller ? `token:${request.caller.tokenId}` : `ip:${request.ip}`;
-        await limiter.consume(key, reply, now.getTime());
-        if (failure) throw failure;
-      });
-      registerIdempotency(management, services);
-      await registerManagementApi(management, services);
-    },
-    { prefix: '/api/v1' },
-  );
+  if (roles.has('management')) {
+    await app.register(
+      async (management) => {
+        management.setErrorHandler(managementErrorHandler(config.publicUrl));
+        // Management bodies are JSON only (spec: Conventions): text/plain is a 415, not a string.
+        management.removeContentTypeParser('text/plain');
+        management.setNotFoundHandler(async (request) => {
+          throw new ApiError(
+            'not_found',
+            `No route ${request.method} ${request.url.split('?')[0]}.`,
+          );
+        });
+        management.addHook('onRequest', async (request, reply) => {
+          const now = clock.now();
+          let failure: unknown = null;
+          try {
+            request.caller = await authenticate(services.db, request.headers.authorization, now);
+          } catch (error) {
+            failure = error;
+          }
+          // Unauthenticated requests are counted per client IP, so credential guessing is bounded.
+          const key = request.caller ? `token:${request.caller.tokenId}` : `ip:${request.ip}`;
+          await limiter.consume(key, reply, now.getTime());
+          if (failure) throw failure;
+        });
+        registerIdempotency(management, services);
+        await registerManagementApi(management, services);
+      },
+      { prefix: '/api/v1' },
+    );
+    // The AI-agent tool server: its tools call the management API in-process (design record 011).
+    await app.register(async (mcp) => registerMcpApi(mcp, { services, snapshots, limiter }), {
+      prefix: '/mcp',
+    });
+  }
 
-  await app.register(
-    async (evaluation) => {
-      await registerEvaluationApi(evaluation, services, snapshots, sdkKeys);
-    },
-    { prefix: '/v1' },
-  );
-  await app.register(
-    async (ofrep) => registerOfrepApi(ofrep, services, snapshots, sdkKeys),
-    { prefix: '/ofrep/v1' },
-  );
+  if (roles.has('evaluation')) {
+    await app.register(
+      async (evaluation) => {
+        await registerEvaluationApi(evaluation, services, snapshots, sdkKeys);
+      },
+      { prefix: '/v1' },
+    );
+    await app.register(async (ofrep) => registerOfrepApi(ofrep, services, snapshots, sdkKeys), {
+      prefix: '/ofrep/v1',
+    });
+  }
 
   app.setNotFoundHandler(async (request, reply) =>
-    reply
-      .status(404)
-      .send({
-        type: 'about:blank',
-        title: 'Not Found',
-        status: 404,
-        detail: `No route ${request.method} ${request.url.split('?')[0]}.`,
-      }),
+    reply.status(404).send({
+      type: 'about:blank',
+      title: 'Not Found',
+      status: 404,
+      detail: `No route ${request.method} ${request.url.split('?')[0]}.`,
+    }),
   );
 
   usage.start(config.usageFlushIntervalMs);
   const webhookWorker = new DeliveryWorker(services, app.log);
-  if (options.startWorkers !== false) webhookWorker.start();
+  if (options.startWorkers !== false && roles.has('worker')) webhookWorker.start();
+  await changeFeed.start();
 
   return {
     app,
@@ -187,9 +221,12 @@ export async function createVexil(
     snapshots,
     webhookWorker,
     async close() {
-      // The worker records its attempts in flight before the database closes.
-      await webhookWorker.stop();
+      // Readiness fails first so load balancers stop routing here; then the listener stops
+      // accepting and in-flight requests finish; the worker records its attempts in flight.
+      ops.accepting = false;
       await app.close();
+      await webhookWorker.stop();
+      await changeFeed.stop();
       // After the last request, before the database closes: the final counts are written.
       await usage.close();
       await closeLimiter();

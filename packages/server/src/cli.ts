@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
-import { createVexil } from './app.js';
+import { createVexil, SERVICE_ROLES, type ServiceRole } from './app.js';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
@@ -15,9 +15,19 @@ program
   .description(
     'run migrations, then serve the management and evaluation APIs and the background workers',
   )
-  .action(async () => {
+  .option(
+    '--only <roles>',
+    `run only some roles, comma-separated (${SERVICE_ROLES.join(', ')}); default all`,
+    (value: string) => {
+      const roles = value.split(',').map((role) => role.trim());
+      const unknown = roles.filter((role) => !SERVICE_ROLES.includes(role as ServiceRole));
+      if (unknown.length > 0) throw new InvalidArgumentError(`unknown roles: ${unknown.join(', ')}`);
+      return roles as ServiceRole[];
+    },
+  )
+  .action(async (options: { only?: ServiceRole[] }) => {
     const config = loadConfig();
-    const vexil = await createVexil(config);
+    const vexil = await createVexil(config, { roles: options.only });
     const shutdown = async (signal: string) => {
       vexil.app.log.info({ signal }, 'shutting down');
       await vexil.close();

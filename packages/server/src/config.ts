@@ -26,6 +26,8 @@ export interface Config {
   };
   /** How often in-memory usage counts are written to the database, in milliseconds (design record 008). */
   usageFlushIntervalMs: number;
+  /** How often held snapshots are checked against the database's versions, in milliseconds (design record 010). */
+  snapshotCheckIntervalMs: number;
   /** Heartbeat interval of SDK streams, in milliseconds (design record 010, Streaming). */
   streamHeartbeatMs: number;
   /** Per-client-IP quota of `POST /v1/client/events` (spec: Authentication rule 6). */
@@ -93,6 +95,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     usageFlushIntervalMs: parseDuration(
       env.VEXIL_USAGE_FLUSH_INTERVAL || '5s',
       'VEXIL_USAGE_FLUSH_INTERVAL',
+    ),
+    snapshotCheckIntervalMs: parseDuration(
+      env.VEXIL_SNAPSHOT_CHECK_INTERVAL || '5s',
+      'VEXIL_SNAPSHOT_CHECK_INTERVAL',
     ),
     streamHeartbeatMs: parseDuration(
       env.VEXIL_STREAM_HEARTBEAT || '15s',

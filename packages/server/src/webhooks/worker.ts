@@ -13,7 +13,7 @@ import { deliveryHeaders } from './signing.js';
 export const AUTO_DISABLE_AFTER = 20;
 
 /** How long past the attempt time-out a lease lasts, covering the bookkeeping around it. */
-const LEASE_MARGIN_MS = 30_000;
+const LEASE_MARGIN_MS = 5_000;
 const DEFAULT_POLL_INTERVAL_MS = 500;
 const DEFAULT_BATCH_SIZE = 20;
 

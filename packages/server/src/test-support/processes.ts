@@ -1,0 +1,96 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+/** The built CLI (`npm test` builds before running the suite). */
+export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Runs `vexil bootstrap` against a database and returns the printed credential. */
+export async function bootstrapWithCli(env: NodeJS.ProcessEnv, org = 'acme'): Promise<{ token: string }> {
+  const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'bootstrap', '--org', org, '--email', `owner@${org}.test`], {
+    env: { ...process.env, ...env },
+  });
+  return JSON.parse(stdout) as { token: string };
+}
+
+/** A real `vexil serve` process on its own port. */
+export class ServeProcess {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly baseUrl: string,
+    readonly output: string[],
+  ) {}
+
+  /** Starts `vexil serve` with `env` and waits until `/readyz` answers 200 (at most 20 s). */
+  static async start(env: NodeJS.ProcessEnv, args: string[] = []): Promise<ServeProcess> {
+    const port = await freePort();
+    const output: string[] = [];
+    const child = spawn(process.execPath, [CLI, 'serve', ...args], {
+      env: { ...process.env, VEXIL_HOST: '127.0.0.1', VEXIL_PORT: String(port), VEXIL_LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    const node = new ServeProcess(child, `http://127.0.0.1:${port}`, output);
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) throw new Error(`vexil serve exited: ${output.join('')}`);
+      try {
+        if ((await fetch(`${node.baseUrl}/readyz`)).status === 200) return node;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    node.kill('SIGKILL');
+    throw new Error(`vexil serve did not become ready: ${output.join('')}`);
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): void {
+    this.child.kill(signal);
+  }
+
+  /** Stops the process and waits for it to exit. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.child.exitCode;
+    const exited = new Promise<number | null>((resolve) => this.child.once('exit', (code) => resolve(code)));
+    this.child.kill(signal);
+    return exited;
+  }
+
+  async request(method: string, path: string, options: { token?: string; sdkKey?: string; body?: unknown } = {}) {
+    const response = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers: {
+        ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+        ...(options.sdkKey ? { authorization: options.sdkKey } : {}),
+        ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    });
+    const text = await response.text();
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    return { status: response.status, headers: response.headers, body: (text ? JSON.parse(text) : undefined) as any };
+  }
+}
+
+/** Polls `check` every 50 ms until it returns true or `timeoutMs` passes; returns whether it did. */
+export async function eventually(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return check();
+}
