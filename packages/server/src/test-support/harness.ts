@@ -119,7 +119,7 @@ export async function call(
       ...(options.token
         ? {
             authorization:
-              options.token.startsWith('vxl_s') || options.token.startsWith('vxl_c')
+              options.token.startsWith('vxl_srv_') || options.token.startsWith('vxl_cli_')
                 ? options.token
                 : `Bearer ${options.token}`,
           }

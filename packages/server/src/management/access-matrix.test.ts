@@ -1,0 +1,346 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createVexil } from '../app.js';
+import { issueToken } from '../auth/tokens.js';
+import { loadConfig } from '../config.js';
+import type { Role } from '../db/schema.js';
+import {
+  call,
+  createMember,
+  createOrg,
+  createProjectWithFlag,
+  createTestVexil,
+  TestClock,
+  testDialects,
+  type TestResponse,
+  type TestVexil,
+} from '../test-support/harness.js';
+
+/**
+ * Proof of access control (spec: Authentication; design record 004): every management route,
+ * taken from the live route table, is called with every kind of credential.
+ *
+ * Each route must be classified below. `minimum` is the lowest org role that may call it;
+ * `authenticated` means any valid credential (no org in the path); `user` means any personal
+ * token, while service tokens get 403. `body` is a valid request body, so that a caller below
+ * the minimum reaches the role check instead of body validation.
+ */
+interface RouteClass {
+  minimum: Role | 'authenticated' | 'user';
+  body?: unknown;
+}
+
+const UNKNOWN_ID = '00000000-0000-7000-8000-000000000000';
+
+const ROUTES: Record<string, RouteClass> = {
+  'GET /api/v1/me': { minimum: 'authenticated' },
+  'POST /api/v1/me/tokens': { minimum: 'user', body: { name: 'matrix' } },
+  'GET /api/v1/me/tokens': { minimum: 'user' },
+  'DELETE /api/v1/me/tokens/{tokenId}': { minimum: 'user' },
+  'GET /api/v1/orgs': { minimum: 'authenticated' },
+  'GET /api/v1/orgs/{org}': { minimum: 'Viewer' },
+  'PATCH /api/v1/orgs/{org}': { minimum: 'Owner', body: { name: 'Acme' } },
+  'POST /api/v1/orgs/{org}/service-tokens': {
+    minimum: 'Admin',
+    body: { name: 'matrix', role: 'Viewer' },
+  },
+  'GET /api/v1/orgs/{org}/service-tokens': { minimum: 'Admin' },
+  'DELETE /api/v1/orgs/{org}/service-tokens/{tokenId}': { minimum: 'Admin' },
+  'POST /api/v1/orgs/{org}/projects': { minimum: 'Admin', body: { key: 'matrix', name: 'M' } },
+  'GET /api/v1/orgs/{org}/projects': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}': { minimum: 'Viewer' },
+  'PATCH /api/v1/orgs/{org}/projects/{project}': { minimum: 'Admin', body: { name: 'Web' } },
+  'DELETE /api/v1/orgs/{org}/projects/{project}': { minimum: 'Admin' },
+  'POST /api/v1/orgs/{org}/projects/{project}/environments': {
+    minimum: 'Member',
+    body: { key: 'matrix' },
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/environments': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/environments/{env}': { minimum: 'Viewer' },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/environments/{env}': {
+    minimum: 'Member',
+    body: { name: 'Production' },
+  },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/environments/{env}': { minimum: 'Admin' },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags': { minimum: 'Member', body: { key: 'm' } },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}': { minimum: 'Viewer' },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/flags/{flag}': {
+    minimum: 'Member',
+    body: { name: 'New checkout' },
+  },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}': { minimum: 'Admin' },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/removal-candidates': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/usage': { minimum: 'Viewer' },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/archive': { minimum: 'Member' },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/restore': { minimum: 'Member' },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}/expiry': { minimum: 'Member' },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/variations': {
+    minimum: 'Member',
+    body: { key: 'matrix', value: 'true' },
+  },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/flags/{flag}/variations/{variation}': {
+    minimum: 'Member',
+    body: { name: 'x' },
+  },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}/variations/{variation}': {
+    minimum: 'Member',
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}': {
+    minimum: 'Viewer',
+  },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}': {
+    minimum: 'Member',
+    body: {},
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/toggle': {
+    minimum: 'Member',
+    body: { enabled: true },
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules': {
+    minimum: 'Member',
+    body: { variationId: UNKNOWN_ID },
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules': {
+    minimum: 'Viewer',
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules/{rule}': {
+    minimum: 'Viewer',
+  },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules/{rule}': {
+    minimum: 'Member',
+    body: {},
+  },
+  'PUT /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules/{rule}': {
+    minimum: 'Member',
+    body: { variationId: UNKNOWN_ID },
+  },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules/{rule}': {
+    minimum: 'Member',
+  },
+  'PUT /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules/reorder': {
+    minimum: 'Member',
+    body: { ruleIds: [] },
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys': {
+    minimum: 'Member',
+    body: { name: 'matrix', type: 'ServerSide' },
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys/{keyId}': {
+    minimum: 'Viewer',
+  },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys/{keyId}': {
+    minimum: 'Member',
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/segments': { minimum: 'Member', body: { key: 's' } },
+  'GET /api/v1/orgs/{org}/projects/{project}/segments': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/segments/{segment}': { minimum: 'Viewer' },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/segments/{segment}': {
+    minimum: 'Member',
+    body: {},
+  },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/segments/{segment}': { minimum: 'Member' },
+  'POST /api/v1/orgs/{org}/webhooks': {
+    minimum: 'Admin',
+    // An IP literal: no DNS lookup, and refused as a non-public target, which is fine here.
+    body: { name: 'matrix', url: 'https://203.0.113.10/hook' },
+  },
+  'GET /api/v1/orgs/{org}/webhooks': { minimum: 'Admin' },
+  'GET /api/v1/orgs/{org}/webhooks/event-types': { minimum: 'Admin' },
+  'GET /api/v1/orgs/{org}/webhooks/{id}': { minimum: 'Admin' },
+  'PATCH /api/v1/orgs/{org}/webhooks/{id}': { minimum: 'Admin', body: { name: 'x' } },
+  'DELETE /api/v1/orgs/{org}/webhooks/{id}': { minimum: 'Admin' },
+  'POST /api/v1/orgs/{org}/webhooks/{id}/secrets': { minimum: 'Admin' },
+  'DELETE /api/v1/orgs/{org}/webhooks/{id}/secrets/{secretId}': { minimum: 'Admin' },
+  'POST /api/v1/orgs/{org}/webhooks/{id}/test': { minimum: 'Admin' },
+  'GET /api/v1/orgs/{org}/webhooks/{id}/deliveries': { minimum: 'Admin' },
+  'GET /api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}': { minimum: 'Admin' },
+  'POST /api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}/redeliver': {
+    minimum: 'Admin',
+  },
+};
+
+/** Path parameters name fixtures that exist; any other parameter gets an unknown id. */
+const FIXTURES: Record<string, string> = {
+  org: 'acme',
+  project: 'web',
+  env: 'production',
+  flag: 'new-checkout',
+};
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+type Method = (typeof METHODS)[number];
+
+interface ManagementRoute {
+  method: Method;
+  path: string;
+  id: string;
+}
+
+/**
+ * The management routes, read from the route table as the OpenAPI document publishes it.
+ * Deletions come last, deepest first, so that they never remove a fixture a later route needs.
+ */
+async function managementRoutes(): Promise<ManagementRoute[]> {
+  const vexil = await createVexil(
+    { ...loadConfig({}), databaseUrl: ':memory:' },
+    { logger: false },
+  );
+  await vexil.app.ready();
+  const paths = (vexil.app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths;
+  await vexil.close();
+  const routes: ManagementRoute[] = [];
+  for (const [path, operations] of Object.entries(paths)) {
+    if (!path.startsWith('/api/v1/')) continue;
+    for (const name of Object.keys(operations)) {
+      const method = name.toUpperCase() as Method;
+      if (METHODS.includes(method)) routes.push({ method, path, id: `${method} ${path}` });
+    }
+  }
+  const depth = (route: ManagementRoute) => route.path.split('/').length;
+  const rank = (route: ManagementRoute) => (route.method === 'DELETE' ? 1000 - depth(route) : 0);
+  return routes.sort((a, b) => rank(a) - rank(b));
+}
+
+const ROUTE_TABLE = await managementRoutes();
+const ORG_ROLES: readonly Role[] = ['Viewer', 'Member', 'Admin', 'Owner'];
+
+function concretePath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, (_, name: string) => FIXTURES[name] ?? UNKNOWN_ID);
+}
+
+function expectEnvelope(response: TestResponse): void {
+  expect(response.body?.error, response.text).toEqual(expect.any(String));
+  expect(response.body.docs_url).toMatch(new RegExp(`/docs/errors#${response.body.error}$`));
+}
+
+describe('access matrix: route classification', () => {
+  it('every management route is classified (add new routes to ROUTES)', () => {
+    const unclassified = ROUTE_TABLE.filter((route) => !(route.id in ROUTES)).map((r) => r.id);
+    expect(unclassified, 'classify these routes in access-matrix.test.ts').toEqual([]);
+  });
+
+  it('every classified route exists', () => {
+    const live = new Set(ROUTE_TABLE.map((route) => route.id));
+    expect(Object.keys(ROUTES).filter((id) => !live.has(id))).toEqual([]);
+  });
+});
+
+describe.each(testDialects())('access matrix on %s', (dialect) => {
+  const clock = new TestClock();
+  let vexil: TestVexil;
+  const userTokens = {} as Record<Role, string>;
+  const serviceTokens = {} as Record<Role, string>;
+  let revoked: string;
+  let expired: string;
+  let otherOrgTokens: string[];
+
+  beforeAll(async () => {
+    vexil = await createTestVexil(dialect, {
+      clock,
+      config: { rateLimit: { points: 100_000, windowSeconds: 60 } },
+    });
+    const org = await createOrg(vexil);
+    await createProjectWithFlag(vexil, org);
+    const now = clock.now().toISOString();
+    const db = vexil.services.db;
+    userTokens.Owner = org.token;
+    for (const role of ORG_ROLES) {
+      if (role !== 'Owner') userTokens[role] = (await createMember(vexil, org.orgId, role)).token;
+      serviceTokens[role] = (
+        await issueToken(db, {
+          kind: 'service',
+          organizationId: org.orgId,
+          role,
+          projectScope: null,
+          name: `service ${role}`,
+          expiresAt: null,
+          now,
+        })
+      ).token;
+    }
+    const revokedToken = await issueToken(db, {
+      kind: 'personal',
+      userId: org.userId,
+      name: 'revoked',
+      expiresAt: null,
+      now,
+    });
+    await db
+      .updateTable('api_tokens')
+      .set({ revoked_at: now })
+      .where('id', '=', revokedToken.row.id)
+      .execute();
+    revoked = revokedToken.token;
+    const expiring = await issueToken(db, {
+      kind: 'personal',
+      userId: org.userId,
+      name: 'expiring',
+      expiresAt: new Date(clock.now().getTime() + 60 * 60 * 1000).toISOString(),
+      now,
+    });
+    expect((await call(vexil, 'GET', '/api/v1/me', { token: expiring.token })).status).toBe(200);
+    clock.advance(2 * 60 * 60 * 1000);
+    expired = expiring.token;
+    const other = await createOrg(vexil, 'other');
+    const otherService = await issueToken(db, {
+      kind: 'service',
+      organizationId: other.orgId,
+      role: 'Owner',
+      projectScope: null,
+      name: 'other',
+      expiresAt: null,
+      now,
+    });
+    otherOrgTokens = [other.token, otherService.token];
+  });
+  afterAll(() => vexil.close());
+
+  it.each(ROUTE_TABLE.filter((route) => route.id in ROUTES))('$id', async (route) => {
+    const { minimum, body } = ROUTES[route.id]!;
+    const url = concretePath(route.path);
+    const send = (token: string | undefined) =>
+      // Explicit header: the harness sends `vxl_s…` tokens raw, as it does SDK keys.
+      call(vexil, route.method, url, {
+        body,
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
+
+    for (const token of [undefined, 'vxl_pat_not-a-token', revoked, expired]) {
+      const response = await send(token);
+      expect(response.status, `${route.id} with ${token ?? 'no credential'}`).toBe(401);
+      expectEnvelope(response);
+    }
+    if (route.path.includes('{org}')) {
+      for (const token of otherOrgTokens) {
+        const response = await send(token);
+        expect(response.status, `${route.id} from another org`).toBe(404);
+        expectEnvelope(response);
+      }
+    }
+
+    const callers = [
+      ...ORG_ROLES.map((role) => ({ label: `user ${role}`, role, service: false })),
+      ...ORG_ROLES.map((role) => ({ label: `service ${role}`, role, service: true })),
+    ];
+    for (const caller of callers) {
+      const response = await send((caller.service ? serviceTokens : userTokens)[caller.role]);
+      const label = `${route.id} as ${caller.label}: ${response.status} ${response.text}`;
+      expect(response.status, label).not.toBe(500);
+      expect(response.status, label).not.toBe(401);
+      const refused =
+        minimum === 'user'
+          ? caller.service
+          : minimum !== 'authenticated' &&
+            ORG_ROLES.indexOf(caller.role) < ORG_ROLES.indexOf(minimum);
+      if (refused) {
+        expect(response.status, label).toBe(403);
+        expect(response.body.error, label).toBe('forbidden');
+      } else {
+        expect(response.body?.error, label).not.toBe('forbidden');
+      }
+      if (response.status >= 400) expectEnvelope(response);
+    }
+  });
+});
