@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import murmurhash from 'murmurhash';
 import { describe, expect, it } from 'vitest';
 import { bucket, BUCKET_COUNT } from './bucketing.js';
@@ -31,5 +32,31 @@ describe('rollout: buckets differ between salts', () => {
     const values = Array.from({ length: 50 }, (_, i) => `user-${i}`);
     const same = values.filter((v) => bucket('flag-a', v) === bucket('flag-b', v));
     expect(same.length).toBeLessThan(2);
+  });
+});
+
+describe('rollout: bucket equals the reference for any text', () => {
+  // ASCII input up to 256 bytes is hashed from a reused buffer; everything else via TextEncoder.
+  const reference = (salt: string, value: string): number =>
+    murmurhash.v3(new TextEncoder().encode(`${salt}.${value}`), 0) % BUCKET_COUNT;
+
+  it('matches murmur3 over the TextEncoder bytes, short, long, ASCII or not', () => {
+    const text = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.string({ minLength: 240, maxLength: 300 }),
+    );
+    fc.assert(
+      fc.property(text, text, (salt, value) => {
+        expect(bucket(salt, value)).toBe(reference(salt, value));
+      }),
+      { seed: 20_240_601, numRuns: 500 },
+    );
+  });
+
+  it('is not affected by a previous input of the same length', () => {
+    expect(bucket('ab', 'cd')).toBe(reference('ab', 'cd'));
+    expect(bucket('ab', 'cé')).toBe(reference('ab', 'cé'));
+    expect(bucket('ab', 'ce')).toBe(reference('ab', 'ce'));
   });
 });

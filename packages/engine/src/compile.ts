@@ -108,52 +108,55 @@ function deepFreeze(value: unknown): unknown {
   return value;
 }
 
+// Every compiled serve comes from this one object literal so that all share one hidden class and
+// the reads on the evaluation path stay monomorphic.
+function makeServe(
+  rollout: boolean,
+  malformed: boolean,
+  variationIndex: number,
+  bucketBy: string | null,
+  salt: string,
+  bounds: readonly number[],
+  boundVariations: readonly number[],
+): CompiledServe {
+  return { rollout, malformed, variationIndex, bucketBy, salt, bounds, boundVariations };
+}
+
+const NO_BOUNDS: readonly number[] = [];
+
 function compileServe(
   serve: SdkServe | null | undefined,
   variationIndex: ReadonlyMap<string, number>,
   flagKey: string,
 ): CompiledServe {
-  const malformed: CompiledServe = {
-    rollout: false,
-    malformed: true,
-    variationIndex: -1,
-    bucketBy: null,
-    salt: flagKey,
-    bounds: [],
-    boundVariations: [],
-  };
-  if (typeof serve !== 'object' || serve === null) return malformed;
+  if (typeof serve !== 'object' || serve === null) {
+    return makeServe(false, true, -1, null, flagKey, NO_BOUNDS, NO_BOUNDS);
+  }
   const salt = typeof serve.salt === 'string' && serve.salt !== '' ? serve.salt : flagKey;
   const bucketBy =
     typeof serve.bucketBy === 'string' && serve.bucketBy !== '' ? serve.bucketBy : null;
+  const malformed = (rollout: boolean): CompiledServe =>
+    makeServe(rollout, true, -1, null, flagKey, NO_BOUNDS, NO_BOUNDS);
   if (serve.type === 'Fixed') {
     const index =
       typeof serve.variation === 'string' ? (variationIndex.get(serve.variation) ?? -1) : -1;
-    if (index < 0) return malformed;
-    return { ...malformed, malformed: false, variationIndex: index, bucketBy, salt };
+    if (index < 0) return malformed(false);
+    return makeServe(false, false, index, bucketBy, salt, NO_BOUNDS, NO_BOUNDS);
   }
-  if (serve.type !== 'Rollout') return malformed;
+  if (serve.type !== 'Rollout') return malformed(false);
   const bounds: number[] = [];
   const boundVariations: number[] = [];
   let cumulative = 0;
   for (const slice of asArray(serve.variations)) {
     const index = variationIndex.get(slice.key);
-    if (index === undefined) return { ...malformed, rollout: true };
+    if (index === undefined) return malformed(true);
     const weight = Number.isFinite(slice.weight) ? Math.max(0, Math.floor(slice.weight)) : 0;
     if (weight === 0) continue;
     cumulative += weight;
     bounds.push(cumulative);
     boundVariations.push(index);
   }
-  return {
-    rollout: true,
-    malformed: false,
-    variationIndex: -1,
-    bucketBy,
-    salt,
-    bounds,
-    boundVariations,
-  };
+  return makeServe(true, false, -1, bucketBy, salt, bounds, boundVariations);
 }
 
 function compileSegment(segment: SdkSegment): CompiledSegment {

@@ -15,6 +15,7 @@ import {
   parseSemver,
   parseSemverMemoised,
   toInstant,
+  toInstantMemoised,
   toNumber,
 } from './value-parsing.js';
 
@@ -105,6 +106,41 @@ function stringValues(values: unknown): string[] {
   return out;
 }
 
+/** The typed operands of a condition: only the list its kind reads is non-empty. */
+interface ConditionOperands {
+  strings?: readonly string[];
+  stringSet?: ReadonlySet<string>;
+  numbers?: readonly number[];
+  regexes?: readonly RE2JS[];
+  semvers?: readonly SemVer[];
+}
+
+// Every compiled condition is built by this one object literal, so that all of them share one
+// hidden class and the property reads in `conditionMatches` stay monomorphic. (Building them with
+// object spread from several call sites gave almost every condition its own hidden class, which
+// made matching several times slower once an environment held more than a handful of flags.)
+function makeCondition(
+  attribute: string,
+  kind: number,
+  comparison: number,
+  noneOf: boolean,
+  negate: boolean,
+  operands: ConditionOperands,
+): CompiledCondition {
+  return {
+    attribute,
+    kind,
+    comparison,
+    noneOf,
+    negate,
+    strings: operands.strings ?? EMPTY_STRINGS,
+    stringSet: operands.stringSet ?? EMPTY_SET,
+    numbers: operands.numbers ?? EMPTY_NUMBERS,
+    regexes: operands.regexes ?? EMPTY_REGEXES,
+    semvers: operands.semvers ?? EMPTY_SEMVERS,
+  };
+}
+
 /**
  * Compiles a condition. Never throws: an unknown operator compiles to a condition that never
  * matches (negated or not), and values that do not parse for the operator are dropped, since
@@ -114,27 +150,23 @@ function stringValues(values: unknown): string[] {
 export function compileCondition(condition: SdkCondition): CompiledCondition {
   const op =
     typeof condition.operator === 'string' ? normalizeOperator(condition.operator) : undefined;
+  const attribute = typeof condition.attribute === 'string' ? condition.attribute : '';
+  const negate = condition.negate === true;
+  if (op === undefined) return makeCondition(attribute, KIND_NEVER, CMP_EQ, false, negate, {});
   const values = stringValues(condition.values);
-  const base = {
-    attribute: typeof condition.attribute === 'string' ? condition.attribute : '',
-    negate: condition.negate === true,
-    strings: EMPTY_STRINGS,
-    stringSet: EMPTY_SET,
-    numbers: EMPTY_NUMBERS,
-    regexes: EMPTY_REGEXES,
-    semvers: EMPTY_SEMVERS,
-  };
-  if (op === undefined) return { ...base, kind: KIND_NEVER, comparison: CMP_EQ, noneOf: false };
   const [kind, comparison] = kindAndComparison(op);
   const noneOf = op === 'NotEquals' || op === 'NotContains' || op === 'NotIn';
+  return makeCondition(attribute, kind, comparison, noneOf, negate, operandsFor(kind, values));
+}
+
+function operandsFor(kind: number, values: readonly string[]): ConditionOperands {
   switch (kind) {
     case KIND_EQUALS:
-      return { ...base, kind, comparison, noneOf, stringSet: new Set(values) };
+      return { stringSet: new Set(values) };
     case KIND_NUMBER:
     case KIND_INSTANT: {
       const parse = kind === KIND_NUMBER ? toNumber : toInstant;
-      const numbers = values.map(parse).filter((n) => !Number.isNaN(n));
-      return { ...base, kind, comparison, noneOf, numbers };
+      return { numbers: values.map((v) => parse(v)).filter((n) => !Number.isNaN(n)) };
     }
     case KIND_REGEX: {
       const regexes: RE2JS[] = [];
@@ -142,7 +174,7 @@ export function compileCondition(condition: SdkCondition): CompiledCondition {
         const compiled = compileRegex(v);
         if (compiled.ok) regexes.push(compiled.regex);
       }
-      return { ...base, kind, comparison, noneOf, regexes };
+      return { regexes };
     }
     case KIND_SEMVER: {
       const semvers: SemVer[] = [];
@@ -150,10 +182,10 @@ export function compileCondition(condition: SdkCondition): CompiledCondition {
         const parsed = parseSemver(v);
         if (parsed !== null) semvers.push(parsed);
       }
-      return { ...base, kind, comparison, noneOf, semvers };
+      return { semvers };
     }
     default:
-      return { ...base, kind, comparison, noneOf, strings: values };
+      return { strings: values };
   }
 }
 
@@ -200,7 +232,7 @@ function scalarMatches(c: CompiledCondition, value: string | number | boolean): 
     }
     case KIND_NUMBER:
     case KIND_INSTANT: {
-      const n = c.kind === KIND_NUMBER ? toNumber(value) : toInstant(value);
+      const n = c.kind === KIND_NUMBER ? toNumber(value) : toInstantMemoised(value);
       if (Number.isNaN(n)) return false;
       for (const v of c.numbers) if (compare(n, v, c.comparison)) return true;
       return false;

@@ -107,10 +107,26 @@ describe('evaluation: evaluateAll', () => {
       expect(all[key]).toEqual(evaluateFlag(env, key, { userId: 'u' }));
   });
 
+  it('accepts a list of keys, evaluated in configuration order, unknown and repeated keys ignored', () => {
+    expect(Object.keys(evaluateAll(env, {}, ['a', 'c']))).toEqual(['a', 'c']);
+    expect(Object.keys(evaluateAll(env, {}, ['c', 'missing', 'a', 'c']))).toEqual(['a', 'c']);
+    expect(evaluateAll(env, {}, [])).toEqual({});
+  });
+
+  it('gives the same results for a key list as for the equivalent predicate', () => {
+    const keys = ['c', 'b', 'x'];
+    expect(evaluateAll(env, { userId: 'u' }, keys)).toEqual(
+      evaluateAll(env, { userId: 'u' }, (key) => keys.includes(key)),
+    );
+  });
+
   it('handles a flag keyed "__proto__" as a plain key', () => {
     const all = evaluateAll(compileEnvironment(config(flag('__proto__'))), {});
     expect(Object.getPrototypeOf(all)).toBe(Object.prototype);
     expect(Object.keys(all)).toEqual(['__proto__']);
     expect(JSON.stringify(all)).toMatch(/^\{"__proto__":\{"key":"__proto__"/);
+    const listed = evaluateAll(compileEnvironment(config(flag('__proto__'))), {}, ['__proto__']);
+    expect(Object.getPrototypeOf(listed)).toBe(Object.prototype);
+    expect(Object.keys(listed)).toEqual(['__proto__']);
   });
 });

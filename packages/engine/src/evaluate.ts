@@ -27,30 +27,46 @@ const EMPTY_CONTEXT: EvaluationContext = Object.freeze({});
 /** Served by a rollout when the context is in none of its slices. */
 const NOT_IN_ROLLOUT = -1;
 
+// Results are built by object literals that already hold every property they will have (rather
+// than adding `ruleId` or `prerequisiteKey` afterwards), which saves a hidden-class transition and
+// an extra property backing store per evaluation. Property order is the same as before:
+// key, value, variation, reason, then errorCode, then ruleId or prerequisiteKey.
+
 function errorResult(
   key: string,
   errorCode: EvaluationErrorCode,
   prerequisiteKey?: string,
+  ruleId?: string,
 ): EvaluationResult {
-  const result: EvaluationResult = {
-    key,
-    value: null,
-    variation: null,
-    reason: 'ERROR',
-    errorCode,
-  };
-  if (prerequisiteKey !== undefined) result.prerequisiteKey = prerequisiteKey;
-  return result;
+  if (prerequisiteKey !== undefined) {
+    return { key, value: null, variation: null, reason: 'ERROR', errorCode, prerequisiteKey };
+  }
+  if (ruleId !== undefined) {
+    return { key, value: null, variation: null, reason: 'ERROR', errorCode, ruleId };
+  }
+  return { key, value: null, variation: null, reason: 'ERROR', errorCode };
 }
 
+/** The result serving a variation; at most one of `ruleId` and `prerequisiteKey` is given. */
 function served(
   flag: CompiledFlag,
   variationIndex: number,
   reason: EvaluationReason,
+  ruleId?: string,
+  prerequisiteKey?: string,
 ): EvaluationResult {
   const variation = flag.variations[variationIndex];
-  if (variation === undefined) return errorResult(flag.key, 'MALFORMED_FLAG');
-  return { key: flag.key, value: variation.value, variation: variation.key, reason };
+  if (variation === undefined) {
+    return errorResult(flag.key, 'MALFORMED_FLAG', prerequisiteKey, ruleId);
+  }
+  const key = flag.key;
+  const value = variation.value;
+  const variationKey = variation.key;
+  if (ruleId !== undefined) return { key, value, variation: variationKey, reason, ruleId };
+  if (prerequisiteKey !== undefined) {
+    return { key, value, variation: variationKey, reason, prerequisiteKey };
+  }
+  return { key, value, variation: variationKey, reason };
 }
 
 function conditionsMatch(
@@ -105,9 +121,7 @@ function offResult(
   reason: EvaluationReason,
   prerequisiteKey?: string,
 ): EvaluationResult {
-  const result = served(flag, flag.offIndex, reason);
-  if (prerequisiteKey !== undefined) result.prerequisiteKey = prerequisiteKey;
-  return result;
+  return served(flag, flag.offIndex, reason, undefined, prerequisiteKey);
 }
 
 /** Returns the result that ends evaluation when a prerequisite is not met, else `undefined`. */
@@ -161,19 +175,13 @@ function evaluateCompiled(
     if (!ruleMatches(rule, context)) continue;
     const serve = rule.serve;
     let variationIndex = serve.variationIndex;
-    if (serve.malformed) {
-      const result = errorResult(flag.key, 'MALFORMED_FLAG');
-      result.ruleId = rule.id;
-      return result;
-    }
+    if (serve.malformed) return errorResult(flag.key, 'MALFORMED_FLAG', undefined, rule.id);
     if (serve.rollout) {
       variationIndex = rolloutVariation(serve, context);
       // Outside the rollout's slices the rule does not apply: on to the next rule.
       if (variationIndex === NOT_IN_ROLLOUT) continue;
     }
-    const result = served(flag, variationIndex, 'TARGETING_MATCH');
-    result.ruleId = rule.id;
-    return result;
+    return served(flag, variationIndex, 'TARGETING_MATCH', rule.id);
   }
   const fallthrough = flag.fallthrough;
   if (fallthrough.malformed) return errorResult(flag.key, 'MALFORMED_FLAG');
@@ -211,35 +219,95 @@ export function evaluateFlag(
 }
 
 /**
+ * Which flags {@link evaluateAll} evaluates: a predicate on the flag key, or a list of flag keys.
+ * A list is equivalent to the predicate `(key) => keys.includes(key)`: keys of flags the
+ * environment does not have are ignored, duplicates count once, and results still come in
+ * configuration order. A list avoids visiting every flag of a large environment when only a few
+ * are wanted; listing the keys in configuration order (a filter of `env.flagKeys`) is fastest.
+ */
+export type FlagSelection = ((flagKey: string) => boolean) | readonly string[];
+
+function store(
+  results: Record<string, EvaluationResult>,
+  key: string,
+  result: EvaluationResult,
+): void {
+  // A flag keyed "__proto__" would otherwise set the object's prototype.
+  if (key === '__proto__') {
+    Object.defineProperty(results, key, {
+      value: result,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  } else {
+    results[key] = result;
+  }
+}
+
+function isKeyList(include: FlagSelection | undefined): include is readonly string[] {
+  return Array.isArray(include);
+}
+
+/**
+ * The `flagList` indices of the listed flags, ascending and without duplicates. Returns `null`
+ * when the keys already resolve in strictly ascending order (the common case of a list built
+ * from `env.flagKeys`), so that the caller can walk the list itself without allocating.
+ */
+function sortedIndices(env: CompiledEnvironment, keys: readonly string[]): number[] | null {
+  let previous = -1;
+  for (let i = 0; i < keys.length; i++) {
+    const flag = env.flags.get(keys[i] as string);
+    if (flag === undefined || flag.index <= previous) {
+      const indices: number[] = [];
+      for (const key of keys) {
+        const index = env.flags.get(key)?.index;
+        if (index !== undefined) indices.push(index);
+      }
+      indices.sort((x, y) => x - y);
+      return indices.filter((index, j) => j === 0 || index !== indices[j - 1]);
+    }
+    previous = flag.index;
+  }
+  return null;
+}
+
+/**
  * Evaluates every flag of the environment (in configuration order) for one context.
  *
- * @param include - when given, only flags for which it returns true are evaluated (for example
- *   client-side-visible flags for the client evaluate endpoint)
+ * @param include - when given, only the selected flags are evaluated (for example
+ *   client-side-visible flags for the client evaluate endpoint): either a predicate on the flag
+ *   key, or a list of flag keys (see {@link FlagSelection})
  * @returns a map from flag key to result
  */
 export function evaluateAll(
   env: CompiledEnvironment,
   context: EvaluationContext,
-  include?: (flagKey: string) => boolean,
+  include?: FlagSelection,
 ): Record<string, EvaluationResult> {
   const ctx = asContext(context);
   const results: Record<string, EvaluationResult> = {};
   const flags = env.flagList;
+  if (isKeyList(include)) {
+    const indices = sortedIndices(env, include);
+    if (indices === null) {
+      // Already unique, known and in configuration order.
+      for (let i = 0; i < include.length; i++) {
+        const flag = env.flags.get(include[i] as string) as CompiledFlag;
+        store(results, flag.key, evaluateCompiled(env, flag, ctx, 0));
+      }
+    } else {
+      for (const index of indices) {
+        const flag = flags[index] as CompiledFlag;
+        store(results, flag.key, evaluateCompiled(env, flag, ctx, 0));
+      }
+    }
+    return results;
+  }
   for (let i = 0; i < flags.length; i++) {
     const flag = flags[i] as CompiledFlag;
     if (include !== undefined && !include(flag.key)) continue;
-    const result = evaluateCompiled(env, flag, ctx, 0);
-    // A flag keyed "__proto__" would otherwise set the object's prototype.
-    if (flag.key === '__proto__') {
-      Object.defineProperty(results, flag.key, {
-        value: result,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    } else {
-      results[flag.key] = result;
-    }
+    store(results, flag.key, evaluateCompiled(env, flag, ctx, 0));
   }
   return results;
 }

@@ -8,6 +8,7 @@ export type { CompiledEnvironment } from './compile.js';
 export { validateCondition } from './conditions.js';
 export type { ConditionInput } from './conditions.js';
 export { evaluateAll, evaluateFlag } from './evaluate.js';
+export type { FlagSelection } from './evaluate.js';
 export { normalizeOperator } from './operators.js';
 export { findPrerequisiteProblem, MAX_PREREQUISITE_DEPTH } from './prerequisites.js';
 export type { PrerequisiteGraphFlag, PrerequisiteProblem } from './prerequisites.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSemver, toInstant, toNumber } from './value-parsing.js';
+import { parseSemver, toInstant, toInstantMemoised, toNumber } from './value-parsing.js';
 
 describe('operators: numeric values are decimal numbers or numeric strings', () => {
   it.each([
@@ -61,5 +61,13 @@ describe('operators: semver values are strict SemVer 2.0.0', () => {
 
   it.each(['1.2', '1', 'latest', '01.2.3', '1.2.3.4', ''])('rejects %j (no coercion)', (v) => {
     expect(parseSemver(v)).toBeNull();
+  });
+});
+
+describe('operators: memoised instants read the same as unmemoised ones', () => {
+  it.each(['2024-02-29', '2023-02-29', '1700000000000', 'soon', 17, null])('reads %j', (input) => {
+    const expected = toInstant(input);
+    expect(toInstantMemoised(input)).toEqual(expected);
+    expect(toInstantMemoised(input)).toEqual(expected);
   });
 });

@@ -75,6 +75,23 @@ export function toInstant(value: unknown): number {
   return parseIso8601(value.trim());
 }
 
+// Date attributes (signup dates, trial ends) repeat across the flags of one request and across
+// requests, and parsing one runs a regex and builds a Date, so parsed string instants are memoised
+// the same bounded way as versions below.
+const INSTANT_MEMO_LIMIT = 4096;
+const instantMemo = new Map<string, number>();
+
+/** {@link toInstant} with a bounded memo for strings, for context attributes on the hot path. */
+export function toInstantMemoised(value: unknown): number {
+  if (typeof value !== 'string') return toInstant(value);
+  const known = instantMemo.get(value);
+  if (known !== undefined) return known;
+  const parsed = toInstant(value);
+  if (instantMemo.size >= INSTANT_MEMO_LIMIT) instantMemo.clear();
+  instantMemo.set(value, parsed);
+  return parsed;
+}
+
 /**
  * Parses a semantic version strictly (SemVer 2.0.0: MAJOR.MINOR.PATCH with optional pre-release
  * and build metadata; a leading `v` and surrounding whitespace are accepted, as the `semver`
