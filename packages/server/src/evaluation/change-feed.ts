@@ -94,8 +94,10 @@ export class ChangeFeed {
       this.sdkKeys.forget(notice.revokedKeyHash);
       return;
     }
-    const held = this.snapshots.heldVersion(notice.environmentId);
-    if (held !== undefined && held !== notice.version) this.snapshots.invalidate([notice.environmentId]);
+    // A build in flight (nothing held yet) may have read the data before the change: drop it too.
+    if (this.snapshots.heldVersion(notice.environmentId) !== notice.version) {
+      this.snapshots.invalidate([notice.environmentId]);
+    }
   }
 
   private async listen(): Promise<void> {

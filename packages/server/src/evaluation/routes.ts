@@ -7,6 +7,7 @@ import { registerEventRoutes } from '../usage/events-routes.js';
 import { ProblemError, problemErrorHandler } from './problem.js';
 import type { SdkKeyResolver } from './sdk-keys.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
+import { registerStreamingApi } from './streaming.js';
 
 const ContextSchema = Type.Record(Type.String(), Type.Unknown());
 const ClientResult = Type.Object({
@@ -212,6 +213,15 @@ export async function registerEvaluationApi(
     return { flags };
   };
   app.post('/client/evaluate', clientEvaluation, evaluateClient);
-  app.post('/client/identify', clientEvaluation, evaluateClient);
+  // Spec: Evaluation API rule 2: identify also re-targets the caller's open stream (X-Vexil-Stream-Id).
+  const clientStreams = registerStreamingApi(app, services, snapshots, snapshotFor);
+  app.post(
+    '/client/identify',
+    clientEvaluation,
+    async (request: FastifyRequest<{ Body: { context: Record<string, unknown> } }>, reply) => {
+      await clientStreams.identify(request, reply);
+      return evaluateClient(request);
+    },
+  );
   registerEventRoutes(app, services, snapshotFor);
 }

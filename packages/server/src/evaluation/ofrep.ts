@@ -1,0 +1,310 @@
+import { createHash } from 'node:crypto';
+import {
+  evaluateAll,
+  evaluateFlag,
+  type CompiledEnvironment,
+  type EvaluationResult,
+  type SdkConfiguration,
+} from '@vexil/engine';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { App } from '../app.js';
+import type { Services } from '../services.js';
+import type { SdkKeyResolver } from './sdk-keys.js';
+import type { Snapshot, SnapshotStore } from './snapshots.js';
+
+/**
+ * The OpenFeature Remote Evaluation Protocol (OFREP, `open-feature/protocol` service/openapi.yaml),
+ * mounted under `/ofrep/v1`, so that the stock OpenFeature OFREP providers work with Vexil.
+ * Decisions the protocol leaves open are in design record 009.
+ */
+
+/** OFREP error codes (OpenFeature's `ErrorCode` minus the ones only providers raise). */
+type OfrepErrorCode =
+  'FLAG_NOT_FOUND' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'PARSE_ERROR' | 'GENERAL';
+
+/** An OFREP failure: HTTP status plus, where the protocol has one, an error code. */
+class OfrepError extends Error {
+  constructor(
+    readonly status: number,
+    readonly errorCode: OfrepErrorCode | null,
+    detail: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(detail);
+  }
+}
+
+function notFound(key: string): OfrepError {
+  return new OfrepError(404, 'FLAG_NOT_FOUND', `No flag "${key}" in this environment.`);
+}
+
+/** An evaluation's success body (OFREP `evaluationSuccess`). */
+interface OfrepSuccess {
+  key: string;
+  value: unknown;
+  reason: string;
+  variant: string;
+  metadata?: Record<string, string>;
+}
+
+/** An evaluation's failure body (OFREP `evaluationFailure` / `flagNotFound`). */
+interface OfrepFailure {
+  key: string;
+  errorCode: OfrepErrorCode;
+  errorDetails: string;
+}
+
+/** Seconds a provider should wait when the configuration cannot be loaded. */
+const RETRY_AFTER_SECONDS = 5;
+const BEARER = /^(?:Bearer\s+)?(\S+)\s*$/i;
+
+const ContextSchema = Type.Object(
+  { targetingKey: Type.Optional(Type.String()) },
+  { additionalProperties: true, description: 'OpenFeature evaluation context' },
+);
+const RequestSchema = Type.Object({ context: Type.Optional(ContextSchema) });
+const MetadataSchema = Type.Optional(Type.Record(Type.String(), Type.String()));
+const SuccessSchema = Type.Object({
+  key: Type.String(),
+  value: Type.Unknown(),
+  reason: Type.String(),
+  variant: Type.String(),
+  metadata: MetadataSchema,
+});
+
+/**
+ * Keys of the flags whose fallthrough is a percentage rollout, per compiled configuration: read
+ * once per configuration version from the served document rather than from engine internals.
+ */
+const rolloutFallthroughs = new WeakMap<CompiledEnvironment, ReadonlySet<string>>();
+
+function rolloutFallthroughKeys(snapshot: Snapshot): ReadonlySet<string> {
+  let keys = rolloutFallthroughs.get(snapshot.compiled);
+  if (!keys) {
+    const configuration = JSON.parse(snapshot.body) as SdkConfiguration;
+    keys = new Set(
+      configuration.flags.filter((f) => f.fallthrough.type === 'Rollout').map((f) => f.key),
+    );
+    rolloutFallthroughs.set(snapshot.compiled, keys);
+  }
+  return keys;
+}
+
+/**
+ * Maps an engine result to OFREP (design record 009): engine reasons are OpenFeature reasons
+ * except `PREREQUISITE_FAILED`, sent as `DEFAULT` with `metadata.prerequisiteKey`.
+ */
+function toOfrep(snapshot: Snapshot, result: EvaluationResult): OfrepSuccess | OfrepFailure {
+  const { key } = result;
+  if (result.errorCode === 'FLAG_NOT_FOUND')
+    return { key, errorCode: 'FLAG_NOT_FOUND', errorDetails: notFound(key).message };
+  if (result.reason === 'ERROR' || result.variation === null) {
+    return {
+      key,
+      errorCode: 'GENERAL',
+      errorDetails: `Flag "${key}" cannot be served (${result.errorCode ?? 'MALFORMED_FLAG'}${
+        result.prerequisiteKey ? `, prerequisite "${result.prerequisiteKey}"` : ''
+      }).`,
+    };
+  }
+  // The engine answers DEFAULT from a rollout fallthrough only for a context it could not place:
+  // weights always sum to 100% (the management API enforces it), so the context has no identity.
+  if (result.reason === 'DEFAULT' && rolloutFallthroughKeys(snapshot).has(key)) {
+    return {
+      key,
+      errorCode: 'TARGETING_KEY_MISSING',
+      errorDetails: `Flag "${key}" is a percentage rollout; send a targetingKey in the context.`,
+    };
+  }
+  const metadata: Record<string, string> = {};
+  if (result.ruleId) metadata.ruleId = result.ruleId;
+  if (result.prerequisiteKey) metadata.prerequisiteKey = result.prerequisiteKey;
+  const reason = result.reason === 'PREREQUISITE_FAILED' ? 'DEFAULT' : result.reason;
+  return {
+    key,
+    value: result.value,
+    reason,
+    variant: result.variation,
+    ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+  };
+}
+
+function isFailure(response: OfrepSuccess | OfrepFailure): response is OfrepFailure {
+  return 'errorCode' in response;
+}
+
+/** HTTP status of a single-flag failure (OFREP: 404 for FLAG_NOT_FOUND, 500 for GENERAL, else 400). */
+function failureStatus(errorCode: OfrepErrorCode): number {
+  if (errorCode === 'FLAG_NOT_FOUND') return 404;
+  return errorCode === 'GENERAL' ? 500 : 400;
+}
+
+/** True when `If-None-Match` lists `etag` (weak comparison, as for GET; `*` matches). */
+function matchesEtag(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  return ifNoneMatch
+    .split(',')
+    .map((tag) => tag.trim().replace(/^W\//, ''))
+    .some((tag) => tag === etag || tag === '*');
+}
+
+/**
+ * Spec: Evaluation API rule 1. With `X-Service-Reports-Evaluations: 1` the caller reports the
+ * flags it reads through the events endpoints, so serving them does not count as evaluation.
+ */
+function reportsOwnEvaluations(request: FastifyRequest): boolean {
+  return request.headers['x-service-reports-evaluations'] === '1';
+}
+
+/** Maps any error thrown on an OFREP route to the protocol's wire shapes. */
+function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  let failure: OfrepError;
+  if (error instanceof OfrepError) {
+    failure = error;
+  } else if (error.validation) {
+    const inContext = error.validation.some((issue) => issue.instancePath.startsWith('/context'));
+    failure = new OfrepError(
+      400,
+      inContext ? 'INVALID_CONTEXT' : 'PARSE_ERROR',
+      `The request body is not valid: ${error.message}.`,
+    );
+  } else if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    // Unparseable JSON, an empty body, a media type that is not JSON, a body too large.
+    failure = new OfrepError(400, 'PARSE_ERROR', error.message);
+  } else {
+    request.log.error({ err: error }, 'OFREP request failed');
+    failure = new OfrepError(500, 'GENERAL', 'The flag evaluation failed.');
+  }
+  if (failure.retryAfterSeconds !== undefined)
+    void reply.header('retry-after', String(failure.retryAfterSeconds));
+  const params = request.params as { key?: string } | undefined;
+  const key = params?.key;
+  const body =
+    failure.errorCode === null
+      ? { errorDetails: failure.message }
+      : {
+          ...(key !== undefined ? { key } : {}),
+          errorCode: failure.errorCode,
+          errorDetails: failure.message,
+        };
+  return reply.status(failure.status).type('application/json').send(body);
+}
+
+/**
+ * Registers `POST /evaluate/flags/{key}` and `POST /evaluate/flags` (mount under `/ofrep/v1`).
+ * SDK keys travel as `Authorization: Bearer <key>` (or bare) or `X-API-Key: <key>`; server keys
+ * see every flag, client keys only client-side-visible ones (others are FLAG_NOT_FOUND).
+ * Answers come from the same in-memory snapshots as the Vexil evaluation API.
+ */
+export async function registerOfrepApi(
+  app: App,
+  services: Services,
+  snapshots: SnapshotStore,
+  keys: SdkKeyResolver,
+): Promise<void> {
+  app.setErrorHandler(ofrepErrorHandler);
+  app.setNotFoundHandler(async (request) => {
+    throw new OfrepError(404, null, `No route ${request.method} ${request.url.split('?')[0]}.`);
+  });
+
+  /** Authenticates the SDK key; returns its snapshot and which flags it may see. */
+  async function authorize(
+    request: FastifyRequest,
+  ): Promise<{ snapshot: Snapshot; visible: (flagKey: string) => boolean }> {
+    const apiKey = request.headers['x-api-key'];
+    const header = request.headers.authorization ?? (typeof apiKey === 'string' ? apiKey : '');
+    const key = BEARER.exec(header)?.[1];
+    if (!key) throw new OfrepError(401, null, 'Send an SDK key as "Authorization: Bearer <key>".');
+    const grant = await keys.resolve(key, services.clock.now().getTime());
+    if (!grant) throw new OfrepError(401, null, 'The SDK key is not valid or has been revoked.');
+    let snapshot: Snapshot | undefined;
+    try {
+      snapshot = await snapshots.get(grant.environmentId);
+    } catch (error) {
+      request.log.error({ err: error }, 'environment configuration unavailable');
+      throw new OfrepError(
+        500,
+        'GENERAL',
+        'The flag configuration is temporarily unavailable.',
+        RETRY_AFTER_SECONDS,
+      );
+    }
+    if (!snapshot)
+      throw new OfrepError(
+        401,
+        null,
+        'The SDK key belongs to an environment that no longer exists.',
+      );
+    const clientKeys = snapshot.clientSideKeys;
+    const visible =
+      grant.type === 'ServerSide' ? () => true : (flagKey: string) => clientKeys.has(flagKey);
+    return { snapshot, visible };
+  }
+
+  function recordServed(request: FastifyRequest, snapshot: Snapshot, results: OfrepSuccess[]) {
+    if (reportsOwnEvaluations(request)) return;
+    const nowMs = services.clock.now().getTime();
+    for (const result of results)
+      services.usage.recordEvaluation(snapshot.environmentId, result.key, result.variant, nowMs);
+  }
+
+  app.post(
+    '/evaluate/flags/:key',
+    {
+      schema: {
+        tags: ['ofrep'],
+        summary: 'OFREP single flag evaluation',
+        security: [{ sdkKey: [] }],
+        params: Type.Object({ key: Type.String() }),
+        body: RequestSchema,
+        response: { 200: SuccessSchema },
+      },
+    },
+    async (request, reply) => {
+      const { snapshot, visible } = await authorize(request);
+      const flagKey = request.params.key;
+      const context = request.body.context ?? {};
+      // A flag the key may not see is reported exactly like one that does not exist.
+      if (!visible(flagKey)) throw notFound(flagKey);
+      const response = toOfrep(snapshot, evaluateFlag(snapshot.compiled, flagKey, context));
+      if (isFailure(response)) {
+        throw new OfrepError(
+          failureStatus(response.errorCode),
+          response.errorCode,
+          response.errorDetails,
+        );
+      }
+      recordServed(request, snapshot, [response]);
+      return reply.type('application/json').send(response);
+    },
+  );
+
+  app.post(
+    '/evaluate/flags',
+    {
+      schema: {
+        tags: ['ofrep'],
+        summary: 'OFREP bulk evaluation',
+        security: [{ sdkKey: [] }],
+        body: RequestSchema,
+      },
+    },
+    async (request, reply) => {
+      const { snapshot, visible } = await authorize(request);
+      const results = evaluateAll(snapshot.compiled, request.body.context ?? {}, visible);
+      const flags = Object.values(results).map((result) => toOfrep(snapshot, result));
+      const body = JSON.stringify({ flags });
+      // The ETag covers the answer itself, so it changes exactly when what this context sees does.
+      const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+      void reply.header('etag', etag).header('cache-control', 'no-cache');
+      if (matchesEtag(request.headers['if-none-match'], etag)) return reply.status(304).send();
+      recordServed(
+        request,
+        snapshot,
+        flags.filter((flag): flag is OfrepSuccess => !isFailure(flag)),
+      );
+      return reply.type('application/json').send(body);
+    },
+  );
+}

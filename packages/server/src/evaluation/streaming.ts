@@ -1,0 +1,473 @@
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { evaluateAll } from '@vexil/engine';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { App } from '../app.js';
+import type { Services } from '../services.js';
+import type { SdkAuthenticator } from '../usage/events-routes.js';
+import { ProblemError } from './problem.js';
+import type { Snapshot, SnapshotStore } from './snapshots.js';
+
+/** Header that names a client stream in `POST /v1/client/identify` (and answers it on connect). */
+const STREAM_ID_HEADER = 'x-vexil-stream-id';
+
+type Context = Record<string, unknown>;
+
+/**
+ * One Server-Sent Events frame (WHATWG HTML, "Server-sent events"). Every line of `data` gets
+ * its own `data:` field, so a payload can never end the frame early.
+ */
+export function sseFrame(event: string, data: string, id?: string): string {
+  const lines = data
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}\n`)
+    .join('');
+  return `event: ${event}\n${id === undefined ? '' : `id: ${id}\n`}${lines}\n`;
+}
+
+/** A heartbeat: an SSE comment, ignored by parsers, that keeps proxies from closing the idle connection. */
+const PING = ': ping\n\n';
+
+interface StreamOptions {
+  environmentId: string;
+  credential: string;
+  /** Re-checks the SDK key the stream was opened with; throws its 401/403 problem when refused. */
+  authenticate: () => Promise<Snapshot>;
+  snapshots: SnapshotStore;
+  response: ServerResponse;
+  onError: (error: unknown) => void;
+}
+
+/** Records that a pushed flag served a variation (spec: Evaluation API rule 1). */
+type UsageRecorder = (snapshot: Snapshot, key: string, variation: string) => void;
+
+/**
+ * An open SSE response. Pushes are serialized per stream and coalesced: every push sends the
+ * environment's latest state, so while one is queued (or the socket is congested) a further
+ * change needs no push of its own.
+ */
+abstract class Stream {
+  /** Version of the configuration last sent, so an unchanged one is not sent again. */
+  protected sentVersion: number | undefined;
+  /** A push failed for a passing reason (database unavailable); the next heartbeat retries. */
+  private failed = false;
+  private queued = false;
+  private chain: Promise<void> = Promise.resolve();
+
+  readonly environmentId: string;
+  /** The `Authorization` value the stream was opened with; streams sharing it are re-checked together. */
+  readonly credential: string;
+  readonly authenticate: () => Promise<Snapshot>;
+  private readonly snapshots: SnapshotStore;
+  private readonly response: ServerResponse;
+  private readonly onError: (error: unknown) => void;
+
+  constructor(options: StreamOptions) {
+    this.environmentId = options.environmentId;
+    this.credential = options.credential;
+    this.authenticate = options.authenticate;
+    this.snapshots = options.snapshots;
+    this.response = options.response;
+    this.onError = options.onError;
+    this.response.on('drain', () => this.refresh());
+  }
+
+  /** Sends the latest state if it differs from what the client has. */
+  refresh(): void {
+    if (this.queued || this.response.writableEnded) return;
+    this.queued = true;
+    this.chain = this.chain.then(async () => {
+      this.queued = false;
+      // A congested socket gets the newest state once it drains, not every state in between.
+      if (this.response.writableNeedDrain) return;
+      try {
+        const snapshot = await this.snapshots.get(this.environmentId);
+        this.failed = false;
+        if (!snapshot) return this.close();
+        this.push(snapshot);
+      } catch (error) {
+        this.failed = true;
+        this.onError(error);
+      }
+    });
+  }
+
+  protected abstract push(snapshot: Snapshot): void;
+
+  protected write(chunk: string): void {
+    // A client that hung up may still be registered until its 'close' event runs.
+    if (!this.response.writableEnded && !this.response.destroyed) this.response.write(chunk);
+  }
+
+  heartbeat(): void {
+    this.write(PING);
+    if (this.failed) this.refresh();
+  }
+
+  close(): void {
+    if (!this.response.writableEnded) this.response.end();
+  }
+}
+
+/** `GET /v1/sdk/stream`: the full configuration (`put`, id = version) on connect and on every change. */
+class ConfigurationStream extends Stream {
+  resumeFrom(version: number): void {
+    this.sentVersion = version;
+  }
+
+  protected push(snapshot: Snapshot): void {
+    if (snapshot.version === this.sentVersion) return;
+    this.sentVersion = snapshot.version;
+    this.write(sseFrame('put', snapshot.body, String(snapshot.version)));
+  }
+}
+
+/** `/v1/client/stream`: the client-visible flags evaluated for one context, re-sent on change. */
+class ClientFlagsStream extends Stream {
+  /** Random, not v7: the id is all `identify` needs to re-target the stream, so it must not be guessable. */
+  readonly id: string;
+  private context: Context;
+  private contextChanged = true;
+  private readonly recordUsage: UsageRecorder | null;
+
+  constructor(
+    options: StreamOptions & { id: string; context: Context; recordUsage: UsageRecorder | null },
+  ) {
+    super(options);
+    this.id = options.id;
+    this.context = options.context;
+    this.recordUsage = options.recordUsage;
+  }
+
+  /** Spec: Evaluation API rule 2, identify updates the context of active streams. */
+  identify(context: Context): void {
+    this.context = context;
+    this.contextChanged = true;
+    this.refresh();
+  }
+
+  protected push(snapshot: Snapshot): void {
+    if (snapshot.version === this.sentVersion && !this.contextChanged) return;
+    this.sentVersion = snapshot.version;
+    this.contextChanged = false;
+    this.write(
+      sseFrame('flags', JSON.stringify(clientFlags(snapshot, this.context, this.recordUsage))),
+    );
+  }
+}
+
+/** The same body as `POST /v1/client/evaluate`: `{ flags: { key: clientResult } }`. */
+function clientFlags(snapshot: Snapshot, context: Context, recordUsage: UsageRecorder | null) {
+  const results = evaluateAll(snapshot.compiled, context, (key) =>
+    snapshot.clientSideKeys.has(key),
+  );
+  const flags: Record<string, unknown> = {};
+  for (const key in results) {
+    const result = results[key]!;
+    flags[key] = {
+      value: result.value,
+      variation: result.variation,
+      reason: result.reason,
+      prerequisiteKey: result.prerequisiteKey ?? null,
+    };
+    if (recordUsage && result.variation !== null) recordUsage(snapshot, key, result.variation);
+  }
+  return { flags };
+}
+
+/**
+ * This node's open streams by environment. One snapshot listener and one heartbeat timer serve
+ * them all, so a thousand streams cost a thousand sockets, not a thousand timers.
+ */
+class StreamRegistry {
+  private readonly byEnvironment = new Map<string, Set<Stream>>();
+  private readonly clientStreams = new Map<string, ClientFlagsStream>();
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly snapshots: SnapshotStore,
+    private readonly heartbeatMs: number,
+  ) {}
+
+  add(stream: Stream): void {
+    let streams = this.byEnvironment.get(stream.environmentId);
+    if (!streams) this.byEnvironment.set(stream.environmentId, (streams = new Set()));
+    streams.add(stream);
+    if (stream instanceof ClientFlagsStream) this.clientStreams.set(stream.id, stream);
+    if (!this.heartbeatTimer) {
+      this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.heartbeatMs);
+      this.heartbeatTimer.unref();
+      this.unsubscribe = this.snapshots.onChange((ids) => this.changed(ids));
+    }
+  }
+
+  remove(stream: Stream): void {
+    const streams = this.byEnvironment.get(stream.environmentId);
+    streams?.delete(stream);
+    if (streams?.size === 0) this.byEnvironment.delete(stream.environmentId);
+    if (stream instanceof ClientFlagsStream) this.clientStreams.delete(stream.id);
+    if (this.byEnvironment.size === 0) {
+      clearInterval(this.heartbeatTimer);
+      this.heartbeatTimer = undefined;
+      this.unsubscribe?.();
+      this.unsubscribe = undefined;
+    }
+  }
+
+  clientStream(id: string): ClientFlagsStream | undefined {
+    return this.clientStreams.get(id);
+  }
+
+  /** Ends every stream (graceful shutdown must not wait for clients that never hang up). */
+  closeAll(): void {
+    for (const streams of [...this.byEnvironment.values()]) {
+      for (const stream of [...streams]) stream.close();
+    }
+  }
+
+  private changed(environmentIds: readonly string[] | 'all'): void {
+    const ids = environmentIds === 'all' ? [...this.byEnvironment.keys()] : environmentIds;
+    for (const id of ids) {
+      for (const stream of this.byEnvironment.get(id) ?? []) stream.refresh();
+    }
+  }
+
+  /**
+   * Pings every stream, and re-checks each distinct SDK key once: a revoked key's streams end
+   * within one heartbeat (design record 010, Streaming).
+   */
+  private async heartbeat(): Promise<void> {
+    const byCredential = new Map<string, Stream[]>();
+    for (const streams of this.byEnvironment.values()) {
+      for (const stream of streams) {
+        stream.heartbeat();
+        const group = byCredential.get(stream.credential);
+        if (group) group.push(stream);
+        else byCredential.set(stream.credential, [stream]);
+      }
+    }
+    await Promise.all(
+      [...byCredential.values()].map(async (group) => {
+        try {
+          await group[0]!.authenticate();
+        } catch (error) {
+          // Only a refused key ends streams; an unavailable database is retried next time.
+          if (error instanceof ProblemError && (error.status === 401 || error.status === 403)) {
+            for (const stream of group) stream.close();
+          }
+        }
+      }),
+    );
+  }
+}
+
+const EVENT_STREAM_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  // nginx buffers proxied responses by default, which would hold events back.
+  'x-accel-buffering': 'no',
+};
+
+/** Takes the response over from Fastify and sends the SSE headers at once. */
+function openEventStream(reply: FastifyReply, extraHeaders: Record<string, string> = {}) {
+  reply.hijack();
+  reply.raw.writeHead(200, { ...EVENT_STREAM_HEADERS, ...extraHeaders });
+  reply.raw.flushHeaders();
+  return reply.raw;
+}
+
+/** Decodes the `context` query parameter: base64url of a JSON object. */
+function decodeContext(encoded: string): Context {
+  let context: unknown;
+  try {
+    context = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8'));
+  } catch {
+    context = undefined;
+  }
+  if (typeof context !== 'object' || context === null || Array.isArray(context)) {
+    throw new ProblemError(
+      400,
+      'Invalid request',
+      'context must be a base64url-encoded JSON object.',
+      {
+        errors: [{ field: 'context', message: 'must be base64url of a JSON object' }],
+      },
+    );
+  }
+  return context as Context;
+}
+
+/** Lets `POST /v1/client/identify` reach this node's client streams. */
+export interface ClientStreams {
+  /**
+   * When the request carries `X-Vexil-Stream-Id` naming an open client stream of the same
+   * environment, switches that stream to the request body's context; the stream then pushes a
+   * fresh `flags` event. Answers `X-Vexil-Stream-Updated: true|false` when a stream id was sent.
+   * Throws the same 401/403 problems as the other client endpoints.
+   */
+  identify(
+    request: FastifyRequest<{ Body: { context: Context } }>,
+    reply: FastifyReply,
+  ): Promise<void>;
+}
+
+/**
+ * The streaming endpoints of the evaluation API (spec: Evaluation API rule 2; design record 010,
+ * Streaming; docs/streaming.md): `GET /v1/sdk/stream` for server SDKs, and `GET`/`POST
+ * /v1/client/stream` for client SDKs. Streams follow the node's snapshots, so a change committed
+ * on any node reaches them once that node's snapshot hears of it. All streams end when the app
+ * closes.
+ */
+export function registerStreamingApi(
+  app: App,
+  services: Services,
+  snapshots: SnapshotStore,
+  authenticate: SdkAuthenticator,
+): ClientStreams {
+  const registry = new StreamRegistry(snapshots, services.config.streamHeartbeatMs);
+  app.addHook('preClose', async () => registry.closeAll());
+
+  function track(stream: Stream, response: ServerResponse): void {
+    registry.add(stream);
+    response.on('close', () => registry.remove(stream));
+  }
+  const logError = (request: FastifyRequest) => (error: unknown) =>
+    request.log.warn({ err: error }, 'stream push failed; retried at the next heartbeat');
+
+  app.get(
+    '/sdk/stream',
+    {
+      schema: {
+        tags: ['evaluation'],
+        security: [{ sdkKey: [] }],
+        description:
+          'Server-Sent Events: `put` (data: the `GET /v1/sdk/flags` document, id: its version) on ' +
+          'connect and after every change; `: ping` comments as heartbeats. `Last-Event-ID` ' +
+          'equal to the current version skips the initial `put`.',
+        headers: Type.Object({ 'last-event-id': Type.Optional(Type.String()) }),
+      },
+    },
+    async (request, reply) => {
+      const snapshot = await authenticate(request, 'ServerSide');
+      const response = openEventStream(reply);
+      const stream = new ConfigurationStream({
+        environmentId: snapshot.environmentId,
+        credential: request.headers.authorization ?? '',
+        authenticate: () => authenticate(request, 'ServerSide'),
+        snapshots,
+        response,
+        onError: logError(request),
+      });
+      const lastEventId = Number(request.headers['last-event-id']);
+      if (Number.isInteger(lastEventId)) stream.resumeFrom(lastEventId);
+      track(stream, response);
+      stream.refresh();
+    },
+  );
+
+  const reportsEvaluations = (request: FastifyRequest, query: { reportsEvaluations?: string }) =>
+    request.headers['x-service-reports-evaluations'] === '1' || query.reportsEvaluations === '1';
+
+  async function openClientStream(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    context: Context,
+    reportsOwnEvaluations: boolean,
+  ): Promise<void> {
+    const snapshot = await authenticate(request, 'ClientSide');
+    const id = randomUUID();
+    const response = openEventStream(reply, { [STREAM_ID_HEADER]: id });
+    const stream = new ClientFlagsStream({
+      id,
+      environmentId: snapshot.environmentId,
+      credential: request.headers.authorization ?? '',
+      authenticate: () => authenticate(request, 'ClientSide'),
+      snapshots,
+      response,
+      onError: logError(request),
+      context,
+      // Spec: Evaluation API rule 1, as for /v1/client/evaluate: served flags count as evaluated
+      // unless the client reports its own reads.
+      recordUsage: reportsOwnEvaluations
+        ? null
+        : (served, key, variation) =>
+            services.usage.recordEvaluation(
+              served.environmentId,
+              key,
+              variation,
+              services.clock.now().getTime(),
+            ),
+    });
+    response.write(sseFrame('stream', JSON.stringify({ streamId: id })));
+    track(stream, response);
+    stream.refresh();
+  }
+
+  const clientQuery = {
+    /** EventSource cannot send headers: client keys (public by design) may come as `sdkKey`. */
+    sdkKey: Type.Optional(Type.String()),
+    reportsEvaluations: Type.Optional(Type.Enum(['1'])),
+  };
+  /** Moves a client key from the query string into the header every later check reads. */
+  const keyFromQuery = (request: FastifyRequest, sdkKey: string | undefined) => {
+    if (!request.headers.authorization && sdkKey) request.headers.authorization = sdkKey;
+  };
+  const clientDescription =
+    'Server-Sent Events: `stream` (data: `{ streamId }`) first, then `flags` (data: the ' +
+    '`/v1/client/evaluate` body) on connect, after every change and after `identify` with ' +
+    '`X-Vexil-Stream-Id`; `: ping` comments as heartbeats.';
+
+  app.get(
+    '/client/stream',
+    {
+      schema: {
+        tags: ['evaluation'],
+        security: [{ sdkKey: [] }],
+        description: clientDescription,
+        querystring: Type.Object({ context: Type.String({ minLength: 1 }), ...clientQuery }),
+      },
+    },
+    async (request, reply) => {
+      keyFromQuery(request, request.query.sdkKey);
+      const context = decodeContext(request.query.context);
+      await openClientStream(request, reply, context, reportsEvaluations(request, request.query));
+    },
+  );
+
+  app.post(
+    '/client/stream',
+    {
+      schema: {
+        tags: ['evaluation'],
+        security: [{ sdkKey: [] }],
+        description: clientDescription,
+        querystring: Type.Object(clientQuery),
+        body: Type.Object({ context: Type.Record(Type.String(), Type.Unknown()) }),
+      },
+    },
+    async (request, reply) => {
+      keyFromQuery(request, request.query.sdkKey);
+      await openClientStream(
+        request,
+        reply,
+        request.body.context,
+        reportsEvaluations(request, request.query),
+      );
+    },
+  );
+
+  return {
+    async identify(request, reply) {
+      const streamId = request.headers[STREAM_ID_HEADER];
+      if (typeof streamId !== 'string') return;
+      const snapshot = await authenticate(request, 'ClientSide');
+      const stream = registry.clientStream(streamId);
+      // Another environment's stream is never touched, even when its id is known.
+      const updated = stream !== undefined && stream.environmentId === snapshot.environmentId;
+      if (updated) stream.identify(request.body.context);
+      void reply.header('x-vexil-stream-updated', String(updated));
+    },
+  };
+}

@@ -1,0 +1,397 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Dialect } from '../db/database.js';
+import {
+  TestClock,
+  call,
+  createMember,
+  createOrg,
+  createProjectWithFlag,
+  createTestVexil,
+  testDialects,
+  type TestVexil,
+} from '../test-support/harness.js';
+import { WebhookReceiver } from '../test-support/webhook-receiver.js';
+
+const TOOLS = [
+  'deliver_webhook',
+  'evaluate_flag',
+  'get_flag',
+  'list_flags',
+  'list_removal_candidates',
+  'list_webhook_deliveries',
+  'list_webhooks',
+  'manage_webhook',
+  'toggle_flag',
+];
+
+/** A Vexil listening on 127.0.0.1, and MCP clients connected to it (closed with it). */
+async function startVexil(dialect: Dialect) {
+  const vexil = await createTestVexil(dialect, {
+    clock: new TestClock(),
+    config: { webhooks: { retryScheduleMs: [10], timeoutMs: 1000, allowPrivateTargets: true } },
+  });
+  const address = await vexil.app.listen({ port: 0, host: '127.0.0.1' });
+  const url = new URL(`${address}/mcp`);
+  const clients: Client[] = [];
+  return {
+    vexil,
+    url,
+    /** An MCP client speaking to `/mcp` with the given bearer token. */
+    async connect(token: string): Promise<Client> {
+      const client = new Client({ name: 'vexil-test', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(url, {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
+      clients.push(client);
+      return client;
+    },
+    async close() {
+      await Promise.all(clients.map((client) => client.close()));
+      await vexil.close();
+    },
+  };
+}
+
+async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+/** The structured output of a successful tool call. */
+async function output(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  // Tests read arbitrary JSON; asserting on it is the point.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<any> {
+  const result = await callTool(client, name, args);
+  if (result.isError) throw new Error(`${name} failed: ${JSON.stringify(result.content)}`);
+  return result.structuredContent;
+}
+
+/** The `code: message` text of a tool error. */
+async function refusal(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<string> {
+  const result = await callTool(client, name, args);
+  expect(result.isError).toBe(true);
+  const [first] = result.content;
+  return first?.type === 'text' ? first.text : '';
+}
+
+describe('MCP tool server', () => {
+  let server: Awaited<ReturnType<typeof startVexil>>;
+  let vexil: TestVexil;
+  let receiver: WebhookReceiver;
+  let ownerToken: string;
+  let owner: Client;
+  let admin: Client;
+  let member: Client;
+  let viewer: Client;
+  let outsider: Client;
+  const flagArgs = { org: 'acme', project: 'web', flag: 'new-checkout' };
+
+  beforeAll(async () => {
+    server = await startVexil('sqlite');
+    vexil = server.vexil;
+    receiver = await WebhookReceiver.start();
+    const org = await createOrg(vexil, 'acme');
+    await createProjectWithFlag(vexil, org);
+    const other = await createOrg(vexil, 'globex');
+    ownerToken = org.token;
+    owner = await server.connect(org.token);
+    admin = await server.connect((await createMember(vexil, org.orgId, 'Admin')).token);
+    member = await server.connect((await createMember(vexil, org.orgId, 'Member')).token);
+    viewer = await server.connect((await createMember(vexil, org.orgId, 'Viewer')).token);
+    outsider = await server.connect(other.token);
+  });
+  afterAll(async () => {
+    await server.close();
+    await receiver.close();
+  });
+
+  it('lists every tool, each taking `org` and declaring its output shape', async () => {
+    const { tools } = await viewer.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(TOOLS);
+    for (const tool of tools) {
+      expect(tool.inputSchema.required).toContain('org');
+      expect(tool.outputSchema?.type).toBe('object');
+    }
+  });
+
+  it('authentication: no or a bad credential is a 401 before any MCP handling', async () => {
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: 'raw', version: '1' },
+      },
+    };
+    for (const authorization of [undefined, 'Bearer vxl_p_not-a-token']) {
+      const response = await fetch(server.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...(authorization ? { authorization } : {}),
+        },
+        body: JSON.stringify(initialize),
+      });
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBe('Bearer');
+      expect(await response.json()).toMatchObject({ error: 'unauthorized' });
+    }
+    const client = new Client({ name: 'anonymous', version: '1' });
+    await expect(client.connect(new StreamableHTTPClientTransport(server.url))).rejects.toThrow(
+      StreamableHTTPError,
+    );
+  });
+
+  it('stateless: no stream to open and no session to end (405)', async () => {
+    const headers = { authorization: `Bearer ${ownerToken}` };
+    expect((await fetch(server.url, { headers })).status).toBe(405);
+    expect((await fetch(server.url, { method: 'DELETE', headers })).status).toBe(405);
+  });
+
+  it('webhook tools: manage a subscription through its whole life', async () => {
+    const org = { org: 'acme' };
+    const created = await output(admin, 'manage_webhook', {
+      ...org,
+      action: 'create',
+      name: 'Agent hook',
+      url: receiver.url(),
+    });
+    expect(created.created.secret).toMatch(/^whsec_/);
+    expect(created.webhook).toMatchObject({ name: 'Agent hook', enabled: true });
+    const webhook = created.created.id as string;
+    const firstSecret = created.webhook.secrets[0].id as string;
+
+    const listed = await output(admin, 'list_webhooks', org);
+    expect(listed.items.map((item: { id: string }) => item.id)).toEqual([webhook]);
+
+    const updated = await output(admin, 'manage_webhook', {
+      ...org,
+      action: 'update',
+      webhook,
+      name: 'Renamed hook',
+    });
+    expect(updated.webhook.name).toBe('Renamed hook');
+
+    const added = await output(admin, 'manage_webhook', { ...org, action: 'add_secret', webhook });
+    expect(added.secret.secret).toMatch(/^whsec_/);
+    const retired = await output(admin, 'manage_webhook', {
+      ...org,
+      action: 'retire_secret',
+      webhook,
+      secretId: firstSecret,
+    });
+    expect(retired.webhook.secrets.map((secret: { id: string }) => secret.id)).toEqual([
+      added.secret.secretId,
+    ]);
+
+    const disabled = await output(admin, 'manage_webhook', { ...org, action: 'disable', webhook });
+    expect(disabled.webhook.enabled).toBe(false);
+    expect(await refusal(admin, 'manage_webhook', { ...org, action: 'send_test', webhook })).toBe(
+      'bad_request: The subscription is disabled; enable it first.',
+    );
+    await output(admin, 'manage_webhook', { ...org, action: 'enable', webhook });
+    const sent = await output(admin, 'manage_webhook', { ...org, action: 'send_test', webhook });
+    const delivery = sent.testEvent.webhookDeliveryId as string;
+
+    // Redelivery is refused while the first round is pending, as on the HTTP route.
+    expect(await refusal(admin, 'deliver_webhook', { ...org, webhook, delivery })).toMatch(
+      /^bad_request: The delivery is still pending/,
+    );
+    expect(await vexil.webhookWorker.runOnce()).toBe(1);
+    const deliveries = await output(admin, 'list_webhook_deliveries', {
+      ...org,
+      webhook,
+      limit: 1,
+    });
+    expect(deliveries.items).toMatchObject([{ id: delivery, status: 'Succeeded' }]);
+    const redelivered = await output(admin, 'deliver_webhook', { ...org, webhook, delivery });
+    expect(redelivered).toMatchObject({ id: delivery, status: 'Pending', attemptCount: 0 });
+    expect(redelivered.attempts).toHaveLength(1);
+
+    expect(await output(admin, 'manage_webhook', { ...org, action: 'delete', webhook })).toEqual({
+      action: 'delete',
+    });
+    expect((await output(admin, 'list_webhooks', org)).items).toEqual([]);
+  });
+
+  it('webhook tools: arguments an action needs are checked before any call', async () => {
+    const text = await refusal(admin, 'manage_webhook', { org: 'acme', action: 'update' });
+    expect(text).toMatch(/Input validation error/);
+    expect(text).toMatch(/webhook/);
+  });
+
+  it('webhook tools: the HTTP twin’s validation comes back as a tool error', async () => {
+    const result = await callTool(admin, 'manage_webhook', {
+      org: 'acme',
+      action: 'create',
+      url: receiver.url(),
+    });
+    expect(result.isError).toBe(true);
+    const envelope = result.content[1];
+    expect(envelope?.type === 'text' && JSON.parse(envelope.text)).toMatchObject({
+      error: 'validation_failed',
+      fields: { name: expect.any(Array) },
+    });
+  });
+
+  it('webhook tools need Admin: Viewers and Members are refused with forbidden', async () => {
+    for (const client of [viewer, member]) {
+      expect(await refusal(client, 'list_webhooks', { org: 'acme' })).toMatch(
+        /^forbidden: This operation needs the Admin role/,
+      );
+      expect(
+        await refusal(client, 'manage_webhook', {
+          org: 'acme',
+          action: 'create',
+          name: 'x',
+          url: receiver.url(),
+        }),
+      ).toMatch(/^forbidden: /);
+    }
+  });
+
+  it('another organization is not_found, never revealed', async () => {
+    expect(await refusal(outsider, 'list_webhooks', { org: 'acme' })).toBe(
+      'not_found: Organization "acme" was not found.',
+    );
+    expect(await refusal(outsider, 'get_flag', flagArgs)).toMatch(/^not_found: /);
+    expect(
+      await refusal(outsider, 'toggle_flag', {
+        ...flagArgs,
+        environment: 'production',
+        enabled: true,
+      }),
+    ).toMatch(/^not_found: /);
+  });
+
+  it('flag reads: list, get, removal candidates (Viewer)', async () => {
+    const flags = await output(viewer, 'list_flags', { org: 'acme', project: 'web' });
+    expect(flags.items.map((flag: { key: string }) => flag.key)).toEqual(['new-checkout']);
+    const flag = await output(viewer, 'get_flag', flagArgs);
+    expect(flag).toMatchObject({ key: 'new-checkout', type: 'Boolean' });
+    const candidates = await output(viewer, 'list_removal_candidates', {
+      org: 'acme',
+      project: 'web',
+      staleness: 'stale',
+    });
+    expect(candidates).toMatchObject({ items: expect.any(Array), next_cursor: null });
+    const missing = await callTool(viewer, 'get_flag', { ...flagArgs, flag: 'new-chekout' });
+    const envelope = missing.content[1];
+    expect(envelope?.type === 'text' && JSON.parse(envelope.text)).toMatchObject({
+      error: 'not_found',
+      did_you_mean: ['new-checkout'],
+    });
+  });
+
+  it('evaluate_flag and toggle_flag: a Member turns the flag on, the engine sees it', async () => {
+    const evaluate = { ...flagArgs, environment: 'production', context: { userId: 'u1' } };
+    expect(await output(viewer, 'evaluate_flag', evaluate)).toEqual({
+      key: 'new-checkout',
+      variation: 'false',
+      value: false,
+      reason: 'DISABLED',
+    });
+    expect(
+      await refusal(viewer, 'toggle_flag', {
+        ...flagArgs,
+        environment: 'production',
+        enabled: true,
+      }),
+    ).toMatch(/^forbidden: This operation needs the Member role/);
+    const toggled = await output(member, 'toggle_flag', {
+      ...flagArgs,
+      environment: 'production',
+      enabled: true,
+    });
+    expect(toggled).toMatchObject({ environmentKey: 'production', isEnabled: true });
+    expect(await output(owner, 'evaluate_flag', evaluate)).toMatchObject({
+      value: true,
+      reason: 'DEFAULT',
+    });
+  });
+});
+
+describe.each(testDialects())('toggle_flag and its HTTP twin on %s', (dialect) => {
+  let server: Awaited<ReturnType<typeof startVexil>>;
+  beforeAll(async () => {
+    server = await startVexil(dialect);
+  });
+  afterAll(() => server.close());
+
+  it('change the same state and emit the same webhook event type', async () => {
+    const { vexil } = server;
+    const org = await createOrg(vexil, 'acme');
+    await createProjectWithFlag(vexil, org);
+    const client = await server.connect(org.token);
+    const path = '/api/v1/orgs/acme/projects/web/flags/new-checkout/environments/production';
+    const state = async () => (await call(vexil, 'GET', path, { token: org.token })).body;
+    const events = () =>
+      vexil.services.db
+        .selectFrom('webhook_events')
+        .select(['type', 'project_id', 'environment_id', 'payload'])
+        .where('type', '=', 'flag.toggled')
+        .orderBy('id')
+        .execute();
+
+    const byTool = await output(client, 'toggle_flag', {
+      org: 'acme',
+      project: 'web',
+      flag: 'new-checkout',
+      environment: 'production',
+      enabled: true,
+    });
+    expect(byTool).toEqual(await state());
+    expect((await state()).isEnabled).toBe(true);
+    const byHttp = await call(vexil, 'POST', `${path}/toggle`, {
+      token: org.token,
+      body: { enabled: false },
+    });
+    expect(byHttp.status).toBe(204);
+    expect((await state()).isEnabled).toBe(false);
+
+    const [fromTool, fromHttp] = await events();
+    expect(fromTool).toBeDefined();
+    expect(fromHttp).toBeDefined();
+    const { payload: toolPayload, ...toolEvent } = fromTool!;
+    const { payload: httpPayload, ...httpEvent } = fromHttp!;
+    expect(toolEvent).toEqual(httpEvent);
+    const shape = (payload: string) => {
+      const {
+        occurredAt: _occurredAt,
+        changes: _changes,
+        description: _description,
+        ...rest
+      } = JSON.parse(payload) as Record<string, unknown>;
+      return rest;
+    };
+    expect(shape(toolPayload)).toEqual(shape(httpPayload));
+    expect(JSON.parse(toolPayload).changes).toEqual([
+      { property: 'IsEnabled', from: 'false', to: 'true' },
+    ]);
+    expect(JSON.parse(httpPayload).changes).toEqual([
+      { property: 'IsEnabled', from: 'true', to: 'false' },
+    ]);
+  });
+});

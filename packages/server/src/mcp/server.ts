@@ -1,0 +1,24 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { registerFlagTools } from './tools/flag-tools.js';
+import type { ToolContext } from './tools/tool-context.js';
+import { registerWebhookTools } from './tools/webhook-tools.js';
+
+/**
+ * One MCP server for one HTTP request (stateless Streamable HTTP: no sessions to share, so a
+ * server never mixes two callers' credentials; design record 011).
+ */
+export function createMcpServer(context: ToolContext): McpServer {
+  const server = new McpServer(
+    // The API generation, as the OpenAPI document names it.
+    { name: 'vexil', version: 'v1' },
+    {
+      instructions:
+        'Vexil feature flags and outbound webhooks. Every tool takes `org` (slug or id). ' +
+        'Refusals come back as tool errors reading "code: message", as the management API ' +
+        'answers them (forbidden, not_found, validation_failed, ...).',
+    },
+  );
+  registerWebhookTools(server, context);
+  registerFlagTools(server, context);
+  return server;
+}
