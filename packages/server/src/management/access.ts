@@ -5,7 +5,7 @@ import { hasRole } from '../auth/roles.js';
 import { mutate, type Mutation } from '../db/mutate.js';
 import type { OrganizationsTable, ProjectsTable, Role } from '../db/schema.js';
 import type { Actor } from '../events/types.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError, invalidField } from '../http/errors.js';
 import type { Services } from '../services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -117,6 +117,28 @@ export async function requireProject(
     keys.filter((row) => projectInScope(access, row.id)).map((row) => row.key),
     { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects` },
   );
+}
+
+/**
+ * Checks that every id names a project of the organization.
+ * @throws ApiError `validation_failed` on `field`, listing the unknown ids.
+ */
+export async function checkProjectIds(
+  services: Services,
+  access: OrgAccess,
+  projectIds: readonly string[],
+  field = 'projectIds',
+): Promise<void> {
+  if (projectIds.length === 0) return;
+  const found = await services.db
+    .selectFrom('projects')
+    .select('id')
+    .where('organization_id', '=', access.org.id)
+    .where('id', 'in', [...projectIds])
+    .execute();
+  const known = new Set(found.map((row) => row.id));
+  const unknown = projectIds.filter((id) => !known.has(id));
+  if (unknown.length > 0) throw invalidField(field, `unknown project ids: ${unknown.join(', ')}`);
 }
 
 /** A 404 with near matches among `candidates` and a follow-up request to list them. */

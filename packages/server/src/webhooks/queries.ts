@@ -3,7 +3,7 @@ import type { Dialect } from '../db/database.js';
 import type { Plan, Schema, WebhookSubscriptionsTable } from '../db/schema.js';
 import { EVENT_TYPES } from '../events/types.js';
 import { ApiError, invalidField } from '../http/errors.js';
-import { isUuid, notFound, type OrgAccess } from '../management/access.js';
+import { checkProjectIds, isUuid, notFound, type OrgAccess } from '../management/access.js';
 import type { Services } from '../services.js';
 import { resolvedUrlProblem } from './safe-target.js';
 
@@ -100,18 +100,7 @@ export async function checkFilters(
         { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/webhooks/event-types` },
       ],
     });
-  if (projectIds && projectIds.length > 0) {
-    const found = await services.db
-      .selectFrom('projects')
-      .select('id')
-      .where('organization_id', '=', access.org.id)
-      .where('id', 'in', projectIds)
-      .execute();
-    const known = new Set(found.map((row) => row.id));
-    const unknown = projectIds.filter((id) => !known.has(id));
-    if (unknown.length > 0)
-      throw invalidField('projectIds', `unknown project ids: ${unknown.join(', ')}`);
-  }
+  if (projectIds) await checkProjectIds(services, access, projectIds);
   if (environmentIds && environmentIds.length > 0) {
     const found = await services.db
       .selectFrom('environments')

@@ -1,13 +1,14 @@
 import { Type } from 'typebox';
 import type { App } from '../../app.js';
+import type { ProjectsTable } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { lastEvaluatedByEnvironment, readFlagUsage } from '../../usage/queries.js';
-import { mutateAs, requireOrg, requireProject } from '../access.js';
+import { mutateAs, requireOrg, requireProject, type OrgAccess } from '../access.js';
 import { actionsFor, ActionsSchema } from '../actions.js';
 import { Timestamp, Uuid } from '../fields.js';
 import { DEFAULT_PAGE_SIZE, PageQuery, pagedSchema } from '../pagination.js';
-import { requireFlag } from './queries.js';
+import { requireFlag, type FlagRow } from './queries.js';
 import { findRemovalCandidates } from './removal-candidates.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
@@ -48,6 +49,35 @@ function describePeriod(ms: number): string {
 
 function encodeCursor(key: string): string {
   return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+/**
+ * Archives or restores a flag: archived flags leave every environment's SDK configuration and
+ * client evaluations (their keys stay reserved). Emits `flag.archived` or `flag.restored`.
+ */
+async function setArchived(
+  services: Services,
+  access: OrgAccess,
+  project: ProjectsTable,
+  flag: FlagRow,
+  archived: boolean,
+  note = '',
+): Promise<void> {
+  await mutateAs(services, access, async (m) => {
+    await m.trx
+      .updateTable('flags')
+      .set({ is_archived: archived ? 1 : 0, version: flag.version + 1, updated_at: m.now })
+      .where('id', '=', flag.id)
+      .execute();
+    await m.touchProject(project.id);
+    await m.emit({
+      type: archived ? 'flag.archived' : 'flag.restored',
+      projectId: project.id,
+      entity: { type: 'flag', id: flag.id },
+      changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
+      description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'}${note}`,
+    });
+  });
 }
 
 /**
@@ -205,22 +235,14 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
           );
         }
       }
-      await mutateAs(services, access, async (m) => {
-        await m.trx
-          .updateTable('flags')
-          .set({ is_archived: 1, version: flag.version + 1, updated_at: m.now })
-          .where('id', '=', flag.id)
-          .execute();
-        // Archived flags leave every environment's SDK configuration.
-        await m.touchProject(project.id);
-        await m.emit({
-          type: 'flag.archived',
-          projectId: project.id,
-          entity: { type: 'flag', id: flag.id },
-          changes: [{ property: 'IsArchived', from: 'false', to: 'true' }],
-          description: `Flag "${flag.key}" archived${request.query.force ? ' (forced)' : ''}`,
-        });
-      });
+      await setArchived(
+        services,
+        access,
+        project,
+        flag,
+        true,
+        request.query.force ? ' (forced)' : '',
+      );
       return reply.status(204).send();
     },
   );
@@ -233,21 +255,7 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
       const project = await requireProject(services, access, request.params.project);
       const flag = await requireFlag(services, access, project, request.params.flag);
       if (flag.is_archived === 0) return reply.status(204).send();
-      await mutateAs(services, access, async (m) => {
-        await m.trx
-          .updateTable('flags')
-          .set({ is_archived: 0, version: flag.version + 1, updated_at: m.now })
-          .where('id', '=', flag.id)
-          .execute();
-        await m.touchProject(project.id);
-        await m.emit({
-          type: 'flag.restored',
-          projectId: project.id,
-          entity: { type: 'flag', id: flag.id },
-          changes: [{ property: 'IsArchived', from: 'true', to: 'false' }],
-          description: `Flag "${flag.key}" restored`,
-        });
-      });
+      await setArchived(services, access, project, flag, false);
       return reply.status(204).send();
     },
   );

@@ -6,7 +6,7 @@ import { issueToken, tokenSummary } from '../../auth/tokens.js';
 import type { Role } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, requireOrg } from '../access.js';
+import { checkProjectIds, mutateAs, requireOrg } from '../access.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { TokenCreatedSchema, TokenSummarySchema, futureDate } from './schemas.js';
 
@@ -45,18 +45,7 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
       if (!hasRole(access.role, role))
         throw invalidField('role', `cannot exceed your own role (${access.role})`);
       const projectIds = request.body.projectIds ?? null;
-      if (projectIds) {
-        const found = await services.db
-          .selectFrom('projects')
-          .select('id')
-          .where('organization_id', '=', access.org.id)
-          .where('id', 'in', projectIds)
-          .execute();
-        const known = new Set(found.map((row) => row.id));
-        const unknown = projectIds.filter((id) => !known.has(id));
-        if (unknown.length > 0)
-          throw invalidField('projectIds', `unknown project ids: ${unknown.join(', ')}`);
-      }
+      if (projectIds) await checkProjectIds(services, access, projectIds);
       const now = services.clock.now();
       const expiresAt = futureDate(request.body.expiresAt ?? null, now);
       const { row, token } = await mutateAs(services, access, async (m) => {
