@@ -67,14 +67,21 @@ export class ChangeFeed {
 
   private async announce(environmentIds: string[]): Promise<void> {
     try {
-      const rows = await this.db.selectFrom('environments').select(['id', 'version']).where('id', 'in', environmentIds).execute();
+      const rows = await this.db
+        .selectFrom('environments')
+        .select(['id', 'version'])
+        .where('id', 'in', environmentIds)
+        .execute();
       const versions = new Map(rows.map((row) => [row.id, row.version]));
       for (const environmentId of environmentIds) {
         // A deleted environment is announced with version 0: listeners drop it all the same.
         await this.notify({ environmentId, version: versions.get(environmentId) ?? 0 });
       }
     } catch (error) {
-      this.log.warn({ err: error }, 'change notice not sent; other nodes catch up at their next version check');
+      this.log.warn(
+        { err: error },
+        'change notice not sent; other nodes catch up at their next version check',
+      );
     }
   }
 
@@ -137,9 +144,15 @@ export class ChangeFeed {
     const held = new Map(this.snapshots.heldVersions());
     if (held.size === 0) return;
     try {
-      const rows = await this.db.selectFrom('environments').select(['id', 'version']).where('id', 'in', [...held.keys()]).execute();
+      const rows = await this.db
+        .selectFrom('environments')
+        .select(['id', 'version'])
+        .where('id', 'in', [...held.keys()])
+        .execute();
       const current = new Map(rows.map((row) => [row.id, row.version]));
-      const stale = [...held].filter(([id, version]) => current.get(id) !== version).map(([id]) => id);
+      const stale = [...held]
+        .filter(([id, version]) => current.get(id) !== version)
+        .map(([id]) => id);
       if (stale.length > 0) this.snapshots.invalidate(stale);
     } catch (error) {
       this.log.warn({ err: error }, 'snapshot version check failed');

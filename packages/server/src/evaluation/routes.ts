@@ -1,9 +1,10 @@
-import { evaluateAll, evaluateFlag, type EvaluationResult } from '@vexil/engine';
+import { evaluateFlag } from '@vexil/engine';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../app.js';
 import type { Services } from '../services.js';
 import { registerEventRoutes } from '../usage/events-routes.js';
+import { evaluateClientFlags } from './client-flags.js';
 import { ProblemError, problemErrorHandler } from './problem.js';
 import type { SdkKeyResolver } from './sdk-keys.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
@@ -29,15 +30,6 @@ function reportsOwnEvaluations(request: FastifyRequest): boolean {
 
 /** Seconds a client should wait when a configuration cannot be loaded. */
 const RETRY_AFTER_SECONDS = 5;
-
-function clientResult(result: EvaluationResult) {
-  return {
-    value: result.value,
-    variation: result.variation,
-    reason: result.reason,
-    prerequisiteKey: result.prerequisiteKey ?? null,
-  };
-}
 
 /**
  * The evaluation API (spec: Evaluation API), mounted under `/v1`. SDK keys travel in the
@@ -199,18 +191,13 @@ export async function registerEvaluationApi(
     request: FastifyRequest<{ Body: { context: Record<string, unknown> } }>,
   ) => {
     const snapshot = await snapshotFor(request, 'ClientSide');
-    const results = evaluateAll(snapshot.compiled, request.body.context, (key) =>
-      snapshot.clientSideKeys.has(key),
+    return evaluateClientFlags(
+      snapshot,
+      request.body.context,
+      reportsOwnEvaluations(request)
+        ? null
+        : { aggregator: services.usage, nowMs: services.clock.now().getTime() },
     );
-    const flags: Record<string, ReturnType<typeof clientResult>> = {};
-    const nowMs = reportsOwnEvaluations(request) ? null : services.clock.now().getTime();
-    for (const key in results) {
-      const result = results[key]!;
-      flags[key] = clientResult(result);
-      if (nowMs !== null && result.variation !== null)
-        services.usage.recordEvaluation(snapshot.environmentId, key, result.variation, nowMs);
-    }
-    return { flags };
   };
   app.post('/client/evaluate', clientEvaluation, evaluateClient);
   // Spec: Evaluation API rule 2: identify also re-targets the caller's open stream (X-Vexil-Stream-Id).

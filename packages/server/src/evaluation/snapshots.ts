@@ -17,6 +17,8 @@ export interface Snapshot {
   flagBodies: ReadonlyMap<string, string>;
   etag: string;
   clientSideKeys: ReadonlySet<string>;
+  /** The same keys in configuration order: the engine's cheapest selection form. */
+  clientSideKeyList: readonly string[];
 }
 
 /**
@@ -41,7 +43,8 @@ export class SnapshotStore {
       this.snapshots.set(environmentId, building);
       building.then(
         (built) => {
-          if (built && this.snapshots.get(environmentId) === building) this.versions.set(environmentId, built.version);
+          if (built && this.snapshots.get(environmentId) === building)
+            this.versions.set(environmentId, built.version);
         },
         // A failed build must not stick: the next request tries again.
         () => {
@@ -107,6 +110,7 @@ export class SnapshotStore {
       flagBodies: new Map(configuration.flags.map((flag) => [flag.key, JSON.stringify(flag)])),
       etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
       clientSideKeys: new Set(loaded.clientSideKeys),
+      clientSideKeyList: loaded.clientSideKeys,
     };
   }
 }

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { evaluateAll } from '@vexil/engine';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../app.js';
+import type { Clock } from '../clock.js';
 import type { Services } from '../services.js';
+import type { UsageAggregator } from '../usage/aggregator.js';
 import type { SdkAuthenticator } from '../usage/events-routes.js';
+import { evaluateClientFlags } from './client-flags.js';
 import { ProblemError } from './problem.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
 
@@ -38,9 +40,6 @@ interface StreamOptions {
   response: ServerResponse;
   onError: (error: unknown) => void;
 }
-
-/** Records that a pushed flag served a variation (spec: Evaluation API rule 1). */
-type UsageRecorder = (snapshot: Snapshot, key: string, variation: string) => void;
 
 /**
  * An open SSE response. Pushes are serialized per stream and coalesced: every push sends the
@@ -129,15 +128,20 @@ class ClientFlagsStream extends Stream {
   readonly id: string;
   private context: Context;
   private contextChanged = true;
-  private readonly recordUsage: UsageRecorder | null;
+  /** Null when the client reports its own reads (spec: Evaluation API rule 1). */
+  private readonly usage: { aggregator: UsageAggregator; clock: Clock } | null;
 
   constructor(
-    options: StreamOptions & { id: string; context: Context; recordUsage: UsageRecorder | null },
+    options: StreamOptions & {
+      id: string;
+      context: Context;
+      usage: { aggregator: UsageAggregator; clock: Clock } | null;
+    },
   ) {
     super(options);
     this.id = options.id;
     this.context = options.context;
-    this.recordUsage = options.recordUsage;
+    this.usage = options.usage;
   }
 
   /** Spec: Evaluation API rule 2, identify updates the context of active streams. */
@@ -151,29 +155,14 @@ class ClientFlagsStream extends Stream {
     if (snapshot.version === this.sentVersion && !this.contextChanged) return;
     this.sentVersion = snapshot.version;
     this.contextChanged = false;
+    const usage = this.usage && {
+      aggregator: this.usage.aggregator,
+      nowMs: this.usage.clock.now().getTime(),
+    };
     this.write(
-      sseFrame('flags', JSON.stringify(clientFlags(snapshot, this.context, this.recordUsage))),
+      sseFrame('flags', JSON.stringify(evaluateClientFlags(snapshot, this.context, usage))),
     );
   }
-}
-
-/** The same body as `POST /v1/client/evaluate`: `{ flags: { key: clientResult } }`. */
-function clientFlags(snapshot: Snapshot, context: Context, recordUsage: UsageRecorder | null) {
-  const results = evaluateAll(snapshot.compiled, context, (key) =>
-    snapshot.clientSideKeys.has(key),
-  );
-  const flags: Record<string, unknown> = {};
-  for (const key in results) {
-    const result = results[key]!;
-    flags[key] = {
-      value: result.value,
-      variation: result.variation,
-      reason: result.reason,
-      prerequisiteKey: result.prerequisiteKey ?? null,
-    };
-    if (recordUsage && result.variation !== null) recordUsage(snapshot, key, result.variation);
-  }
-  return { flags };
 }
 
 /**
@@ -388,17 +377,7 @@ export function registerStreamingApi(
       response,
       onError: logError(request),
       context,
-      // Spec: Evaluation API rule 1, as for /v1/client/evaluate: served flags count as evaluated
-      // unless the client reports its own reads.
-      recordUsage: reportsOwnEvaluations
-        ? null
-        : (served, key, variation) =>
-            services.usage.recordEvaluation(
-              served.environmentId,
-              key,
-              variation,
-              services.clock.now().getTime(),
-            ),
+      usage: reportsOwnEvaluations ? null : { aggregator: services.usage, clock: services.clock },
     });
     response.write(sseFrame('stream', JSON.stringify({ streamId: id })));
     track(stream, response);
