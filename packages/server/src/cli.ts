@@ -21,7 +21,8 @@ program
     (value: string) => {
       const roles = value.split(',').map((role) => role.trim());
       const unknown = roles.filter((role) => !SERVICE_ROLES.includes(role as ServiceRole));
-      if (unknown.length > 0) throw new InvalidArgumentError(`unknown roles: ${unknown.join(', ')}`);
+      if (unknown.length > 0)
+        throw new InvalidArgumentError(`unknown roles: ${unknown.join(', ')}`);
       return roles as ServiceRole[];
     },
   )

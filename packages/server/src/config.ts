@@ -51,7 +51,8 @@ const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as co
 /** Parses `500ms`, `10s`, `5m`, `2h`, `7d` into milliseconds. */
 export function parseDuration(text: string, name: string): number {
   const match = DURATION.exec(text.trim());
-  if (!match) throw new ConfigError(`${name}: "${text}" is not a duration such as 10s, 5m, 2h or 7d`);
+  if (!match)
+    throw new ConfigError(`${name}: "${text}" is not a duration such as 10s, 5m, 2h or 7d`);
   return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
 }
 
@@ -100,10 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.VEXIL_SNAPSHOT_CHECK_INTERVAL || '5s',
       'VEXIL_SNAPSHOT_CHECK_INTERVAL',
     ),
-    streamHeartbeatMs: parseDuration(
-      env.VEXIL_STREAM_HEARTBEAT || '15s',
-      'VEXIL_STREAM_HEARTBEAT',
-    ),
+    streamHeartbeatMs: parseDuration(env.VEXIL_STREAM_HEARTBEAT || '15s', 'VEXIL_STREAM_HEARTBEAT'),
     clientEventsRateLimit: {
       points: integer(env.VEXIL_CLIENT_EVENTS_RATE_LIMIT, 60, 'VEXIL_CLIENT_EVENTS_RATE_LIMIT'),
       windowSeconds: integer(

@@ -36,17 +36,39 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
   });
 
   it('a toggle through node A reaches evaluations on node B by notification', async () => {
-    const [a, b] = await Promise.all([ServeProcess.start(env), ServeProcess.start(env, ['--only', 'evaluation'])]);
+    const [a, b] = await Promise.all([
+      ServeProcess.start(env),
+      ServeProcess.start(env, ['--only', 'evaluation']),
+    ]);
     nodes.push(a!, b!);
-    expect((await a!.request('POST', '/api/v1/orgs/acme/projects', { token, body: { key: 'web', name: 'Web' } })).status).toBe(201);
-    expect((await a!.request('POST', `${base}/flags`, { token, body: { key: 'beta' } })).status).toBe(201);
-    const key = await a!.request('POST', `${base}/environments/production/sdk-keys`, { token, body: { name: 'k', type: 'ServerSide' } });
-    const evaluateOnB = () => b!.request('POST', '/v1/sdk/evaluate', { sdkKey: key.body.key, body: { flagKey: 'beta', context: { userId: 'u' } } });
+    expect(
+      (
+        await a!.request('POST', '/api/v1/orgs/acme/projects', {
+          token,
+          body: { key: 'web', name: 'Web' },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (await a!.request('POST', `${base}/flags`, { token, body: { key: 'beta' } })).status,
+    ).toBe(201);
+    const key = await a!.request('POST', `${base}/environments/production/sdk-keys`, {
+      token,
+      body: { name: 'k', type: 'ServerSide' },
+    });
+    const evaluateOnB = () =>
+      b!.request('POST', '/v1/sdk/evaluate', {
+        sdkKey: key.body.key,
+        body: { flagKey: 'beta', context: { userId: 'u' } },
+      });
     expect((await evaluateOnB()).body.value).toBe(false);
     // B serves only evaluation: its management API is not mounted.
     expect((await b!.request('GET', '/api/v1/me', { token })).status).toBe(404);
 
-    await a!.request('POST', `${base}/flags/beta/environments/production/toggle`, { token, body: { enabled: true } });
+    await a!.request('POST', `${base}/flags/beta/environments/production/toggle`, {
+      token,
+      body: { enabled: true },
+    });
     const changed = await eventually(async () => (await evaluateOnB()).body.value === true, 3000);
     expect(changed).toBe(true);
   }, 60_000);
@@ -55,12 +77,22 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
     const [a] = nodes;
     const hook = await a!.request('POST', '/api/v1/orgs/acme/webhooks', {
       token,
-      body: { name: 'r', url: receiver.url(), provider: 'GenericHttp', eventTypes: ['flag.toggled'], projectIds: [], environmentIds: [] },
+      body: {
+        name: 'r',
+        url: receiver.url(),
+        provider: 'GenericHttp',
+        eventTypes: ['flag.toggled'],
+        projectIds: [],
+        environmentIds: [],
+      },
     });
     expect(hook.status).toBe(201);
     // Only A runs a worker now; it claims the delivery and hangs on the receiver.
     receiver.answer('hang');
-    await a!.request('POST', `${base}/flags/beta/environments/production/toggle`, { token, body: { enabled: false } });
+    await a!.request('POST', `${base}/flags/beta/environments/production/toggle`, {
+      token,
+      body: { enabled: false },
+    });
     expect(await eventually(async () => receiver.received.length === 1, 5000)).toBe(true);
     await a!.stop('SIGKILL');
 
@@ -69,8 +101,14 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
     // After A's lease runs out, C retries the same event.
     const delivered = await eventually(async () => receiver.received.length >= 2, 20_000);
     expect(delivered).toBe(true);
-    expect(receiver.received[1]!.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id']);
-    const deliveries = await c.request('GET', `/api/v1/orgs/acme/webhooks/${hook.body.id}/deliveries`, { token });
+    expect(receiver.received[1]!.headers['webhook-id']).toBe(
+      receiver.received[0]!.headers['webhook-id'],
+    );
+    const deliveries = await c.request(
+      'GET',
+      `/api/v1/orgs/acme/webhooks/${hook.body.id}/deliveries`,
+      { token },
+    );
     expect(deliveries.body.items[0].status).toBe('Succeeded');
   }, 60_000);
 });
@@ -78,12 +116,18 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
 describe('rate limit shared through Redis', () => {
   it('two nodes enforce one quota, not two', async () => {
     const database = await createPostgresDatabase();
-    const env = { VEXIL_DATABASE_URL: database.url, VEXIL_REDIS_URL: 'redis://127.0.0.1:6379', VEXIL_RATE_LIMIT: '4', VEXIL_RATE_LIMIT_WINDOW_SECONDS: '60' };
+    const env = {
+      VEXIL_DATABASE_URL: database.url,
+      VEXIL_REDIS_URL: 'redis://127.0.0.1:6379',
+      VEXIL_RATE_LIMIT: '4',
+      VEXIL_RATE_LIMIT_WINDOW_SECONDS: '60',
+    };
     const { token } = await bootstrapWithCli(env);
     const [a, b] = await Promise.all([ServeProcess.start(env), ServeProcess.start(env)]);
     try {
       const statuses: number[] = [];
-      for (const node of [a, b, a, b, a, b]) statuses.push((await node.request('GET', '/api/v1/me', { token })).status);
+      for (const node of [a, b, a, b, a, b])
+        statuses.push((await node.request('GET', '/api/v1/me', { token })).status);
       expect(statuses.slice(0, 4)).toEqual([200, 200, 200, 200]);
       expect(statuses.slice(4)).toEqual([429, 429]);
     } finally {

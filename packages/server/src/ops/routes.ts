@@ -15,7 +15,12 @@ export interface OpsState {
  * `/healthz` (liveness: the process answers), `/readyz` (readiness: accepting and the database
  * answers; 503 otherwise), `/metrics` (Prometheus text format).
  */
-export function registerOpsRoutes(app: App, services: Services, snapshots: SnapshotStore, state: OpsState): void {
+export function registerOpsRoutes(
+  app: App,
+  services: Services,
+  snapshots: SnapshotStore,
+  state: OpsState,
+): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -28,7 +33,11 @@ export function registerOpsRoutes(app: App, services: Services, snapshots: Snaps
   });
   app.addHook('onResponse', async (request, reply) => {
     requestDuration.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status: String(reply.statusCode),
+      },
       reply.elapsedTime / 1000,
     );
   });
@@ -40,7 +49,8 @@ export function registerOpsRoutes(app: App, services: Services, snapshots: Snaps
     registers: [registry],
     collect() {
       this.reset();
-      for (const [environmentId, version] of snapshots.heldVersions()) this.set({ environment_id: environmentId }, version);
+      for (const [environmentId, version] of snapshots.heldVersions())
+        this.set({ environment_id: environmentId }, version);
     },
   });
 

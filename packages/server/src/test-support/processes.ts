@@ -17,10 +17,17 @@ export async function freePort(): Promise<number> {
 }
 
 /** Runs `vexil bootstrap` against a database and returns the printed credential. */
-export async function bootstrapWithCli(env: NodeJS.ProcessEnv, org = 'acme'): Promise<{ token: string }> {
-  const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'bootstrap', '--org', org, '--email', `owner@${org}.test`], {
-    env: { ...process.env, ...env },
-  });
+export async function bootstrapWithCli(
+  env: NodeJS.ProcessEnv,
+  org = 'acme',
+): Promise<{ token: string }> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [CLI, 'bootstrap', '--org', org, '--email', `owner@${org}.test`],
+    {
+      env: { ...process.env, ...env },
+    },
+  );
   return JSON.parse(stdout) as { token: string };
 }
 
@@ -37,7 +44,13 @@ export class ServeProcess {
     const port = await freePort();
     const output: string[] = [];
     const child = spawn(process.execPath, [CLI, 'serve', ...args], {
-      env: { ...process.env, VEXIL_HOST: '127.0.0.1', VEXIL_PORT: String(port), VEXIL_LOG_LEVEL: 'warn', ...env },
+      env: {
+        ...process.env,
+        VEXIL_HOST: '127.0.0.1',
+        VEXIL_PORT: String(port),
+        VEXIL_LOG_LEVEL: 'warn',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
@@ -64,12 +77,18 @@ export class ServeProcess {
   /** Stops the process and waits for it to exit. */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return this.child.exitCode;
-    const exited = new Promise<number | null>((resolve) => this.child.once('exit', (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) =>
+      this.child.once('exit', (code) => resolve(code)),
+    );
     this.child.kill(signal);
     return exited;
   }
 
-  async request(method: string, path: string, options: { token?: string; sdkKey?: string; body?: unknown } = {}) {
+  async request(
+    method: string,
+    path: string,
+    options: { token?: string; sdkKey?: string; body?: unknown } = {},
+  ) {
     const response = await fetch(`${this.baseUrl}${path}`, {
       method,
       headers: {
@@ -81,12 +100,19 @@ export class ServeProcess {
     });
     const text = await response.text();
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    return { status: response.status, headers: response.headers, body: (text ? JSON.parse(text) : undefined) as any };
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: (text ? JSON.parse(text) : undefined) as any,
+    };
   }
 }
 
 /** Polls `check` every 50 ms until it returns true or `timeoutMs` passes; returns whether it did. */
-export async function eventually(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+export async function eventually(
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return true;

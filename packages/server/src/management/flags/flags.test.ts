@@ -97,18 +97,42 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
   it('flag create: typed variations are checked against the type', async () => {
     const bad = await call(vexil, 'POST', `${base}/flags`, {
       token: org.token,
-      body: { key: 'limit', type: 'Number', variations: [{ key: 'low', value: '10' }, { key: 'high', value: 'lots' }] },
+      body: {
+        key: 'limit',
+        type: 'Number',
+        variations: [
+          { key: 'low', value: '10' },
+          { key: 'high', value: 'lots' },
+        ],
+      },
     });
     expect(bad.status).toBe(400);
     expect(bad.body.fields).toHaveProperty(['variations.1.value']);
-    const noVariations = await call(vexil, 'POST', `${base}/flags`, { token: org.token, body: { key: 'copy', type: 'String' } });
+    const noVariations = await call(vexil, 'POST', `${base}/flags`, {
+      token: org.token,
+      body: { key: 'copy', type: 'String' },
+    });
     expect(noVariations.status).toBe(400);
     const good = await call(vexil, 'POST', `${base}/flags`, {
       token: org.token,
-      body: { key: 'theme', type: 'Json', tags: ['ui'], variations: [{ key: 'dark', value: '{"bg":"#000"}' }, { key: 'light', value: '{"bg":"#fff"}' }] },
+      body: {
+        key: 'theme',
+        type: 'Json',
+        tags: ['ui'],
+        variations: [
+          { key: 'dark', value: '{"bg":"#000"}' },
+          { key: 'light', value: '{"bg":"#fff"}' },
+        ],
+      },
     });
     expect(good.status).toBe(201);
-    expect(good.body).toMatchObject({ key: 'theme', type: 'Json', tags: ['ui'], isArchived: false, owner: null });
+    expect(good.body).toMatchObject({
+      key: 'theme',
+      type: 'Json',
+      tags: ['ui'],
+      isArchived: false,
+      owner: null,
+    });
     expect(good.body.variations.map((v: { key: string }) => v.key)).toEqual(['dark', 'light']);
   });
 
@@ -128,7 +152,11 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
       body: { name: 'Theme', ownerId: org.userId, clientSideVisible: true },
     });
     expect(updated.status).toBe(200);
-    expect(updated.body).toMatchObject({ name: 'Theme', clientSideVisible: true, owner: { id: org.userId } });
+    expect(updated.body).toMatchObject({
+      name: 'Theme',
+      clientSideVisible: true,
+      owner: { id: org.userId },
+    });
     const stranger = await call(vexil, 'PATCH', `${base}/flags/theme`, {
       token: org.token,
       body: { ownerId: '0190a9b2-0000-7000-8000-000000000000' },
@@ -143,13 +171,26 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
       body: { key: 'contrast', name: 'High contrast', value: '{"bg":"#ff0"}', description: null },
     });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ key: 'contrast', name: 'High contrast', value: '{"bg":"#ff0"}', description: null });
+    expect(created.body).toMatchObject({
+      key: 'contrast',
+      name: 'High contrast',
+      value: '{"bg":"#ff0"}',
+      description: null,
+    });
     expect(created.body._actions).toBeDefined();
-    const duplicate = await call(vexil, 'POST', `${base}/flags/theme/variations`, { token: org.token, body: { key: 'contrast', value: '{}' } });
+    const duplicate = await call(vexil, 'POST', `${base}/flags/theme/variations`, {
+      token: org.token,
+      body: { key: 'contrast', value: '{}' },
+    });
     expect(duplicate.status).toBe(409);
-    const served = await call(vexil, 'DELETE', `${base}/flags/theme/variations/dark`, { token: org.token });
+    const served = await call(vexil, 'DELETE', `${base}/flags/theme/variations/dark`, {
+      token: org.token,
+    });
     expect(served.status).toBe(409);
-    expect((await call(vexil, 'DELETE', `${base}/flags/theme/variations/contrast`, { token: org.token })).status).toBe(204);
+    expect(
+      (await call(vexil, 'DELETE', `${base}/flags/theme/variations/contrast`, { token: org.token }))
+        .status,
+    ).toBe(204);
   });
 
   it('environment configuration: update validates variations, rollout weights and prerequisites', async () => {
@@ -158,18 +199,38 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
     const url = `${base}/flags/new-checkout/environments/production`;
     const badSum = await call(vexil, 'PATCH', url, {
       token: org.token,
-      body: { strategy: 'PercentageRollout', rollout: [{ variationId: on, weight: 50000 }, { variationId: off, weight: 40000 }] },
+      body: {
+        strategy: 'PercentageRollout',
+        rollout: [
+          { variationId: on, weight: 50000 },
+          { variationId: off, weight: 40000 },
+        ],
+      },
     });
     expect(badSum.status).toBe(400);
     expect(badSum.body.fields).toHaveProperty('rollout');
-    const foreign = await call(vexil, 'PATCH', url, { token: org.token, body: { defaultVariationId: '0190a9b2-0000-7000-8000-000000000000' } });
+    const foreign = await call(vexil, 'PATCH', url, {
+      token: org.token,
+      body: { defaultVariationId: '0190a9b2-0000-7000-8000-000000000000' },
+    });
     expect(foreign.status).toBe(400);
     const good = await call(vexil, 'PATCH', url, {
       token: org.token,
-      body: { strategy: 'PercentageRollout', rollout: [{ variationId: on, weight: 25000 }, { variationId: off, weight: 75000 }], offVariationId: off },
+      body: {
+        strategy: 'PercentageRollout',
+        rollout: [
+          { variationId: on, weight: 25000 },
+          { variationId: off, weight: 75000 },
+        ],
+        offVariationId: off,
+      },
     });
     expect(good.status).toBe(200);
-    expect(good.body).toMatchObject({ environmentKey: 'production', strategy: 'PercentageRollout', offVariationId: off });
+    expect(good.body).toMatchObject({
+      environmentKey: 'production',
+      strategy: 'PercentageRollout',
+      offVariationId: off,
+    });
     const unknownPrerequisite = await call(vexil, 'PATCH', url, {
       token: org.token,
       body: { prerequisites: [{ prerequisiteFlagKey: 'nope', expectedVariationKey: 'true' }] },
@@ -177,7 +238,9 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
     expect(unknownPrerequisite.status).toBe(400);
     const self = await call(vexil, 'PATCH', url, {
       token: org.token,
-      body: { prerequisites: [{ prerequisiteFlagKey: 'new-checkout', expectedVariationKey: 'true' }] },
+      body: {
+        prerequisites: [{ prerequisiteFlagKey: 'new-checkout', expectedVariationKey: 'true' }],
+      },
     });
     expect(self.status).toBe(400);
   });
@@ -200,7 +263,11 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
 
   it('flag delete: Admin only, then 404', async () => {
     await call(vexil, 'POST', `${base}/flags`, { token: org.token, body: { key: 'doomed' } });
-    expect((await call(vexil, 'DELETE', `${base}/flags/doomed`, { token: org.token })).status).toBe(204);
-    expect((await call(vexil, 'GET', `${base}/flags/doomed`, { token: org.token })).status).toBe(404);
+    expect((await call(vexil, 'DELETE', `${base}/flags/doomed`, { token: org.token })).status).toBe(
+      204,
+    );
+    expect((await call(vexil, 'GET', `${base}/flags/doomed`, { token: org.token })).status).toBe(
+      404,
+    );
   });
 });

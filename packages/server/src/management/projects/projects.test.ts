@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createMember, createOrg, createTestVexil, testDialects, type TestVexil } from '../../test-support/harness.js';
+import {
+  call,
+  createMember,
+  createOrg,
+  createTestVexil,
+  testDialects,
+  type TestVexil,
+} from '../../test-support/harness.js';
 
 describe.each(testDialects())('projects and environments on %s', (dialect) => {
   let vexil: TestVexil;
@@ -13,23 +20,42 @@ describe.each(testDialects())('projects and environments on %s', (dialect) => {
   afterAll(() => vexil.close());
 
   it('project create: default environments development and production', async () => {
-    const created = await call(vexil, 'POST', projects, { token: org.token, body: { key: 'shop', name: 'Shop' } });
+    const created = await call(vexil, 'POST', projects, {
+      token: org.token,
+      body: { key: 'shop', name: 'Shop' },
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ key: 'shop', name: 'Shop', description: null });
     expect(created.body._actions.delete).toEqual({ allowed: true, reason: null });
-    const environments = await call(vexil, 'GET', `${projects}/shop/environments`, { token: org.token });
-    expect(environments.body.items.map((e: { key: string }) => e.key)).toEqual(['development', 'production']);
+    const environments = await call(vexil, 'GET', `${projects}/shop/environments`, {
+      token: org.token,
+    });
+    expect(environments.body.items.map((e: { key: string }) => e.key)).toEqual([
+      'development',
+      'production',
+    ]);
     expect(environments.body.next_cursor).toBeNull();
   });
 
   it('project create: named environments, stored as given', async () => {
     const created = await call(vexil, 'POST', projects, {
       token: org.token,
-      body: { key: 'api', name: 'API', environments: [{ key: 'staging', name: 'Staging', color: '#00ff00' }] },
+      body: {
+        key: 'api',
+        name: 'API',
+        environments: [{ key: 'staging', name: 'Staging', color: '#00ff00' }],
+      },
     });
     expect(created.status).toBe(201);
-    const env = await call(vexil, 'GET', `${projects}/api/environments/staging`, { token: org.token });
-    expect(env.body).toMatchObject({ key: 'staging', name: 'Staging', color: '#00ff00', sortOrder: 0 });
+    const env = await call(vexil, 'GET', `${projects}/api/environments/staging`, {
+      token: org.token,
+    });
+    expect(env.body).toMatchObject({
+      key: 'staging',
+      name: 'Staging',
+      color: '#00ff00',
+      sortOrder: 0,
+    });
   });
 
   it('project create: bad input is 400 with field detail and creates nothing', async () => {
@@ -38,7 +64,10 @@ describe.each(testDialects())('projects and environments on %s', (dialect) => {
       [{ name: 'no key' }, 'key'],
       [{ key: 'ok', name: 'x', unknown: 1 }, 'unknown'],
       [{ key: '0190a9b2-0000-7000-8000-000000000000', name: 'uuid-shaped' }, 'key'],
-      [{ key: 'dup-env', name: 'x', environments: [{ key: 'a' }, { key: 'a' }] }, 'environments.1.key'],
+      [
+        { key: 'dup-env', name: 'x', environments: [{ key: 'a' }, { key: 'a' }] },
+        'environments.1.key',
+      ],
     ];
     for (const [body, field] of cases) {
       const response = await call(vexil, 'POST', projects, { token: org.token, body });
@@ -52,31 +81,53 @@ describe.each(testDialects())('projects and environments on %s', (dialect) => {
 
   it('project key is unique per org: 409 conflict', async () => {
     await call(vexil, 'POST', projects, { token: org.token, body: { key: 'twice', name: 'x' } });
-    const again = await call(vexil, 'POST', projects, { token: org.token, body: { key: 'twice', name: 'y' } });
+    const again = await call(vexil, 'POST', projects, {
+      token: org.token,
+      body: { key: 'twice', name: 'y' },
+    });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ error: 'conflict', fields: { key: ['already exists'] } });
     const other = await createOrg(vexil, 'other-org');
-    const elsewhere = await call(vexil, 'POST', '/api/v1/orgs/other-org/projects', { token: other.token, body: { key: 'twice', name: 'z' } });
+    const elsewhere = await call(vexil, 'POST', '/api/v1/orgs/other-org/projects', {
+      token: other.token,
+      body: { key: 'twice', name: 'z' },
+    });
     expect(elsewhere.status).toBe(201);
   });
 
   it('project get by key or id, update, delete', async () => {
-    const created = await call(vexil, 'POST', projects, { token: org.token, body: { key: 'temp', name: 'Temp' } });
+    const created = await call(vexil, 'POST', projects, {
+      token: org.token,
+      body: { key: 'temp', name: 'Temp' },
+    });
     const byId = await call(vexil, 'GET', `${projects}/${created.body.id}`, { token: org.token });
     expect(byId.body.key).toBe('temp');
-    const updated = await call(vexil, 'PATCH', `${projects}/temp`, { token: org.token, body: { name: 'Renamed', description: 'd' } });
+    const updated = await call(vexil, 'PATCH', `${projects}/temp`, {
+      token: org.token,
+      body: { name: 'Renamed', description: 'd' },
+    });
     expect(updated.body).toMatchObject({ name: 'Renamed', description: 'd' });
-    expect((await call(vexil, 'DELETE', `${projects}/temp`, { token: org.token })).status).toBe(204);
+    expect((await call(vexil, 'DELETE', `${projects}/temp`, { token: org.token })).status).toBe(
+      204,
+    );
     expect((await call(vexil, 'GET', `${projects}/temp`, { token: org.token })).status).toBe(404);
   });
 
   it('roles: a Member cannot create projects (403); a Viewer can read', async () => {
     const member = await createMember(vexil, org.orgId, 'Member');
     const viewer = await createMember(vexil, org.orgId, 'Viewer');
-    expect((await call(vexil, 'POST', projects, { token: member.token, body: { key: 'm', name: 'm' } })).status).toBe(403);
-    expect((await call(vexil, 'GET', `${projects}/shop`, { token: viewer.token })).status).toBe(200);
+    expect(
+      (await call(vexil, 'POST', projects, { token: member.token, body: { key: 'm', name: 'm' } }))
+        .status,
+    ).toBe(403);
+    expect((await call(vexil, 'GET', `${projects}/shop`, { token: viewer.token })).status).toBe(
+      200,
+    );
     const asViewer = await call(vexil, 'GET', `${projects}/shop`, { token: viewer.token });
-    expect(asViewer.body._actions.update).toEqual({ allowed: false, reason: 'requires the Admin role' });
+    expect(asViewer.body._actions.update).toEqual({
+      allowed: false,
+      reason: 'requires the Admin role',
+    });
   });
 
   it('another org cannot see the project: 404', async () => {
@@ -88,36 +139,71 @@ describe.each(testDialects())('projects and environments on %s', (dialect) => {
 
   it('environment create, update, duplicate key, delete', async () => {
     const base = `${projects}/shop/environments`;
-    const created = await call(vexil, 'POST', base, { token: org.token, body: { key: 'qa', name: 'QA', color: '#123456', sortOrder: 5 } });
+    const created = await call(vexil, 'POST', base, {
+      token: org.token,
+      body: { key: 'qa', name: 'QA', color: '#123456', sortOrder: 5 },
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ key: 'qa', name: 'QA', color: '#123456', sortOrder: 5 });
     const duplicate = await call(vexil, 'POST', base, { token: org.token, body: { key: 'qa' } });
     expect(duplicate.status).toBe(409);
-    const badColor = await call(vexil, 'POST', base, { token: org.token, body: { key: 'qa2', color: 'red' } });
+    const badColor = await call(vexil, 'POST', base, {
+      token: org.token,
+      body: { key: 'qa2', color: 'red' },
+    });
     expect(badColor.status).toBe(400);
     expect(badColor.body.fields).toHaveProperty('color');
-    const updated = await call(vexil, 'PATCH', `${base}/qa`, { token: org.token, body: { name: 'Quality' } });
+    const updated = await call(vexil, 'PATCH', `${base}/qa`, {
+      token: org.token,
+      body: { name: 'Quality' },
+    });
     expect(updated.body).toMatchObject({ name: 'Quality', color: '#123456' });
     expect((await call(vexil, 'DELETE', `${base}/qa`, { token: org.token })).status).toBe(204);
     const gone = await call(vexil, 'GET', `${base}/qa`, { token: org.token });
     expect(gone.status).toBe(404);
-    expect(gone.body.next_actions).toEqual([{ method: 'GET', path: '/api/v1/orgs/acme/projects/shop/environments' }]);
+    expect(gone.body.next_actions).toEqual([
+      { method: 'GET', path: '/api/v1/orgs/acme/projects/shop/environments' },
+    ]);
   });
 
   it('environments list: paged by sortOrder with opaque cursors', async () => {
-    await call(vexil, 'POST', projects, { token: org.token, body: { key: 'paged', name: 'p', environments: [{ key: 'e1' }, { key: 'e2' }, { key: 'e3' }] } });
-    const first = await call(vexil, 'GET', `${projects}/paged/environments?limit=2`, { token: org.token });
+    await call(vexil, 'POST', projects, {
+      token: org.token,
+      body: {
+        key: 'paged',
+        name: 'p',
+        environments: [{ key: 'e1' }, { key: 'e2' }, { key: 'e3' }],
+      },
+    });
+    const first = await call(vexil, 'GET', `${projects}/paged/environments?limit=2`, {
+      token: org.token,
+    });
     expect(first.body.items.map((e: { key: string }) => e.key)).toEqual(['e1', 'e2']);
-    const second = await call(vexil, 'GET', `${projects}/paged/environments?limit=2&cursor=${first.body.next_cursor}`, { token: org.token });
+    const second = await call(
+      vexil,
+      'GET',
+      `${projects}/paged/environments?limit=2&cursor=${first.body.next_cursor}`,
+      { token: org.token },
+    );
     expect(second.body.items.map((e: { key: string }) => e.key)).toEqual(['e3']);
     expect(second.body.next_cursor).toBeNull();
   });
 
   it('a new environment gives every existing flag a disabled configuration', async () => {
-    await call(vexil, 'POST', `${projects}/shop/flags`, { token: org.token, body: { key: 'banner' } });
-    await call(vexil, 'POST', `${projects}/shop/environments`, { token: org.token, body: { key: 'preview' } });
-    const configs = await call(vexil, 'GET', `${projects}/shop/flags/banner/environments`, { token: org.token });
-    expect(configs.body.map((c: { environmentKey: string }) => c.environmentKey)).toContain('preview');
+    await call(vexil, 'POST', `${projects}/shop/flags`, {
+      token: org.token,
+      body: { key: 'banner' },
+    });
+    await call(vexil, 'POST', `${projects}/shop/environments`, {
+      token: org.token,
+      body: { key: 'preview' },
+    });
+    const configs = await call(vexil, 'GET', `${projects}/shop/flags/banner/environments`, {
+      token: org.token,
+    });
+    expect(configs.body.map((c: { environmentKey: string }) => c.environmentKey)).toContain(
+      'preview',
+    );
     expect(configs.body.every((c: { isEnabled: boolean }) => c.isEnabled === false)).toBe(true);
   });
 });

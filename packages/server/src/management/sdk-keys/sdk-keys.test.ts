@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createMember, createOrg, createProjectWithFlag, createTestVexil, testDialects, type TestVexil } from '../../test-support/harness.js';
+import {
+  call,
+  createMember,
+  createOrg,
+  createProjectWithFlag,
+  createTestVexil,
+  testDialects,
+  type TestVexil,
+} from '../../test-support/harness.js';
 
 describe.each(testDialects())('SDK keys on %s', (dialect) => {
   let vexil: TestVexil;
@@ -15,34 +23,55 @@ describe.each(testDialects())('SDK keys on %s', (dialect) => {
 
   it('create: type is checked by name; "0" and other values are refused', async () => {
     for (const type of ['0', 'serverside', 'Server', '']) {
-      const response = await call(vexil, 'POST', keys, { token: org.token, body: { name: 'k', type } });
+      const response = await call(vexil, 'POST', keys, {
+        token: org.token,
+        body: { name: 'k', type },
+      });
       expect(response.status, type).toBe(400);
       expect(response.body.fields).toHaveProperty('type');
     }
-    const numeric = await call(vexil, 'POST', keys, { token: org.token, body: { name: 'k', type: 0 } });
+    const numeric = await call(vexil, 'POST', keys, {
+      token: org.token,
+      body: { name: 'k', type: 0 },
+    });
     expect(numeric.status).toBe(400);
   });
 
   it('create returns the plaintext once; list and get show only the last four characters', async () => {
-    const created = await call(vexil, 'POST', keys, { token: org.token, body: { name: 'mobile', description: 'iOS', type: 'ClientSide' } });
+    const created = await call(vexil, 'POST', keys, {
+      token: org.token,
+      body: { name: 'mobile', description: 'iOS', type: 'ClientSide' },
+    });
     expect(created.status).toBe(201);
     expect(created.body.key).toMatch(/^vxl_cli_/);
     expect(created.body.lastFourCharacters).toBe(created.body.key.slice(-4));
     expect(created.body.warning).toMatch(/only once/);
     const list = await call(vexil, 'GET', keys, { token: org.token });
     expect(list.text).not.toContain(created.body.key);
-    expect(list.body.items.find((k: { id: string }) => k.id === created.body.id)).toMatchObject({ lastFourCharacters: created.body.lastFourCharacters, type: 'ClientSide' });
+    expect(list.body.items.find((k: { id: string }) => k.id === created.body.id)).toMatchObject({
+      lastFourCharacters: created.body.lastFourCharacters,
+      type: 'ClientSide',
+    });
     const one = await call(vexil, 'GET', `${keys}/${created.body.id}`, { token: org.token });
     expect(one.body).not.toHaveProperty('key');
-    const stored = await vexil.services.db.selectFrom('sdk_keys').selectAll().where('id', '=', created.body.id).executeTakeFirstOrThrow();
+    const stored = await vexil.services.db
+      .selectFrom('sdk_keys')
+      .selectAll()
+      .where('id', '=', created.body.id)
+      .executeTakeFirstOrThrow();
     expect(JSON.stringify(stored)).not.toContain(created.body.key);
   });
 
   it('revoke: the key stops working at once', async () => {
-    const created = await call(vexil, 'POST', keys, { token: org.token, body: { name: 'srv', type: 'ServerSide' } });
+    const created = await call(vexil, 'POST', keys, {
+      token: org.token,
+      body: { name: 'srv', type: 'ServerSide' },
+    });
     const download = () => call(vexil, 'GET', '/v1/sdk/flags', { token: created.body.key });
     expect((await download()).status).toBe(200);
-    expect((await call(vexil, 'DELETE', `${keys}/${created.body.id}`, { token: org.token })).status).toBe(204);
+    expect(
+      (await call(vexil, 'DELETE', `${keys}/${created.body.id}`, { token: org.token })).status,
+    ).toBe(204);
     const after = await download();
     expect(after.status).toBe(401);
     expect(after.headers['content-type']).toMatch(/application\/problem\+json/);
@@ -50,6 +79,13 @@ describe.each(testDialects())('SDK keys on %s', (dialect) => {
 
   it('a Viewer cannot create keys', async () => {
     const viewer = await createMember(vexil, org.orgId, 'Viewer');
-    expect((await call(vexil, 'POST', keys, { token: viewer.token, body: { name: 'x', type: 'ServerSide' } })).status).toBe(403);
+    expect(
+      (
+        await call(vexil, 'POST', keys, {
+          token: viewer.token,
+          body: { name: 'x', type: 'ServerSide' },
+        })
+      ).status,
+    ).toBe(403);
   });
 });
