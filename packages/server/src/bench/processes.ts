@@ -5,13 +5,38 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /** Every child this benchmark started and that has not exited yet. */
 const running = new Set<ChildProcess>();
 
+/** Asynchronous clean-ups (dropping a database) still pending; run on interrupt. */
+const cleanups = new Set<() => Promise<void>>();
+
 // Children must not outlive the benchmark, whether it finishes, throws or is interrupted: a
 // leftover server would keep its port and skew the next run.
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => process.exit(130));
+  process.once(signal, () => {
+    for (const child of running) child.kill('SIGKILL');
+    void Promise.allSettled([...cleanups].map((cleanup) => cleanup())).then(() =>
+      process.exit(130),
+    );
+  });
+}
+
+/**
+ * Runs `body`, then `cleanup` — also when `body` throws, and also when the benchmark is
+ * interrupted (SIGINT, SIGTERM) meanwhile.
+ */
+export async function withCleanup<T>(
+  cleanup: () => Promise<void>,
+  body: () => Promise<T>,
+): Promise<T> {
+  cleanups.add(cleanup);
+  try {
+    return await body();
+  } finally {
+    cleanups.delete(cleanup);
+    await cleanup();
+  }
 }
 
 /** A long-running child (a server) with the tail of its output kept for error messages. */

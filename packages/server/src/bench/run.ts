@@ -7,11 +7,18 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { cpus, totalmem, tmpdir } from 'node:os';
+import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { format, resolveConfig } from 'prettier';
 import { postgresDatabase, sqliteDatabase, type BenchDatabase } from './databases.js';
-import { freePort, runCommand, startService, waitUntilAnswering } from './processes.js';
+import {
+  freePort,
+  runCommand,
+  startService,
+  waitUntilAnswering,
+  withCleanup,
+} from './processes.js';
 import {
   renderReport,
   type BenchReport,
@@ -23,6 +30,7 @@ import {
   CLIENT_VISIBLE_EVERY,
   FLAG_COUNT,
   ORG,
+  RULES_PER_FLAG,
   SEGMENT_COUNT,
   seedConfiguration,
 } from './seed.js';
@@ -89,8 +97,15 @@ async function measureCeiling(
   }
 }
 
-/** Bootstraps, starts and seeds the real service on `database`, then loads each route. */
-async function measureService(
+/**
+ * Bootstraps, starts and seeds the real service on `database`, then loads each route. The
+ * database is dropped afterwards, whatever happens.
+ */
+function measureService(database: BenchDatabase, scratchDir: string): Promise<DatabaseMeasurement> {
+  return withCleanup(database.drop, () => measureServiceOn(database, scratchDir));
+}
+
+async function measureServiceOn(
   database: BenchDatabase,
   scratchDir: string,
 ): Promise<DatabaseMeasurement> {
@@ -147,7 +162,6 @@ async function measureService(
     });
   } finally {
     await service.stop();
-    await database.drop();
   }
 }
 
@@ -168,51 +182,58 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const scratchDir = await mkdtemp(join(tmpdir(), 'vexil-bench-'));
-  try {
-    const fastify = await measureCeiling('fastify', scratchDir);
-    const node = await measureCeiling('node', scratchDir);
-    const databases: DatabaseMeasurement[] = [];
-    const skipped: string[] = [];
-    databases.push(await measureService(sqliteDatabase(scratchDir), scratchDir));
-    const postgres = await postgresDatabase();
-    if ('unavailable' in postgres) {
-      skipped.push(postgres.unavailable);
-      progress(`skipping PostgreSQL: ${postgres.unavailable}`);
-    } else {
-      databases.push(await measureService(postgres, scratchDir));
-    }
-    const report: BenchReport = {
-      date: new Date(),
-      machine: {
-        cpu: cpus()[0]?.model.trim() ?? 'unknown CPU',
-        cores: cpus().length,
-        memoryGb: totalmem() / 1024 ** 3,
-        node: process.version,
-        platform: `${process.platform}-${process.arch}`,
-      },
-      settings: {
-        connections: CONNECTIONS,
-        durationSeconds: DURATION_SECONDS,
-        warmUpSeconds: WARM_UP_SECONDS,
-      },
-      seeded: {
-        flags: FLAG_COUNT,
-        rulesPerFlag: 3,
-        segments: SEGMENT_COUNT,
-        clientVisible: FLAG_COUNT / CLIENT_VISIBLE_EVERY,
-      },
-      ceilings: { fastify, node },
-      databases,
-      skipped,
-      microBenchmark: await microBenchmark(),
-    };
-    const markdown = renderReport(report);
-    await writeFile(REPORT_FILE, markdown);
-    progress(`wrote ${REPORT_FILE}`);
-    console.log(markdown);
-  } finally {
-    await rm(scratchDir, { recursive: true, force: true });
-  }
+  const loadAtStart = loadavg()[0]!;
+  await withCleanup(
+    () => rm(scratchDir, { recursive: true, force: true }),
+    async () => {
+      const fastify = await measureCeiling('fastify', scratchDir);
+      const node = await measureCeiling('node', scratchDir);
+      const databases: DatabaseMeasurement[] = [];
+      const skipped: string[] = [];
+      databases.push(await measureService(sqliteDatabase(scratchDir), scratchDir));
+      const postgres = await postgresDatabase();
+      if ('unavailable' in postgres) {
+        skipped.push(postgres.unavailable);
+        progress(`skipping PostgreSQL: ${postgres.unavailable}`);
+      } else {
+        databases.push(await measureService(postgres, scratchDir));
+      }
+      const report: BenchReport = {
+        date: new Date(),
+        machine: {
+          cpu: cpus()[0]?.model.trim() ?? 'unknown CPU',
+          cores: cpus().length,
+          memoryGb: totalmem() / 1024 ** 3,
+          node: process.version,
+          platform: `${process.platform}-${process.arch}`,
+          loadAverage: { start: loadAtStart, end: loadavg()[0]! },
+        },
+        settings: {
+          connections: CONNECTIONS,
+          durationSeconds: DURATION_SECONDS,
+          warmUpSeconds: WARM_UP_SECONDS,
+        },
+        seeded: {
+          flags: FLAG_COUNT,
+          rulesPerFlag: RULES_PER_FLAG,
+          segments: SEGMENT_COUNT,
+          clientVisible: FLAG_COUNT / CLIENT_VISIBLE_EVERY,
+        },
+        ceilings: { fastify, node },
+        databases,
+        skipped,
+        microBenchmark: await microBenchmark(),
+      };
+      // Formatted like every other document, so `npm run lint` (prettier --check) passes.
+      const markdown = await format(renderReport(report), {
+        ...(await resolveConfig(REPORT_FILE)),
+        filepath: REPORT_FILE,
+      });
+      await writeFile(REPORT_FILE, markdown);
+      progress(`wrote ${REPORT_FILE}`);
+      console.log(markdown);
+    },
+  );
 }
 
 main().catch((error: unknown) => {

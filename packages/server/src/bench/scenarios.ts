@@ -1,4 +1,4 @@
-import type { SeededConfiguration } from './seed.js';
+import { CLIENT_VISIBLE_EVERY, type SeededConfiguration } from './seed.js';
 import type { LoadScenario } from './wrk.js';
 
 /** A measured route, with the share of the bare-Fastify ceiling it should reach (issue 3). */
@@ -7,6 +7,8 @@ export interface RouteScenario {
   scenario: LoadScenario;
   /** Expected HTTP status, checked once before loading. */
   status: number;
+  /** For client evaluate: how many flags the answer must hold (else the figure means little). */
+  expectedFlags?: number;
   /** Minimum ratio of its req/s to the ceiling's at the same connection count; null: no target. */
   target: number | null;
 }
@@ -43,6 +45,7 @@ function attributes(index: number) {
 export function evaluationScenarios(seeded: SeededConfiguration, etag: string): RouteScenario[] {
   const server = { authorization: seeded.serverKey };
   const json = { 'content-type': 'application/json' };
+  const clientVisible = Math.ceil(seeded.flagKeys.length / CLIENT_VISIBLE_EVERY);
   const contexts = Array.from({ length: CONTEXT_COUNT }, (_, index) => attributes(index));
   return [
     {
@@ -63,8 +66,9 @@ export function evaluationScenarios(seeded: SeededConfiguration, etag: string): 
       },
     },
     {
-      name: 'client evaluate, 50 flags',
+      name: `client evaluate, ${clientVisible} flags`,
       status: 200,
+      expectedFlags: clientVisible,
       target: 1 / 3,
       scenario: {
         method: 'POST',
@@ -121,5 +125,11 @@ export async function checkScenario(baseUrl: string, route: RouteScenario): Prom
     throw new Error(
       `${route.name}: expected ${route.status}, got ${response.status}: ${text.slice(0, 500)}`,
     );
+  }
+  if (route.expectedFlags !== undefined) {
+    const answered = Object.keys((JSON.parse(text) as { flags: object }).flags).length;
+    if (answered !== route.expectedFlags) {
+      throw new Error(`${route.name}: expected ${route.expectedFlags} flags, got ${answered}`);
+    }
   }
 }

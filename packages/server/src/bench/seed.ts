@@ -12,6 +12,7 @@ export const FLAG_COUNT = 500;
 /** Every tenth flag is visible to client SDKs: 50 of 500. */
 export const CLIENT_VISIBLE_EVERY = 10;
 export const SEGMENT_COUNT = 20;
+export const RULES_PER_FLAG = 3;
 /** Requests in flight at once while seeding; enough to overlap round trips, not to swamp. */
 const SEED_CONCURRENCY = 8;
 
@@ -127,7 +128,10 @@ function flagBody(index: number) {
   };
 }
 
-/** Three rules whose conditions cover most operators; one per flag also needs a segment. */
+/**
+ * {@link RULES_PER_FLAG} rules whose conditions cover most operators; the second also needs a
+ * segment (when the server has segments).
+ */
 function ruleBodies(index: number, variationIds: string[], segmentIds: string[]) {
   const served = (n: number) => variationIds[n % variationIds.length]!;
   const condition = (attribute: string, operator: string, values: string[]) => ({

@@ -36,7 +36,7 @@ function luaString(text: string): string {
 
 function luaScript(scenario: LoadScenario): string {
   const headers = Object.entries(scenario.headers)
-    .map(([name, value]) => `wrk.headers[${luaString(name)}] = ${luaString(value)}`)
+    .map(([name, value]) => `wrk.headers[ ${luaString(name)} ] = ${luaString(value)}`)
     .join('\n');
   // A single request is pre-built by wrk once; varied bodies need a `request` hook per call.
   const requests =
