@@ -26,6 +26,8 @@ export interface Config {
   };
   /** How often in-memory usage counts are written to the database, in milliseconds (design record 008). */
   usageFlushIntervalMs: number;
+  /** `VEXIL_FLAG_EXPIRATION_ENABLED`: whether passed `expiresAtUtc` dates surface as expired flags. */
+  flagExpirationEnabled: boolean;
   /** How often held snapshots are checked against the database's versions, in milliseconds (design record 010). */
   snapshotCheckIntervalMs: number;
   /** Heartbeat interval of SDK streams, in milliseconds (design record 010, Streaming). */
@@ -97,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.VEXIL_USAGE_FLUSH_INTERVAL || '5s',
       'VEXIL_USAGE_FLUSH_INTERVAL',
     ),
+    flagExpirationEnabled: env.VEXIL_FLAG_EXPIRATION_ENABLED !== 'false',
     snapshotCheckIntervalMs: parseDuration(
       env.VEXIL_SNAPSHOT_CHECK_INTERVAL || '5s',
       'VEXIL_SNAPSHOT_CHECK_INTERVAL',

@@ -4,6 +4,7 @@ import {
   createOrg,
   createProjectWithFlag,
   createTestVexil,
+  TestClock,
   testDialects,
   type TestVexil,
 } from '../../test-support/harness.js';
@@ -269,5 +270,75 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
     expect((await call(vexil, 'GET', `${base}/flags/doomed`, { token: org.token })).status).toBe(
       404,
     );
+  });
+});
+
+describe.each(testDialects())('flag expiry on %s', (dialect) => {
+  const base = '/api/v1/orgs/acme/projects/web';
+
+  async function setUp(flagExpirationEnabled: boolean) {
+    const clock = new TestClock();
+    const vexil = await createTestVexil(dialect, { clock, config: { flagExpirationEnabled } });
+    const org = await createOrg(vexil);
+    const { sdkKey } = await createProjectWithFlag(vexil, org, {
+      flag: { expiresAtUtc: '2026-06-02T00:00:00.000Z' },
+    });
+    await call(vexil, 'POST', `${base}/flags/new-checkout/environments/production/toggle`, {
+      token: org.token,
+      body: { enabled: true },
+    });
+    return { vexil, org, clock, sdkKey };
+  }
+
+  it('a passed expiry surfaces in detail, list and _actions, and never changes evaluation', async () => {
+    const { vexil, org, clock, sdkKey } = await setUp(true);
+    try {
+      const evaluate = () =>
+        call(vexil, 'POST', '/v1/sdk/evaluate', {
+          token: sdkKey,
+          body: { flagKey: 'new-checkout', context: { userId: 'u' } },
+        });
+      const before = await call(vexil, 'GET', `${base}/flags/new-checkout`, { token: org.token });
+      expect(before.body.isExpired).toBe(false);
+      expect(before.body._actions.removeExpiry).toEqual({ allowed: true, reason: null });
+      const served = (await evaluate()).body;
+
+      clock.advance(2 * 24 * 3600 * 1000);
+      const after = await call(vexil, 'GET', `${base}/flags/new-checkout`, { token: org.token });
+      expect(after.body.isExpired).toBe(true);
+      const expired = await call(vexil, 'GET', `${base}/flags?expired=true`, { token: org.token });
+      expect(expired.body.items.map((f: { key: string }) => f.key)).toEqual(['new-checkout']);
+      const live = await call(vexil, 'GET', `${base}/flags?expired=false`, { token: org.token });
+      expect(live.body.items).toEqual([]);
+      expect((await evaluate()).body).toEqual(served);
+
+      const removed = await call(vexil, 'DELETE', `${base}/flags/new-checkout/expiry`, {
+        token: org.token,
+      });
+      expect(removed.status).toBe(204);
+      const cleared = await call(vexil, 'GET', `${base}/flags/new-checkout`, { token: org.token });
+      expect(cleared.body).toMatchObject({ expiresAtUtc: null, isExpired: false });
+      expect(cleared.body._actions.removeExpiry.allowed).toBe(false);
+    } finally {
+      await vexil.close();
+    }
+  });
+
+  it('with flag expiration switched off nothing is expired, and expiry delete is still allowed', async () => {
+    const { vexil, org, clock } = await setUp(false);
+    try {
+      clock.advance(2 * 24 * 3600 * 1000);
+      const flag = await call(vexil, 'GET', `${base}/flags/new-checkout`, { token: org.token });
+      expect(flag.body).toMatchObject({
+        isExpired: false,
+        expiresAtUtc: '2026-06-02T00:00:00.000Z',
+      });
+      const removed = await call(vexil, 'DELETE', `${base}/flags/new-checkout/expiry`, {
+        token: org.token,
+      });
+      expect(removed.status).toBe(204);
+    } finally {
+      await vexil.close();
+    }
   });
 });

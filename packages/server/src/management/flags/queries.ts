@@ -46,7 +46,22 @@ export function variationItem(row: Selectable<VariationsTable>) {
   };
 }
 
-export function flagListItem(row: FlagRow) {
+/**
+ * The instant against which expiry is judged, or null when the flag-expiration feature is off
+ * (`VEXIL_FLAG_EXPIRATION_ENABLED=false`). Expiry only surfaces to users; it never changes
+ * evaluation.
+ */
+export function expiryReference(services: Services): Date | null {
+  return services.config.flagExpirationEnabled ? services.clock.now() : null;
+}
+
+/** Whether the flag's `expiresAtUtc` has passed at `reference` (never, when reference is null). */
+function isExpired(row: FlagRow, reference: Date | null): boolean {
+  return reference !== null && row.expires_at !== null && new Date(row.expires_at) <= reference;
+}
+
+/** The flag list item; `expiryAt` comes from {@link expiryReference}. */
+export function flagListItem(row: FlagRow, expiryAt: Date | null) {
   return {
     id: row.id,
     key: row.key,
@@ -57,6 +72,7 @@ export function flagListItem(row: FlagRow) {
     tags: JSON.parse(row.tags) as string[],
     isPermanent: row.is_permanent === 1,
     expiresAtUtc: row.expires_at,
+    isExpired: isExpired(row, expiryAt),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -71,6 +87,7 @@ export function flagActions(role: Role, flag: FlagRow) {
     restore: { role: 'Member', blockedBy: archived ? null : 'the flag is not archived' },
     toggle: { role: 'Member', blockedBy: archived ? 'the flag is archived' : null },
     createVariation: { role: 'Member' },
+    removeExpiry: { role: 'Member', blockedBy: flag.expires_at ? null : 'the flag has no expiry' },
   });
 }
 
@@ -101,9 +118,10 @@ export async function flagDetail(services: Services, role: Role, flag: FlagRow) 
     tags,
     isPermanent,
     expiresAtUtc,
+    isExpired,
     createdAt,
     updatedAt,
-  } = flagListItem(flag);
+  } = flagListItem(flag, expiryReference(services));
   return {
     id,
     key,
@@ -117,6 +135,7 @@ export async function flagDetail(services: Services, role: Role, flag: FlagRow) 
     createdAt,
     updatedAt,
     expiresAtUtc,
+    isExpired,
     owner: owner ? { id: owner.id, email: owner.email, name: owner.name } : null,
     removalPrUrl: flag.removal_pr_url,
     isPermanent,

@@ -12,7 +12,7 @@ import { actionsFor } from '../actions.js';
 import { DescriptionSchema, KeySchema, NameSchema, Timestamp, Uuid } from '../fields.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { checkVariationValue, initialConfiguration } from './configuration.js';
-import { flagDetail, flagListItem, requireFlag } from './queries.js';
+import { expiryReference, flagDetail, flagListItem, requireFlag } from './queries.js';
 import { FlagListItem, FlagResponse, FlagTypeSchema } from './schemas.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
@@ -174,6 +174,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
             tag: Type.Optional(Type.String()),
             archived: Type.Optional(Type.Boolean()),
             q: Type.Optional(Type.String({ maxLength: 200 })),
+            expired: Type.Optional(Type.Boolean()),
           }),
         ]),
         response: { 200: pagedSchema(FlagListItem) },
@@ -182,13 +183,23 @@ export function registerFlagRoutes(app: App, services: Services): void {
     async (request) => {
       const access = await requireOrg(services, request, request.params.org);
       const project = await requireProject(services, access, request.params.project);
-      const { tag, archived, q } = request.query;
+      const { tag, archived, q, expired } = request.query;
+      const expiryAt = expiryReference(services);
       let query = services.db
         .selectFrom('flags')
         .selectAll()
         .where('project_id', '=', project.id)
         .where('is_archived', '=', archived ? 1 : 0);
       if (tag) query = query.where('tags', 'like', `%${JSON.stringify(tag).replace(/[%_]/g, '')}%`);
+      if (expired !== undefined) {
+        const now = (expiryAt ?? services.clock.now()).toISOString();
+        query =
+          expired && expiryAt
+            ? query.where('expires_at', '<=', now)
+            : query.where((eb) =>
+                eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]),
+              );
+      }
       if (q) {
         const pattern = `%${q.toLowerCase().replace(/[%_\\]/g, '')}%`;
         query = query.where((eb) =>
@@ -200,7 +211,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
       }
       const { rows, nextCursor } = await paginate(query, request.query);
       const items = rows
-        .map(flagListItem)
+        .map((row) => flagListItem(row, expiryAt))
         // The LIKE above narrows; this makes the tag match exact.
         .filter((item) => !tag || item.tags.includes(tag));
       return {
@@ -273,7 +284,8 @@ export function registerFlagRoutes(app: App, services: Services): void {
           .returningAll()
           .executeTakeFirstOrThrow();
         const describe = (r: typeof row) => ({
-          ...flagListItem(r),
+          // Expiry state is derived from expiresAtUtc, which is diffed itself.
+          ...flagListItem(r, null),
           description: r.description,
           ownerId: r.owner_user_id,
           removalPrUrl: r.removal_pr_url,

@@ -34,6 +34,7 @@ export const FlagListItem = Type.Object({
   tags: Type.Array(Type.String()),
   isPermanent: Type.Boolean(),
   expiresAtUtc: Type.Union([Timestamp, Type.Null()]),
+  isExpired: Type.Boolean(),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -52,6 +53,8 @@ export const FlagResponse = Type.Object({
   createdAt: Timestamp,
   updatedAt: Timestamp,
   expiresAtUtc: Type.Union([Timestamp, Type.Null()]),
+  /** Derived: `expiresAtUtc` has passed (always false while flag expiration is switched off). */
+  isExpired: Type.Boolean(),
   owner: OwnerSchema,
   removalPrUrl: NullableString,
   isPermanent: Type.Boolean(),
