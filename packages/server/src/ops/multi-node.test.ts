@@ -111,6 +111,26 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
     );
     expect(deliveries.body.items[0].status).toBe('Succeeded');
   }, 60_000);
+  it('two worker processes never send the same attempt twice', async () => {
+    const d = await ServeProcess.start(env);
+    nodes.push(d);
+    const [, , c] = nodes;
+    const already = receiver.received.length;
+    for (let i = 0; i < 20; i++) {
+      const node = i % 2 === 0 ? c! : d;
+      await node.request('POST', `${base}/flags/beta/environments/production/toggle`, {
+        token,
+        body: { enabled: i % 2 === 0 },
+      });
+    }
+    const arrived = await eventually(async () => receiver.received.length >= already + 20, 20_000);
+    expect(arrived).toBe(true);
+    // Let any duplicate that was going to happen arrive before counting.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const ids = receiver.received.slice(already).map((r) => r.headers['webhook-id']);
+    expect(ids).toHaveLength(20);
+    expect(new Set(ids).size).toBe(20);
+  }, 60_000);
 });
 
 describe('rate limit shared through Redis', () => {
