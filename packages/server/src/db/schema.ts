@@ -3,6 +3,8 @@
  * ids are UUIDv7 text, timestamps are ISO-8601 UTC strings, booleans are integers 0/1 and
  * structured values are JSON text (design record 002).
  */
+import type { ConditionOperator } from '@vexil/engine';
+
 export type Role = 'Viewer' | 'Member' | 'Admin' | 'Owner';
 export type Plan = 'Solo' | 'Team' | 'Pro' | 'Business' | 'Enterprise';
 
@@ -120,6 +122,22 @@ export interface FlagEnvironmentsTable {
   /** JSON array of `{ prerequisiteFlagKey, expectedVariationKey }`. */
   prerequisites: string;
   updated_at: string;
+}
+
+/** A condition as stored (JSON in `rules.condition_groups` and `segments.conditions`) and returned. */
+export interface StoredCondition {
+  id: string;
+  attribute: string;
+  operator: ConditionOperator;
+  values: string[];
+  negate: boolean;
+}
+
+/** A condition group as stored in `rules.condition_groups`: the SDK shape plus server-assigned ids. */
+export interface StoredConditionGroup {
+  id: string;
+  operator: 'And' | 'Or';
+  conditions: StoredCondition[];
 }
 
 export interface RulesTable {

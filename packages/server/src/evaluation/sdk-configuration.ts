@@ -1,5 +1,4 @@
 import type {
-  SdkCondition,
   SdkConditionGroup,
   SdkConfiguration,
   SdkFlag,
@@ -8,15 +7,8 @@ import type {
   SdkServe,
 } from '@vexil/engine';
 import type { Kysely } from 'kysely';
-import type { Schema } from '../db/schema.js';
+import type { Schema, StoredCondition, StoredConditionGroup } from '../db/schema.js';
 import { typedValue } from '../management/flags/configuration.js';
-
-/** A condition group as stored on a rule: the SDK shape plus server-assigned ids. */
-export interface StoredConditionGroup {
-  id: string;
-  operator: 'And' | 'Or';
-  conditions: (SdkCondition & { id: string })[];
-}
 
 /** An environment's SDK configuration plus what only the server needs to know. */
 export interface EnvironmentConfiguration {
@@ -183,7 +175,7 @@ export async function readEnvironmentConfiguration(
   const sdkSegments: SdkSegment[] = segments.map((segment) => ({
     key: segment.key,
     version: segment.version,
-    conditions: (JSON.parse(segment.conditions) as (SdkCondition & { id?: string })[]).map(
+    conditions: (JSON.parse(segment.conditions) as StoredCondition[]).map(
       ({ attribute, operator, values, negate }) => ({
         attribute,
         operator,

@@ -1,6 +1,7 @@
-import { normalizeOperator, validateCondition, type ConditionOperator } from '@vexil/engine';
+import { normalizeOperator, validateCondition } from '@vexil/engine';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
+import type { StoredCondition } from '../../db/schema.js';
 import { ApiError } from '../../http/errors.js';
 import { Uuid } from '../fields.js';
 
@@ -27,15 +28,6 @@ export type ConditionInput = Static<typeof ConditionInputSchema>;
 
 export const LOGICAL_OPERATORS = ['And', 'Or'] as const;
 export type LogicalOperator = (typeof LOGICAL_OPERATORS)[number];
-
-/** A condition as stored (JSON in `rules.condition_groups` and `segments.conditions`) and returned. */
-export interface StoredCondition {
-  id: string;
-  attribute: string;
-  operator: ConditionOperator;
-  values: string[];
-  negate: boolean;
-}
 
 export const ConditionResponse = Type.Object({
   id: Uuid,

@@ -4,7 +4,7 @@ import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../../app.js';
 import type { Mutation } from '../../db/mutate.js';
-import type { Role, RulesTable } from '../../db/schema.js';
+import type { Role, RulesTable, StoredConditionGroup } from '../../db/schema.js';
 import { diffProperties, type EventType, type PropertyChange } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
@@ -20,7 +20,6 @@ import {
   FieldProblems,
   normalizeConditions,
   type LogicalOperator,
-  type StoredCondition,
 } from './conditions.js';
 
 const FlagEnvParams = Type.Object({
@@ -86,13 +85,6 @@ const RuleItem = Type.Object({
 });
 const RuleResponse = Type.Intersect([RuleItem, Type.Object({ _actions: ActionsSchema })]);
 
-/** A condition group as stored in `rules.condition_groups`. */
-interface StoredGroup {
-  id: string;
-  operator: LogicalOperator;
-  conditions: StoredCondition[];
-}
-
 type RuleRow = Selectable<RulesTable>;
 
 function ruleItem(row: RuleRow) {
@@ -103,7 +95,7 @@ function ruleItem(row: RuleRow) {
     variationId: row.variation_id,
     rolloutPercentage: row.rollout_percentage,
     userSegmentId: row.segment_id,
-    conditionGroups: JSON.parse(row.condition_groups) as StoredGroup[],
+    conditionGroups: JSON.parse(row.condition_groups) as StoredConditionGroup[],
   };
 }
 
@@ -129,7 +121,7 @@ function normalizeGroupOperator(
 }
 
 /** Group and condition ids of a stored rule, so an update that sends them back keeps them. */
-function storedIds(groups: readonly StoredGroup[]): Set<string> {
+function storedIds(groups: readonly StoredConditionGroup[]): Set<string> {
   const ids = new Set<string>();
   for (const group of groups) {
     ids.add(group.id);
@@ -145,7 +137,7 @@ function storedIds(groups: readonly StoredGroup[]): Set<string> {
 function normalizeGroups(
   groups: readonly ConditionGroupInput[],
   keepIds: ReadonlySet<string>,
-): StoredGroup[] {
+): StoredConditionGroup[] {
   const problems = new FieldProblems();
   const seen = new Set<string>();
   const normalized = groups.map((group, index) => {

@@ -3,7 +3,7 @@ import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../../app.js';
-import type { Role, SegmentsTable } from '../../db/schema.js';
+import type { Role, SegmentsTable, StoredCondition } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
@@ -25,7 +25,6 @@ import {
   FieldProblems,
   LOGICAL_OPERATORS,
   normalizeConditions,
-  type StoredCondition,
 } from './conditions.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
