@@ -14,6 +14,15 @@ export interface Mutation {
   touchEnvironments(environmentIds: Iterable<string>): void;
   /** Marks every environment of a project (a flag-level change affects them all). */
   touchProject(projectId: string): Promise<void>;
+  /**
+   * Marks a flag's SDK configuration changed: bumps `flags.version` and touches the given
+   * environments, or every environment of its project. Call it before reading what the change
+   * depends on: the row lock the bump takes serialises concurrent writes to one flag.
+   */
+  touchFlag(
+    flag: { id: string; project_id: string },
+    environmentIds?: Iterable<string>,
+  ): Promise<void>;
 }
 
 /** Called after commit with the environments whose configuration changed. */
@@ -32,6 +41,14 @@ export async function mutate<T>(
   const touched = new Set<string>();
   const now = scope.now.toISOString();
   const result = await db.transaction().execute(async (trx) => {
+    const touchProject = async (projectId: string) => {
+      const rows = await trx
+        .selectFrom('environments')
+        .select('id')
+        .where('project_id', '=', projectId)
+        .execute();
+      for (const row of rows) touched.add(row.id);
+    };
     const mutation: Mutation = {
       trx,
       now,
@@ -41,13 +58,15 @@ export async function mutate<T>(
       touchEnvironments: (ids) => {
         for (const id of ids) touched.add(id);
       },
-      touchProject: async (projectId) => {
-        const rows = await trx
-          .selectFrom('environments')
-          .select('id')
-          .where('project_id', '=', projectId)
+      touchProject,
+      touchFlag: async (flag, environmentIds) => {
+        await trx
+          .updateTable('flags')
+          .set((eb) => ({ version: eb('version', '+', 1) }))
+          .where('id', '=', flag.id)
           .execute();
-        for (const row of rows) touched.add(row.id);
+        if (!environmentIds) return touchProject(flag.project_id);
+        for (const id of environmentIds) touched.add(id);
       },
     };
     const value = await work(mutation);

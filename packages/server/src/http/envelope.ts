@@ -18,7 +18,8 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const fields: Record<string, string[]> = {};
+    // No prototype: a body property named `toString` or `__proto__` is just a field name.
+    const fields: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
     for (const issue of fastifyError.validation) {
       const path = issue.instancePath.replace(/^\//, '').replaceAll('/', '.');
       const field =

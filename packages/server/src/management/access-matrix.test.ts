@@ -159,6 +159,7 @@ const ROUTES: Record<string, RouteClass> = {
   'POST /api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}/redeliver': {
     minimum: 'Admin',
   },
+  'GET /api/v1/orgs/{org}/audit-log': { minimum: 'Admin' },
 };
 
 /** Path parameters name fixtures that exist; any other parameter gets an unknown id. */
@@ -235,6 +236,9 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
   let revoked: string;
   let expired: string;
   let otherOrgTokens: string[];
+  /** Owner service tokens whose allowlist names only the fixture project, or only another one. */
+  let ownProjectToken: string;
+  let otherProjectToken: string;
 
   beforeAll(async () => {
     vexil = await createTestVexil(dialect, {
@@ -294,6 +298,26 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
       now,
     });
     otherOrgTokens = [other.token, otherService.token];
+    const projects = '/api/v1/orgs/acme/projects';
+    const elsewhere = await call(vexil, 'POST', projects, {
+      token: org.token,
+      body: { key: 'elsewhere', name: 'Elsewhere' },
+    });
+    const web = await call(vexil, 'GET', `${projects}/web`, { token: org.token });
+    const scopedTo = async (projectId: string) =>
+      (
+        await issueToken(db, {
+          kind: 'service',
+          organizationId: org.orgId,
+          role: 'Owner',
+          projectScope: [projectId],
+          name: `scoped to ${projectId}`,
+          expiresAt: null,
+          now,
+        })
+      ).token;
+    ownProjectToken = await scopedTo(web.body.id);
+    otherProjectToken = await scopedTo(elsewhere.body.id);
   });
   afterAll(() => vexil.close());
 
@@ -318,6 +342,18 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
         expect(response.status, `${route.id} from another org`).toBe(404);
         expectEnvelope(response);
       }
+    }
+
+    // Spec: a service token's project allowlist. Before the role callers, so that the fixture
+    // project still exists when the token scoped to it calls (deletions included).
+    if (route.path.includes('{project}')) {
+      const outside = await send(otherProjectToken);
+      expect(outside.status, `${route.id} scoped to another project: ${outside.text}`).toBe(404);
+      expectEnvelope(outside);
+      const inside = await send(ownProjectToken);
+      const label = `${route.id} scoped to its project: ${inside.status} ${inside.text}`;
+      expect([401, 403, 500], label).not.toContain(inside.status);
+      expect(inside.body?.message ?? '', label).not.toMatch(/^Project "/);
     }
 
     const callers = [

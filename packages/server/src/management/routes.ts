@@ -1,5 +1,6 @@
 import type { App } from '../app.js';
 import type { Services } from '../services.js';
+import { registerAuditLogRoutes } from './audit-log/routes.js';
 import { registerEnvironmentRoutes } from './environments/routes.js';
 import { registerFlagEnvironmentRoutes } from './flags/flag-environments.js';
 import { registerLifecycleRoutes } from './flags/lifecycle.js';
@@ -29,4 +30,5 @@ export async function registerManagementApi(app: App, services: Services): Promi
   registerSegmentRoutes(app, services);
   registerRuleRoutes(app, services);
   registerWebhookRoutes(app, services);
+  registerAuditLogRoutes(app, services);
 }

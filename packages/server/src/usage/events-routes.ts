@@ -56,7 +56,8 @@ export function intakeEvents(
       continue;
     }
     const { flagKey, timestamp } = event;
-    if (typeof flagKey !== 'string' || flagKey === '') {
+    // PostgreSQL text cannot hold NUL: one such key would fail every later flush of the counts.
+    if (typeof flagKey !== 'string' || flagKey === '' || flagKey.includes('\u0000')) {
       discard('invalid');
       continue;
     }
@@ -79,7 +80,11 @@ export function intakeEvents(
       atMs = Math.min(atMs, nowMs);
     }
     if (event.type === 'Evaluation') {
-      if (typeof event.variation !== 'string' || event.variation === '') {
+      if (
+        typeof event.variation !== 'string' ||
+        event.variation === '' ||
+        event.variation.includes('\u0000')
+      ) {
         discard('invalid');
       } else if (!target.knownFlag(flagKey)) {
         discard('unknownFlag');

@@ -244,7 +244,7 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
           .where('environment_id', '=', environment.id)
           .returningAll()
           .executeTakeFirstOrThrow();
-        m.touchEnvironments([environment.id]);
+        await m.touchFlag(flag, [environment.id]);
         const { _actions: _before, ...before } = configurationResponse(
           configuration,
           environment.key,
@@ -297,7 +297,7 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
           .where('flag_id', '=', flag.id)
           .where('environment_id', '=', environment.id)
           .execute();
-        m.touchEnvironments([environment.id]);
+        await m.touchFlag(flag, [environment.id]);
         await m.emit({
           type: 'flag.toggled',
           projectId: project.id,

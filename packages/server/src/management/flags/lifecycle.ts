@@ -66,10 +66,10 @@ async function setArchived(
   await mutateAs(services, access, async (m) => {
     await m.trx
       .updateTable('flags')
-      .set({ is_archived: archived ? 1 : 0, version: flag.version + 1, updated_at: m.now })
+      .set({ is_archived: archived ? 1 : 0, updated_at: m.now })
       .where('id', '=', flag.id)
       .execute();
-    await m.touchProject(project.id);
+    await m.touchFlag(flag);
     await m.emit({
       type: archived ? 'flag.archived' : 'flag.restored',
       projectId: project.id,

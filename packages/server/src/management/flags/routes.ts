@@ -277,7 +277,6 @@ export function registerFlagRoutes(app: App, services: Services): void {
               ? { expires_at: body.expiresAtUtc ? new Date(body.expiresAtUtc).toISOString() : null }
               : {}),
             ...(body.removalPrUrl !== undefined ? { removal_pr_url: body.removalPrUrl } : {}),
-            version: flag.version + 1,
             updated_at: m.now,
           })
           .where('id', '=', flag.id)
@@ -299,7 +298,8 @@ export function registerFlagRoutes(app: App, services: Services): void {
           changes: diffProperties(before, after),
           description: `Flag "${flag.key}" updated`,
         });
-        if (body.clientSideVisible !== undefined) await m.touchProject(project.id);
+        // Only client visibility is part of what SDKs receive.
+        if (body.clientSideVisible !== undefined) await m.touchFlag(flag);
         return row;
       });
       return flagDetail(services, access.role, updated);

@@ -76,7 +76,7 @@ export function registerVariationRoutes(app: App, services: Services): void {
           .values(row)
           .execute()
           .catch(conflictOn('key', key, 'variation'));
-        await m.touchProject(project.id);
+        await m.touchFlag(flag);
         await m.emit({
           type: 'flag.variation.created',
           projectId: project.id,
@@ -158,7 +158,7 @@ export function registerVariationRoutes(app: App, services: Services): void {
           .where('id', '=', variation.id)
           .returningAll()
           .executeTakeFirstOrThrow();
-        await m.touchProject(project.id);
+        await m.touchFlag(flag);
         await m.emit({
           type: 'flag.variation.updated',
           projectId: project.id,
@@ -215,7 +215,7 @@ export function registerVariationRoutes(app: App, services: Services): void {
       }
       await mutateAs(services, access, async (m) => {
         await m.trx.deleteFrom('variations').where('id', '=', variation.id).execute();
-        await m.touchProject(project.id);
+        await m.touchFlag(flag);
         await m.emit({
           type: 'flag.variation.deleted',
           projectId: project.id,

@@ -217,7 +217,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
     problems.throwIfAny();
   }
 
-  /** Every rule change: bump the flag's version, the environment's configuration, and emit. */
+  /** Emits a rule change (the flag and environment were touched first: `m.touchFlag`). */
   async function recordChange(
     m: Mutation,
     type: Extract<EventType, `flag.rule.${string}`>,
@@ -225,7 +225,6 @@ export function registerRuleRoutes(app: App, services: Services): void {
     description: string,
     changes?: PropertyChange[],
   ): Promise<void> {
-    m.touchEnvironments([context.environmentId]);
     await m.emit({
       type,
       projectId: context.projectId,
@@ -235,18 +234,6 @@ export function registerRuleRoutes(app: App, services: Services): void {
       ...(changes ? { changes } : {}),
       description,
     });
-  }
-
-  /**
-   * Bumps `flags.version` first: the row lock it takes serialises concurrent rule writes on
-   * one flag, so priorities read afterwards cannot race.
-   */
-  async function bumpFlagVersion(m: Mutation, flagId: string): Promise<void> {
-    await m.trx
-      .updateTable('flags')
-      .set((eb) => ({ version: eb('version', '+', 1) }))
-      .where('id', '=', flagId)
-      .execute();
   }
 
   async function readRule(id: string): Promise<RuleRow> {
@@ -278,7 +265,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
       const groups = normalizeGroups(body.conditionGroups ?? [], new Set());
       await checkReferences(flag, body.variationId, segmentId);
       const id = await mutateAs(services, access, async (m) => {
-        await bumpFlagVersion(m, flag.id);
+        await m.touchFlag(flag, [environment.id]);
         const last = await m.trx
           .selectFrom('rules')
           .select((eb) => eb.fn.max('priority').as('max'))
@@ -373,7 +360,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
     const segmentId = body.userSegmentId !== undefined ? body.userSegmentId : rule.segment_id;
     await checkReferences(flag, variationId, segmentId);
     await mutateAs(services, access, async (m) => {
-      await bumpFlagVersion(m, flag.id);
+      await m.touchFlag(flag, [environment.id]);
       const updated = await m.trx
         .updateTable('rules')
         .set({
@@ -445,7 +432,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
       );
       const rule = await requireRule(request.params, flag.id, environment.id);
       await mutateAs(services, access, async (m) => {
-        await bumpFlagVersion(m, flag.id);
+        await m.touchFlag(flag, [environment.id]);
         await m.trx.deleteFrom('rules').where('id', '=', rule.id).execute();
         // Close the gap so priorities stay 1..n in evaluation order.
         await m.trx
@@ -493,7 +480,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
       );
       const { ruleIds } = request.body;
       await mutateAs(services, access, async (m) => {
-        await bumpFlagVersion(m, flag.id);
+        await m.touchFlag(flag, [environment.id]);
         const rules = await m.trx
           .selectFrom('rules')
           .select(['id', 'priority'])

@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  call,
+  createMember,
+  createOrg,
+  createProjectWithFlag,
+  createTestVexil,
+  TestClock,
+  testDialects,
+  type TestVexil,
+} from '../../test-support/harness.js';
+import { TEST_EVENT_ENTITY_ID } from './routes.js';
+
+const HOUR = 60 * 60 * 1000;
+
+describe.each(testDialects())('audit log on %s', (dialect) => {
+  const clock = new TestClock(new Date('2026-06-01T12:00:00.000Z'));
+  let vexil: TestVexil;
+  let org: Awaited<ReturnType<typeof createOrg>>;
+  let admin: { token: string; userId: string };
+  let projectId: string;
+  let productionId: string;
+  let flagId: string;
+  const log = '/api/v1/orgs/acme/audit-log';
+  const web = '/api/v1/orgs/acme/projects/web';
+
+  beforeAll(async () => {
+    vexil = await createTestVexil(dialect, {
+      clock,
+      config: { webhooks: { retryScheduleMs: [1000], timeoutMs: 1000, allowPrivateTargets: true } },
+    });
+    org = await createOrg(vexil);
+    admin = await createMember(vexil, org.orgId, 'Admin');
+    await createProjectWithFlag(vexil, org);
+    projectId = (await call(vexil, 'GET', web, { token: org.token })).body.id;
+    productionId = (
+      await call(vexil, 'GET', `${web}/environments/production`, { token: org.token })
+    ).body.id;
+    flagId = (await call(vexil, 'GET', `${web}/flags/new-checkout`, { token: org.token })).body.id;
+    // An hour later, the Admin toggles the flag in production.
+    clock.advance(HOUR);
+    const toggled = await call(
+      vexil,
+      'POST',
+      `${web}/flags/new-checkout/environments/production/toggle`,
+      { token: admin.token, body: { enabled: true } },
+    );
+    expect(toggled.status).toBe(204);
+    // A webhook and its test event: the subscription is audited, the test event is not.
+    const hook = await call(vexil, 'POST', '/api/v1/orgs/acme/webhooks', {
+      token: org.token,
+      body: { name: 'Hook', url: 'http://127.0.0.1:9/hook' },
+    });
+    expect(hook.status, hook.text).toBe(201);
+    const test = await call(vexil, 'POST', `/api/v1/orgs/acme/webhooks/${hook.body.id}/test`, {
+      token: org.token,
+    });
+    expect(test.status, test.text).toBe(202);
+    await createOrg(vexil, 'other');
+  });
+  afterAll(() => vexil.close());
+
+  it('lists every change, most recent first, with actor, entity and changes', async () => {
+    const response = await call(vexil, 'GET', log, { token: org.token });
+    expect(response.status, response.text).toBe(200);
+    const items = response.body.items as { type: string; occurredAt: string }[];
+    expect(items.length).toBeGreaterThanOrEqual(4);
+    const times = items.map((item) => item.occurredAt);
+    expect([...times].sort().reverse()).toEqual(times);
+    const toggle = response.body.items.find(
+      (item: { type: string }) => item.type === 'flag.toggled',
+    );
+    expect(toggle).toMatchObject({
+      occurredAt: '2026-06-01T13:00:00.000Z',
+      actor: { userId: admin.userId },
+      entity: { type: 'flag', id: flagId },
+      changes: [{ property: 'IsEnabled', from: 'false', to: 'true' }],
+      projectId,
+      environmentId: productionId,
+      description: expect.any(String),
+    });
+    expect(toggle.id).toEqual(expect.any(String));
+  });
+
+  it('leaves out webhook test events', async () => {
+    const response = await call(vexil, 'GET', `${log}?limit=200`, { token: org.token });
+    const entityIds = response.body.items.map((item: { entity: { id: string } }) => item.entity.id);
+    expect(entityIds).not.toContain(TEST_EVENT_ENTITY_ID);
+    // …though the test event was written to the outbox, with the nil entity as its mark.
+    const stored = await vexil.services.db
+      .selectFrom('webhook_events')
+      .select('payload')
+      .where('organization_id', '=', org.orgId)
+      .execute();
+    expect(stored.some((row) => row.payload.includes(TEST_EVENT_ENTITY_ID))).toBe(true);
+  });
+
+  it('filters by exact type and by prefix', async () => {
+    const exact = await call(vexil, 'GET', `${log}?type=flag.toggled`, { token: org.token });
+    expect(exact.body.items.map((item: { type: string }) => item.type)).toEqual(['flag.toggled']);
+    const prefix = await call(vexil, 'GET', `${log}?type=flag.`, { token: org.token });
+    const types = prefix.body.items.map((item: { type: string }) => item.type);
+    expect(types).toContain('flag.created');
+    expect(types).toContain('flag.toggled');
+    expect(types.every((type: string) => type.startsWith('flag.'))).toBe(true);
+    const unknown = await call(vexil, 'GET', `${log}?type=flag`, { token: org.token });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.fields.type).toBeDefined();
+  });
+
+  it('filters by project, environment, entity and actor', async () => {
+    const get = async (query: string) =>
+      (await call(vexil, 'GET', `${log}?${query}`, { token: org.token })).body.items as {
+        type: string;
+        projectId: string | null;
+        environmentId: string | null;
+      }[];
+    const inProject = await get(`projectId=${projectId}`);
+    expect(inProject.length).toBeGreaterThan(0);
+    expect(inProject.every((item) => item.projectId === projectId)).toBe(true);
+    expect((await get(`environmentId=${productionId}`)).map((item) => item.type)).toContain(
+      'flag.toggled',
+    );
+    expect((await get(`entityId=${flagId}`)).map((item) => item.type).sort()).toEqual([
+      'flag.created',
+      'flag.toggled',
+    ]);
+    expect((await get(`actorId=${admin.userId}`)).map((item) => item.type)).toEqual([
+      'flag.toggled',
+    ]);
+    const badId = await call(vexil, 'GET', `${log}?entityId=nope`, { token: org.token });
+    expect(badId.status).toBe(400);
+  });
+
+  it('filters by time: from inclusive, to exclusive', async () => {
+    const later = await call(vexil, 'GET', `${log}?from=2026-06-01T13:00:00Z`, {
+      token: org.token,
+    });
+    expect(later.body.items.map((item: { type: string }) => item.type)).toContain('flag.toggled');
+    expect(
+      later.body.items.every((item: { occurredAt: string }) => item.occurredAt >= '2026-06-01T13'),
+    ).toBe(true);
+    // An offset is normalised to UTC: 14:30+02:00 is 12:30Z, before the toggle.
+    const earlier = await call(vexil, 'GET', `${log}?to=2026-06-01T14:30:00%2B02:00`, {
+      token: org.token,
+    });
+    const types = earlier.body.items.map((item: { type: string }) => item.type);
+    expect(types).toContain('flag.created');
+    expect(types).not.toContain('flag.toggled');
+    const reversed = await call(
+      vexil,
+      'GET',
+      `${log}?from=2026-06-02T00:00:00Z&to=2026-06-01T00:00:00Z`,
+      { token: org.token },
+    );
+    expect(reversed.status).toBe(400);
+  });
+
+  it('pages with a cursor without duplicates or gaps', async () => {
+    const all = (await call(vexil, 'GET', `${log}?limit=200`, { token: org.token })).body.items;
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { items: { id: string }[]; next_cursor: string | null } } = await call(
+        vexil,
+        'GET',
+        `${log}?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+        { token: org.token },
+      );
+      seen.push(...page.body.items.map((item) => item.id));
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(all.map((item: { id: string }) => item.id));
+  });
+
+  it('is per organization and for Admins', async () => {
+    const member = await createMember(vexil, org.orgId, 'Member');
+    const refused = await call(vexil, 'GET', log, { token: member.token });
+    expect(refused.status).toBe(403);
+    const other = await call(vexil, 'GET', '/api/v1/orgs/other/audit-log', {
+      token: org.token,
+    });
+    expect(other.status).toBe(404);
+  });
+});
