@@ -73,8 +73,9 @@ describe.each(testDialects())('@vexil/node on %s', (dialect) => {
     sdkKey = (await createProjectWithFlag(vexil, org)).sdkKey;
     await seed(vexil, token);
     baseUrl = await vexil.app.listen({ port: 0, host: '127.0.0.1' });
-    client = createClient({ baseUrl, sdkKey, pollIntervalMs: 20 });
-    await client.waitForReady();
+    // Polling effectively off: changes can only arrive through the stream.
+    client = createClient({ baseUrl, sdkKey, pollIntervalMs: 60_000 });
+    await new Promise((resolve) => client.once('connection', resolve));
   });
   afterAll(async () => {
     await client.close();
@@ -86,6 +87,7 @@ describe.each(testDialects())('@vexil/node on %s', (dialect) => {
 
   it('serves typed values evaluated locally, with reasons', () => {
     expect(client.status).toBe('ready');
+    expect(client.connection).toBe('streaming');
     expect(client.boolVariation('new-checkout', pro, false)).toBe(true);
     expect(client.boolVariationDetail('new-checkout', pro, false)).toMatchObject({
       value: true,
@@ -132,7 +134,7 @@ describe.each(testDialects())('@vexil/node on %s', (dialect) => {
     });
   });
 
-  it('polling picks up a change and emits change', async () => {
+  it('the stream delivers a toggle made through the management API and emits change', async () => {
     const change = new Promise<{ version: number }>((resolve) => client.on('change', resolve));
     await call(vexil, 'POST', `${flagEnv('kill-switch')}/toggle`, {
       token,
@@ -140,6 +142,21 @@ describe.each(testDialects())('@vexil/node on %s', (dialect) => {
     });
     expect((await change).version).toBeGreaterThan(0);
     expect(client.boolVariation('kill-switch', free, false)).toBe(true);
+    expect(client.connection).toBe('streaming');
+  });
+
+  it('with streaming off, polling picks up a change', async () => {
+    const poller = createClient({ baseUrl, sdkKey, streaming: false, pollIntervalMs: 20 });
+    await poller.waitForReady();
+    expect(poller.connection).toBe('polling');
+    const change = new Promise<{ version: number }>((resolve) => poller.on('change', resolve));
+    await call(vexil, 'POST', `${flagEnv('kill-switch')}/toggle`, {
+      token,
+      body: { enabled: false },
+    });
+    await change;
+    expect(poller.boolVariation('kill-switch', free, true)).toBe(false);
+    await poller.close();
   });
 
   it('reports evaluation summaries and tracked events through /v1/sdk/events', async () => {
@@ -191,9 +208,12 @@ describe('@vexil/node when Vexil is unreachable', () => {
     await client.waitForReady();
     expect(client.boolVariation('new-checkout', { userId: 'u1' }, false)).toBe(true);
     const error = new Promise<Error>((resolve) => client.on('error', resolve));
+    const stale = new Promise<void>((resolve) =>
+      client.on('status', (status) => status === 'stale' && resolve()),
+    );
     await vexil.close();
     await error;
-    expect(client.status).toBe('stale');
+    await stale;
     expect(client.boolVariationDetail('new-checkout', { userId: 'u1' }, false)).toEqual({
       value: true,
       variation: 'true',

@@ -8,8 +8,10 @@ import {
   type EvaluationErrorCode,
   type EvaluationReason,
   type EvaluationResult,
+  type SdkConfiguration,
 } from '@vexil/engine';
 import { ConfigurationPoller } from './configuration-poller.js';
+import { ConfigurationStream, StreamRefusedError } from './configuration-stream.js';
 import { EventReporter, type TrackEvent } from './event-reporter.js';
 
 /** Options of {@link createClient}. */
@@ -18,13 +20,31 @@ export interface VexilClientOptions {
   baseUrl: string;
   /** A server-side SDK key (`vxl_srv_…`) of the environment to evaluate. */
   sdkKey: string;
-  /** Milliseconds between configuration checks (each is a conditional GET). Default 30 000. */
+  /**
+   * Hold the `GET /v1/sdk/stream` connection (Server-Sent Events) so changes arrive within
+   * moments. While it is down or missing (404), the client polls and retries the stream with
+   * backoff. Default true. A streaming client keeps the process alive until {@link VexilClient.close}.
+   */
+  streaming?: boolean;
+  /**
+   * Milliseconds between configuration checks (each is a conditional GET). Default 30 000. With
+   * streaming they only run while the stream is not connected.
+   */
   pollIntervalMs?: number;
+  /** First delay before re-opening a failed stream, in milliseconds; doubles up to `streamRetryMaxMs`. Default 1 000. */
+  streamRetryMs?: number;
+  /** Longest delay between attempts to re-open the stream, in milliseconds. Default 30 000. */
+  streamRetryMaxMs?: number;
+  /**
+   * Milliseconds without a byte on the stream after which it is considered dead and re-opened.
+   * Vexil sends a heartbeat every 15 s by default. Default 45 000.
+   */
+  streamIdleTimeoutMs?: number;
   /** Milliseconds between event flushes to `/v1/sdk/events`. Default 10 000. */
   flushIntervalMs?: number;
   /** Per-request time-out in milliseconds. Default 10 000. */
   requestTimeoutMs?: number;
-  /** A `fetch` implementation; defaults to the global one. */
+  /** The `fetch` used for downloads and event reports; defaults to the global one. (The stream uses `node:http`/`node:https`.) */
   fetch?: typeof fetch;
 }
 
@@ -36,6 +56,12 @@ export interface VexilClientOptions {
  * - `closed`: after {@link VexilClient.close}.
  */
 export type ClientStatus = 'initializing' | 'ready' | 'stale' | 'closed';
+
+/**
+ * How configuration changes reach the client: `streaming` (the SSE stream is connected and
+ * pushes every change) or `polling` (no stream: disabled, not yet connected, missing or failed).
+ */
+export type ClientConnection = 'streaming' | 'polling';
 
 /** Why a default was returned instead of a served value. */
 export type DetailErrorCode = EvaluationErrorCode | 'CLIENT_NOT_READY' | 'TYPE_MISMATCH';
@@ -60,8 +86,12 @@ export interface ClientEvents {
   ready: [];
   /** A newer configuration replaced the one being served. */
   change: [{ version: number }];
-  /** A download or event report failed; the client keeps serving what it has. */
+  /** A download, the stream or an event report failed; the client keeps serving what it has. */
   error: [Error];
+  /** {@link VexilClient.status} changed. */
+  status: [ClientStatus];
+  /** {@link VexilClient.connection} changed. */
+  connection: [ClientConnection];
 }
 
 type ValueCheck<T> = (value: unknown) => value is T;
@@ -75,19 +105,23 @@ function toError(error: unknown): Error {
 }
 
 /**
- * A Vexil server SDK client. It downloads the environment configuration once, re-checks it every
- * `pollIntervalMs` (conditional GET; a 304 costs nothing), and evaluates flags locally with
- * `@vexil/engine`, so evaluations are synchronous and never wait on the network. Create it with
- * {@link createClient}; listen to `ready`, `change` and `error`; call {@link close} when done.
+ * A Vexil server SDK client. It downloads the environment configuration once, then follows it
+ * through the SSE stream (or, while the stream is unavailable, re-checks it every
+ * `pollIntervalMs` with a conditional GET), and evaluates flags locally with `@vexil/engine`, so
+ * evaluations are synchronous and never wait on the network. Create it with
+ * {@link createClient}; listen to `ready`, `change`, `status`, `connection` and `error`; call
+ * {@link close} when done.
  */
 export class VexilClient {
   private readonly emitter = new EventEmitter();
   private readonly poller: ConfigurationPoller;
+  private readonly stream: ConfigurationStream | null;
   private readonly reporter: EventReporter;
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly readyPromise: Promise<void>;
   private environment: CompiledEnvironment | null = null;
   private currentStatus: ClientStatus = 'initializing';
+  private currentConnection: ClientConnection = 'polling';
   private polling: Promise<void> = Promise.resolve();
 
   constructor(options: VexilClientOptions) {
@@ -108,9 +142,25 @@ export class VexilClient {
       fetch: fetchImpl,
       onError,
     });
+    this.stream =
+      options.streaming === false
+        ? null
+        : new ConfigurationStream({
+            baseUrl,
+            sdkKey: options.sdkKey,
+            retryInitialMs: options.streamRetryMs ?? 1_000,
+            retryMaxMs: options.streamRetryMaxMs ?? 30_000,
+            idleTimeoutMs: options.streamIdleTimeoutMs ?? 45_000,
+            currentVersion: () => this.environment?.version,
+            onConnected: () => this.streamConnected(),
+            onPut: (data) => this.streamPut(data),
+            onDisconnected: (error, wasConnected) => this.streamDisconnected(error, wasConnected),
+          });
     this.readyPromise = new Promise((resolve) => this.emitter.once('ready', resolve));
-    this.polling = this.refresh();
+    // The stream opens after the first download, resuming from its version: no second download.
+    this.polling = this.refresh().then(() => this.stream?.start());
     this.every(options.pollIntervalMs ?? 30_000, () => {
+      if (this.currentConnection === 'streaming') return;
       this.polling = this.polling
         .then(() => this.refresh())
         .catch((error: unknown) => this.reportError(toError(error)));
@@ -118,9 +168,14 @@ export class VexilClient {
     this.every(options.flushIntervalMs ?? 10_000, () => void this.reporter.flush());
   }
 
-  /** The client's status (see {@link ClientStatus}). */
+  /** The client's status (see {@link ClientStatus}); changes are announced by the `status` event. */
   get status(): ClientStatus {
     return this.currentStatus;
+  }
+
+  /** How changes currently arrive (see {@link ClientConnection}); announced by the `connection` event. */
+  get connection(): ClientConnection {
+    return this.currentConnection;
   }
 
   /**
@@ -141,13 +196,19 @@ export class VexilClient {
     }
   }
 
-  /** Subscribes to `ready`, `change` or `error`. Returns the client, for chaining. */
+  /** Subscribes to an event of {@link ClientEvents}. Returns the client, for chaining. */
   on<E extends keyof ClientEvents>(event: E, listener: (...args: ClientEvents[E]) => void): this {
     this.emitter.on(event, listener as (...args: unknown[]) => void);
     return this;
   }
 
-  /** Removes a listener added with {@link on}. */
+  /** Like {@link on}, for the next occurrence only. */
+  once<E extends keyof ClientEvents>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    this.emitter.once(event, listener as (...args: unknown[]) => void);
+    return this;
+  }
+
+  /** Removes a listener added with {@link on} or {@link once}. */
   off<E extends keyof ClientEvents>(event: E, listener: (...args: ClientEvents[E]) => void): this {
     this.emitter.off(event, listener as (...args: unknown[]) => void);
     return this;
@@ -236,13 +297,15 @@ export class VexilClient {
   }
 
   /**
-   * Stops polling, sends the queued events and releases timers, so the process can exit.
+   * Closes the stream (its request is aborted, so the server's own shutdown is not held up),
+   * stops polling, sends the queued events and releases timers, so the process can exit.
    * Evaluations after `close` keep answering from the last configuration.
    */
   async close(): Promise<void> {
     if (this.currentStatus === 'closed') return;
-    this.currentStatus = 'closed';
+    this.setStatus('closed');
     for (const timer of this.timers) clearInterval(timer);
+    await this.stream?.close();
     // The request in flight is awaited, not aborted: an aborted fetch can leave a half-open
     // connection that holds up the server's shutdown. It is bounded by requestTimeoutMs.
     await this.polling;
@@ -289,17 +352,22 @@ export class VexilClient {
     // close() may have run while the request was in flight.
     if (this.isClosed()) return;
     if (outcome.kind === 'failed') {
-      if (this.environment) this.currentStatus = 'stale';
+      if (this.environment) this.setStatus('stale');
       this.reportError(outcome.error);
       return;
     }
     if (outcome.kind === 'unchanged') {
-      this.currentStatus = 'ready';
+      this.setStatus('ready');
       return;
     }
+    this.apply(outcome.configuration);
+  }
+
+  /** Replaces the configuration served, unless the engine cannot read it. */
+  private apply(configuration: SdkConfiguration): void {
     let compiled: CompiledEnvironment;
     try {
-      compiled = compileEnvironment(outcome.configuration);
+      compiled = compileEnvironment(configuration);
     } catch (error) {
       // A document this engine cannot read must not replace the last good one.
       this.reportError(toError(error));
@@ -307,9 +375,55 @@ export class VexilClient {
     }
     const first = this.environment === null;
     this.environment = compiled;
-    this.currentStatus = 'ready';
+    this.setStatus('ready');
     if (first) this.emitter.emit('ready');
     else this.emitter.emit('change', { version: compiled.version });
+  }
+
+  private streamConnected(): void {
+    if (this.isClosed()) return;
+    this.setConnection('streaming');
+    // The stream resumed from the version held: from now on it is current.
+    if (this.environment) this.setStatus('ready');
+  }
+
+  private streamPut(data: string): void {
+    if (this.isClosed()) return;
+    let configuration: SdkConfiguration;
+    try {
+      configuration = JSON.parse(data) as SdkConfiguration;
+    } catch (error) {
+      this.reportError(toError(error));
+      return;
+    }
+    // On reconnection the stream may repeat the version already held.
+    if (configuration.version === this.environment?.version) return;
+    this.apply(configuration);
+  }
+
+  private streamDisconnected(error: Error, wasConnected: boolean): void {
+    if (this.isClosed()) return;
+    this.setConnection('polling');
+    // A server without streaming is a normal set-up, not a failure: polling covers it.
+    if (!(error instanceof StreamRefusedError && error.status === 404)) this.reportError(error);
+    // Changes may have been missed while the stream was dying: check at once, not a poll later.
+    if (wasConnected) {
+      this.polling = this.polling
+        .then(() => this.refresh())
+        .catch((failure: unknown) => this.reportError(toError(failure)));
+    }
+  }
+
+  private setStatus(status: ClientStatus): void {
+    if (status === this.currentStatus) return;
+    this.currentStatus = status;
+    this.emitter.emit('status', status);
+  }
+
+  private setConnection(connection: ClientConnection): void {
+    if (connection === this.currentConnection) return;
+    this.currentConnection = connection;
+    this.emitter.emit('connection', connection);
   }
 
   private isClosed(): boolean {

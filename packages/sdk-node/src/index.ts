@@ -4,7 +4,9 @@
  * local answers agree with `/v1/sdk/evaluate`. See docs/sdks.md.
  */
 export { createClient, VexilClient } from './client.js';
+export { StreamRefusedError } from './configuration-stream.js';
 export type {
+  ClientConnection,
   ClientEvents,
   ClientStatus,
   DetailErrorCode,

@@ -26,6 +26,9 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (text) => Number(text));
 export function openDatabase(url: string): Database {
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pool = new pg.Pool({ connectionString: url, max: 10 });
+    // An idle client that dies (a database restart, a terminated backend) must not crash the
+    // process: the pool drops it and connects afresh on next use; queries in flight still fail.
+    pool.on('error', () => undefined);
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }
