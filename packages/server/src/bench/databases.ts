@@ -14,9 +14,9 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
-/** A SQLite file inside `scratchDir` (removed with that directory). */
-export function sqliteDatabase(scratchDir: string): BenchDatabase {
-  return { name: 'SQLite', url: join(scratchDir, 'vexil-bench.db'), drop: async () => {} };
+/** A SQLite file `vexil-<purpose>.db` inside `scratchDir` (removed with that directory). */
+export function sqliteDatabase(scratchDir: string, purpose: string): BenchDatabase {
+  return { name: 'SQLite', url: join(scratchDir, `vexil-${purpose}.db`), drop: async () => {} };
 }
 
 /**

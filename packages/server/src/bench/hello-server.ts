@@ -2,8 +2,13 @@
  * The benchmark's ceiling: the cheapest possible answer on this machine, in its own process like
  * the real service. `node hello-server.js <port> fastify|node` serves `GET /hello` with a small
  * JSON body from a bare Fastify app (no logger, no plugins) or from bare `node:http`.
+ *
+ * The `node:http` flavour is also the SSE fan-out ceiling: `GET /stream` holds a Server-Sent
+ * Events response open, and `POST /broadcast` writes its body as one `put` event (with an
+ * increasing id) to every open stream, then answers 204 — the same work Vexil's stream does
+ * after a change, minus reading and serializing the configuration.
  */
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import Fastify from 'fastify';
 
 const HELLO = { hello: 'world' };
@@ -15,13 +20,38 @@ if (!Number.isInteger(port) || port <= 0 || !['fastify', 'node'].includes(flavou
   process.exit(1);
 }
 
+const streams = new Set<ServerResponse>();
+let version = 0;
+
+function openStream(request: IncomingMessage, response: ServerResponse): void {
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  response.write(`event: put\nid: ${version}\ndata: {}\n\n`);
+  streams.add(response);
+  request.once('close', () => streams.delete(response));
+}
+
+function broadcast(request: IncomingMessage, response: ServerResponse): void {
+  let body = '';
+  request.setEncoding('utf8');
+  request.on('data', (chunk: string) => (body += chunk));
+  request.once('end', () => {
+    version++;
+    const frame = `event: put\nid: ${version}\ndata: ${body}\n\n`;
+    for (const stream of streams) stream.write(frame);
+    response.writeHead(204).end();
+  });
+}
+
 if (flavour === 'fastify') {
   const app = Fastify({ logger: false });
   app.get('/hello', async () => HELLO);
   await app.listen({ host: '127.0.0.1', port });
 } else {
   const body = JSON.stringify(HELLO);
-  createServer((_request, response) => {
+  createServer((request, response) => {
+    if (request.url === '/stream') return openStream(request, response);
+    if (request.url === '/broadcast' && request.method === 'POST')
+      return broadcast(request, response);
     response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
     response.end(body);
   }).listen(port, '127.0.0.1');

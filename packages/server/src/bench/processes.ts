@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -84,6 +85,26 @@ export function startService(
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * Starts the Node script `script` with an IPC channel (for a helper that reports measurements
+ * as messages); killed with the benchmark like every other child. Its stderr is inherited so
+ * its failures show in the progress output.
+ */
+export function forkScript(script: string, args: string[]): ChildProcess {
+  const child = fork(script, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
+/** The resident set size of process `pid` and its peak so far, in bytes (Linux `/proc`). */
+export async function residentMemory(pid: number): Promise<{ rss: number; peak: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kilobytes = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
+  return { rss: kilobytes('VmRSS') * 1024, peak: kilobytes('VmHWM') * 1024 };
 }
 
 /**

@@ -1,3 +1,6 @@
+import type { FanOutMeasurement } from './fan-out.js';
+import type { MemoryMeasurement } from './memory.js';
+import type { ScaleMeasurement } from './scale.js';
 import type { LoadResult } from './wrk.js';
 
 /** One route measured at each connection count. */
@@ -8,6 +11,21 @@ export interface RouteMeasurement {
   results: LoadResult[];
 }
 
+/** One route with and without usage recording (issue 5); rates are medians in req/s. */
+export interface UsageCostMeasurement {
+  name: string;
+  connections: number;
+  rounds: number;
+  roundSeconds: number;
+  recording: number;
+  skipped: number;
+  /** Share of the not-recording throughput that recording costs, in percent. */
+  costPercent: number;
+  /** Lowest and highest round of each side, to judge the noise. */
+  recordingRange: [number, number];
+  skippedRange: [number, number];
+}
+
 /** Everything measured against one database. */
 export interface DatabaseMeasurement {
   database: string;
@@ -15,6 +33,7 @@ export interface DatabaseMeasurement {
   configurationBytes: number;
   notes: string[];
   routes: RouteMeasurement[];
+  usageCost: UsageCostMeasurement[];
 }
 
 /** The whole run, as rendered into docs/benchmarks.md. */
@@ -30,9 +49,16 @@ export interface BenchReport {
     loadAverage: { start: number; end: number };
   };
   settings: { connections: number[]; durationSeconds: number; warmUpSeconds: number };
+  /** `git rev-parse --short HEAD`, noting uncommitted changes. */
+  commit: string;
+  /** Wall-clock time of the whole run. */
+  runSeconds: number;
   seeded: { flags: number; rulesPerFlag: number; segments: number; clientVisible: number };
   ceilings: { fastify: RouteMeasurement; node: RouteMeasurement };
   databases: DatabaseMeasurement[];
+  /** Two nodes, SSE fan-out and webhooks; null without PostgreSQL. */
+  scale: ScaleMeasurement | null;
+  memory: MemoryMeasurement;
   skipped: string[];
   microBenchmark: string;
 }
@@ -40,10 +66,22 @@ export interface BenchReport {
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
 const ms = (value: number) => value.toFixed(value < 10 ? 2 : 1);
 
-function ceilingAt(report: BenchReport, connections: number): number | undefined {
-  return report.ceilings.fastify.results.find((result) => result.connections === connections)
+const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(0)} MB`;
+
+function ceilingAt(
+  report: BenchReport,
+  connections: number,
+  flavour: 'fastify' | 'node' = 'fastify',
+): number | undefined {
+  return report.ceilings[flavour].results.find((result) => result.connections === connections)
     ?.requestsPerSecond;
 }
+
+const table = (header: string, rows: string[][]) => [
+  header,
+  rule(header),
+  ...rows.map((cells) => `| ${cells.join(' | ')} |`),
+];
 
 function verdict(ratio: number | undefined, target: number | null): string {
   if (target === null || ratio === undefined) return '';
@@ -104,6 +142,11 @@ export function renderReport(report: BenchReport): string {
     'Ratio is req/s divided by the bare Fastify ceiling’s req/s at the same connection count. ' +
       'Targets (issue 3): server evaluate and 304 downloads ≥ 0.6, client evaluate of 50 flags ≥ 1/3.',
     '',
+    `Commit ${report.commit}; the whole run took ${(report.runSeconds / 60).toFixed(1)} min. ` +
+      `Reproduce with \`npm run bench\` (needs \`wrk\`, and PostgreSQL at ` +
+      '127.0.0.1:5432 with trust auth for the PostgreSQL, two-node, streaming and webhook ' +
+      'figures). Every process and all traffic stay on 127.0.0.1.',
+    '',
     '## Ceiling',
     '',
     'A bare `GET /hello` answering `{"hello":"world"}`, in its own process (hello-server.ts).',
@@ -127,7 +170,235 @@ export function renderReport(report: BenchReport): string {
       ...database.routes.flatMap((route) => routeRows(report, route, true)),
     );
   }
+  lines.push(...usageSection(report));
+  if (report.scale) lines.push(...scaleSections(report, report.scale));
+  lines.push(...memorySection(report.memory));
   for (const skipped of report.skipped) lines.push('', `> Skipped: ${skipped}`);
   lines.push('', '## Engine micro-benchmark', '', '```', report.microBenchmark.trim(), '```', '');
   return lines.join('\n');
+}
+
+function usageSection(report: BenchReport): string[] {
+  const first = report.databases.flatMap((database) => database.usageCost)[0];
+  if (!first) return [];
+  const header =
+    '| Database | Route | Connections | req/s recording | (rounds) | req/s not recording | (rounds) | Cost | Target | Fastify ceiling req/s | node:http ceiling req/s |';
+  const rows = report.databases.flatMap((database) =>
+    database.usageCost.map((cost) => [
+      database.database,
+      cost.name,
+      String(cost.connections),
+      number(cost.recording),
+      cost.recordingRange.map(number).join('–'),
+      number(cost.skipped),
+      cost.skippedRange.map(number).join('–'),
+      `${cost.costPercent.toFixed(1)}%`,
+      cost.costPercent < 10
+        ? 'met (< 10%)'
+        : cost.recordingRange[1] >= cost.skippedRange[0]
+          ? '**missed** (< 10%), but the rounds overlap'
+          : '**missed** (< 10%)',
+      number(ceilingAt(report, cost.connections) ?? Number.NaN),
+      number(ceilingAt(report, cost.connections, 'node') ?? Number.NaN),
+    ]),
+  );
+  return [
+    '',
+    '## Usage recording cost',
+    '',
+    'Issue 5: recording usage must cost the evaluation hot path less than 10% of its throughput. ' +
+      'The same route and bodies are loaded with usage recording (no header) and without it ' +
+      '(`X-Service-Reports-Evaluations: 1`, spec: Evaluation API rule 1, so the server records ' +
+      `nothing), alternating in ${first.rounds} rounds of ${first.roundSeconds} s each in ABBA ` +
+      'order; the figures are the medians. Cost = 1 − recording / not recording. Usage counts ' +
+      'are flushed to the database every 5 s (the default), inside the measured time. The ' +
+      '(rounds) columns give the slowest and fastest round of each side: when they overlap, ' +
+      'the difference is within what other load on the machine does to a round, and a ' +
+      'negative cost simply means noise.',
+    '',
+    ...table(header, rows),
+  ];
+}
+
+function twoNodeSection(report: BenchReport, scale: ScaleMeasurement): string[] {
+  const { twoNodes } = scale;
+  const connections = twoNodes.connectionsPerNode;
+  const single = report.databases
+    .find((database) => database.database === scale.database)
+    ?.routes[0]?.results.find((result) => result.connections === connections);
+  const header = `${HEADER} Fastify ceiling req/s | node:http ceiling req/s |`;
+  const ceilings = (at: number) => [
+    number(ceilingAt(report, at) ?? Number.NaN),
+    number(ceilingAt(report, at, 'node') ?? Number.NaN),
+  ];
+  const row = (name: string, result: LoadResult) => [
+    name,
+    String(result.connections),
+    number(result.requestsPerSecond),
+    ms(result.p50Ms),
+    ms(result.p99Ms),
+    ms(result.p999Ms),
+    String(result.errors),
+    ...ceilings(result.connections),
+  ];
+  const rows = twoNodes.nodes.map((result, index) => row(`node ${index + 1}`, result));
+  rows.push([
+    '**both nodes**',
+    String(connections * twoNodes.nodes.length),
+    `**${number(twoNodes.totalRequestsPerSecond)}**`,
+    '',
+    '',
+    '',
+    String(twoNodes.nodes.reduce((sum, result) => sum + result.errors, 0)),
+    ...ceilings(connections),
+  ]);
+  if (single) rows.push(row('one node (above)', single));
+  return [
+    '',
+    `## Two nodes on one ${scale.database}`,
+    '',
+    'Server evaluate (the same bodies as above) against two `vexil serve` processes on the same ' +
+      `database, each loaded by its own wrk with ${connections} connections at the same time; ` +
+      '"both nodes" is the sum. On this machine the two nodes and the two wrk processes share ' +
+      `${report.machine.cores} cores, so the sum mostly shows the cost of sharing the cores, ` +
+      'not how far more machines would scale: with two cores, one node and its wrk already ' +
+      'use both.',
+    '',
+    ...table(header, rows),
+  ];
+}
+
+function fanOutSection(report: BenchReport, scale: ScaleMeasurement): string[] {
+  const verdict = (fanOut: FanOutMeasurement) =>
+    fanOut.opened >= 1_000 && fanOut.p99Ms < 1_000
+      ? 'met (1,000 open, p99 < 1 s)'
+      : '**missed** (1,000 open, p99 < 1 s)';
+  const header =
+    '| Server | Streams open | Connect s | put bytes | p50 ms | p99 ms | max ms | Server RSS | Target |';
+  const summary = (fanOut: FanOutMeasurement, target: boolean) => [
+    fanOut.name,
+    `${number(fanOut.opened)} of ${number(fanOut.streams)}`,
+    fanOut.connectSeconds.toFixed(1),
+    number(fanOut.payloadBytes),
+    ms(fanOut.p50Ms),
+    ms(fanOut.p99Ms),
+    ms(fanOut.maxMs),
+    mb(fanOut.serverRssBytes),
+    target ? verdict(fanOut) : 'ceiling',
+  ];
+  const roundsHeader =
+    '| Round | vexil p50 ms | vexil p99 ms | vexil max ms | missing | toggle round trip ms | bare p50 ms | bare p99 ms | bare max ms |';
+  const rounds = scale.fanOut.rounds.map((round, index) => {
+    const bare = scale.fanOutCeiling.rounds[index];
+    return [
+      String(index + 1),
+      ms(round.p50Ms),
+      ms(round.p99Ms),
+      ms(round.maxMs),
+      String(round.missing),
+      ms(round.triggerMs),
+      bare ? ms(bare.p50Ms) : '',
+      bare ? ms(bare.p99Ms) : '',
+      bare ? ms(bare.maxMs) : '',
+    ];
+  });
+  return [
+    '',
+    '## SSE fan-out',
+    '',
+    `${number(scale.fanOut.streams)} concurrent \`GET /v1/sdk/stream\` streams (server key) ` +
+      'are held by a separate Node client process (one socket each), then a flag is toggled ' +
+      `through the management API ${scale.fanOut.rounds.length} times. Latency is per stream ` +
+      'and round: from the toggle’s 204 reaching the benchmark to that stream receiving the ' +
+      '`put` with the new version (a push may beat the 204, so single values can be slightly ' +
+      'negative); p50/p99/max are over all streams of all rounds. The streams’ environment ' +
+      'is a small project of its own (20 flags), so the figure is about fan-out rather than ' +
+      'about writing a large document 1,000 times. The ceiling is bare `node:http` holding as ' +
+      'many SSE responses and writing a `put` of the same size to each on `POST /broadcast` ' +
+      '(hello-server.ts): the cost of the sockets alone. Target (issue 8): 1,000 open streams ' +
+      'on one process, change-to-stream p99 under 1 s.',
+    '',
+    ...table(header, [summary(scale.fanOut, true), summary(scale.fanOutCeiling, false)]),
+    '',
+    ...table(roundsHeader, rounds),
+  ];
+}
+
+function webhookSection(report: BenchReport, scale: ScaleMeasurement): string[] {
+  const { webhooks } = scale;
+  const header = '| Phase | Events | Deliveries/s | Commit → first attempt p50 ms | p99 ms |';
+  return [
+    '',
+    '## Webhook delivery',
+    '',
+    `A node:http receiver on 127.0.0.1 answers 204 and records when each event first arrives; ` +
+      'one subscription to `flag.toggled`. **Live:** the node (all roles) runs its delivery ' +
+      `worker while ${webhooks.events} toggles commit (8 at a time through the management ` +
+      'API); latency is from the event’s `occurredAt` (the change’s commit time) to its first ' +
+      'attempt reaching the receiver, and deliveries/s counts from the first to the last arrival, ' +
+      'so it is bounded by how fast the toggles come. **Backlog:** the same number of events ' +
+      'is queued through a management-only node, then a worker-only node (`vexil serve --only ' +
+      'worker`) drains them: its deliveries/s is the worker’s own throughput. The worker ' +
+      'polls every 500 ms when idle and at once after a full batch of 20, which bounds the live ' +
+      'latency from below. For scale, the receiver is a bare node:http server like the ceiling ' +
+      `above, which answers ${number(ceilingAt(report, 50, 'node') ?? Number.NaN)} req/s at 50 ` +
+      'connections.',
+    '',
+    ...table(header, [
+      [
+        'live',
+        number(webhooks.events),
+        number(webhooks.live.perSecond),
+        ms(webhooks.live.p50Ms),
+        ms(webhooks.live.p99Ms),
+      ],
+      ['backlog', number(webhooks.events), number(webhooks.drain.perSecond), '', ''],
+    ]),
+  ];
+}
+
+function scaleSections(report: BenchReport, scale: ScaleMeasurement): string[] {
+  return [
+    ...twoNodeSection(report, scale),
+    ...fanOutSection(report, scale),
+    ...webhookSection(report, scale),
+  ];
+}
+
+function memorySection(memory: MemoryMeasurement): string[] {
+  const header =
+    '| Database | Flags | Environments | Config per environment | Seed s | Load s | RSS idle | RSS loaded | Peak RSS | V8 heap used | Target |';
+  return [
+    '',
+    '## Memory',
+    '',
+    `One \`vexil serve\` with ${number(memory.flags)} flags in ${memory.environments} ` +
+      `environments (on ${memory.database}), each flag with ${memory.rulesPerFlagAndEnvironment} ` +
+      'three-condition rule in every environment; half are Boolean, half client-visible String ' +
+      'flags with three variations. Two such template flags are created through the management ' +
+      'API and their rows (flag, variations, per-environment configurations, rules) copied ' +
+      'with fresh ids, keys and salts straight into the database (the API would take minutes). ' +
+      '"RSS idle" is after start-up and seeding; "RSS loaded" after one `GET /v1/sdk/flags` ' +
+      'per environment, so every environment’s snapshot (compiled flags and serialized ' +
+      'document) is held; "Load s" is how long those first downloads took in turn; "Peak" is ' +
+      'VmHWM; "V8 heap used" comes from the node’s own `/metrics` after loading (RSS well ' +
+      'above it is memory V8 or the allocator has not returned). Target (issue 8): RSS under ' +
+      '300 MB.',
+    '',
+    ...table(header, [
+      [
+        memory.database,
+        number(memory.flags),
+        String(memory.environments),
+        `${number(memory.configurationBytes / 1024)} KB`,
+        memory.seedSeconds.toFixed(1),
+        memory.loadSeconds.toFixed(1),
+        mb(memory.idleRssBytes),
+        mb(memory.loadedRssBytes),
+        mb(memory.peakRssBytes),
+        memory.heapUsedBytes === null ? '' : mb(memory.heapUsedBytes),
+        memory.loadedRssBytes < 300 * 1024 ** 2 ? 'met (< 300 MB)' : '**missed** (< 300 MB)',
+      ],
+    ]),
+  ];
 }

@@ -8,10 +8,11 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { format, resolveConfig } from 'prettier';
 import { postgresDatabase, sqliteDatabase, type BenchDatabase } from './databases.js';
+import { measureMemory } from './memory.js';
 import {
   freePort,
   runCommand,
@@ -24,33 +25,48 @@ import {
   type BenchReport,
   type DatabaseMeasurement,
   type RouteMeasurement,
+  type UsageCostMeasurement,
 } from './report.js';
-import { HELLO_SCENARIO, checkScenario, evaluationScenarios } from './scenarios.js';
+import { measureScale, type ScaleMeasurement } from './scale.js';
+import {
+  HELLO_SCENARIO,
+  checkScenario,
+  evaluationScenarios,
+  withoutUsageRecording,
+  type RouteScenario,
+} from './scenarios.js';
 import {
   CLIENT_VISIBLE_EVERY,
   FLAG_COUNT,
-  ORG,
   RULES_PER_FLAG,
   SEGMENT_COUNT,
   seedConfiguration,
 } from './seed.js';
+import { bootstrap, REPO_ROOT, startNode } from './service.js';
+import { median } from './statistics.js';
 import { runWrk, type LoadScenario } from './wrk.js';
 
 const CONNECTIONS = [1, 50, 256];
 const DURATION_SECONDS = 5;
 const WARM_UP_SECONDS = 2;
 const WARM_UP_CONNECTIONS = 50;
-/** High enough that seeding never meets the management API's rate limit. */
-const RATE_LIMIT = '100000000';
+/**
+ * Usage-recording cost: recording and not recording alternate (ABBA order cancels drift) in
+ * short rounds at one connection count, and the medians are compared, so background load on a
+ * shared machine hits both sides alike.
+ */
+const USAGE_ROUNDS = 4;
+const USAGE_ROUND_SECONDS = 2;
+const USAGE_CONNECTIONS = 50;
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repoRoot = resolve(here, '../../../..');
-const CLI = join(repoRoot, 'packages/server/dist/cli.js');
 const HELLO_SERVER = join(here, 'hello-server.js');
-const MICRO_BENCH = join(repoRoot, 'packages/engine/dist/micro-bench.js');
-const REPORT_FILE = join(repoRoot, 'docs/benchmarks.md');
+const MICRO_BENCH = join(REPO_ROOT, 'packages/engine/dist/micro-bench.js');
+const REPORT_FILE = join(REPO_ROOT, 'docs/benchmarks.md');
 
-const progress = (message: string) => console.error(`[bench] ${message}`);
+const started = performance.now();
+const elapsed = () => `${((performance.now() - started) / 1_000).toFixed(0)} s`;
+const progress = (message: string) => console.error(`[bench ${elapsed()}] ${message}`);
 
 /** Measures `scenario` after a warm-up (so the JIT has settled) at every connection count. */
 async function measureRoute(
@@ -98,40 +114,77 @@ async function measureCeiling(
 }
 
 /**
- * Bootstraps, starts and seeds the real service on `database`, then loads each route. The
- * database is dropped afterwards, whatever happens.
+ * Runs `route` with usage recording (no header) and without it (`X-Service-Reports-Evaluations:
+ * 1`, spec: Evaluation API rule 1) in alternating rounds (issue 5, "Done means").
  */
-function measureService(database: BenchDatabase, scratchDir: string): Promise<DatabaseMeasurement> {
-  return withCleanup(database.drop, () => measureServiceOn(database, scratchDir));
+async function measureUsageCost(
+  baseUrl: string,
+  route: RouteScenario,
+  scratchDir: string,
+): Promise<UsageCostMeasurement> {
+  const withoutRecording = withoutUsageRecording(route);
+  await checkScenario(baseUrl, withoutRecording);
+  const rates = { recording: [] as number[], skipped: [] as number[] };
+  const run = async (side: 'recording' | 'skipped') => {
+    const result = await runWrk(
+      baseUrl,
+      side === 'recording' ? route.scenario : withoutRecording.scenario,
+      { connections: USAGE_CONNECTIONS, durationSeconds: USAGE_ROUND_SECONDS, scratchDir },
+    );
+    if (result.errors > 0) throw new Error(`${route.name}: ${result.errors} errors`);
+    rates[side].push(result.requestsPerSecond);
+  };
+  for (let round = 0; round < USAGE_ROUNDS; round++) {
+    const order =
+      round % 2 === 0 ? (['recording', 'skipped'] as const) : (['skipped', 'recording'] as const);
+    for (const side of order) await run(side);
+  }
+  const recording = median(rates.recording);
+  const skipped = median(rates.skipped);
+  const costPercent = (1 - recording / skipped) * 100;
+  progress(
+    `${route.name}: recording ${Math.round(recording)} req/s, not recording ` +
+      `${Math.round(skipped)} req/s: cost ${costPercent.toFixed(1)}%`,
+  );
+  return {
+    name: route.name,
+    connections: USAGE_CONNECTIONS,
+    rounds: USAGE_ROUNDS,
+    roundSeconds: USAGE_ROUND_SECONDS,
+    recording,
+    skipped,
+    costPercent,
+    recordingRange: [Math.min(...rates.recording), Math.max(...rates.recording)],
+    skippedRange: [Math.min(...rates.skipped), Math.max(...rates.skipped)],
+  };
+}
+
+/**
+ * Bootstraps, starts and seeds the real service on `database`, then loads each route, measures
+ * the usage-recording cost and, when `withScale`, the multi-node, streaming and webhook figures.
+ * The database is dropped afterwards, whatever happens.
+ */
+function measureService(
+  database: BenchDatabase,
+  scratchDir: string,
+  withScale: boolean,
+): Promise<{ measurement: DatabaseMeasurement; scale: ScaleMeasurement | null }> {
+  return withCleanup(database.drop, () => measureServiceOn(database, scratchDir, withScale));
 }
 
 async function measureServiceOn(
   database: BenchDatabase,
   scratchDir: string,
-): Promise<DatabaseMeasurement> {
-  const port = await freePort();
-  const env = {
-    VEXIL_DATABASE_URL: database.url,
-    VEXIL_HOST: '127.0.0.1',
-    VEXIL_PORT: String(port),
-    VEXIL_LOG_LEVEL: 'warn',
-    VEXIL_RATE_LIMIT: RATE_LIMIT,
-  };
-  const baseUrl = `http://127.0.0.1:${port}`;
+  withScale: boolean,
+): Promise<{ measurement: DatabaseMeasurement; scale: ScaleMeasurement | null }> {
   progress(`${database.name}: bootstrapping`);
-  const bootstrapped = JSON.parse(
-    await runCommand(
-      process.execPath,
-      [CLI, 'bootstrap', '--org', ORG, '--email', 'bench@example.test'],
-      env,
-    ),
-  ) as { token: string };
-  const service = startService(process.execPath, [CLI, 'serve'], env);
+  const token = await bootstrap(database);
+  const node = await startNode(database);
+  const { baseUrl, service } = node;
   try {
-    await waitUntilAnswering(`${baseUrl}/v1/sdk/flags`, service);
     progress(`${database.name}: seeding ${FLAG_COUNT} flags through the management API`);
     const seedStart = performance.now();
-    const seeded = await seedConfiguration(baseUrl, bootstrapped.token);
+    const seeded = await seedConfiguration(baseUrl, token);
     const seedSeconds = (performance.now() - seedStart) / 1_000;
     for (const note of seeded.notes) progress(`${database.name}: note: ${note}`);
     const download = await fetch(`${baseUrl}/v1/sdk/flags`, {
@@ -142,19 +195,38 @@ async function measureServiceOn(
     if (download.status !== 200 || !etag) {
       throw new Error(`GET /v1/sdk/flags answered ${download.status} without an ETag`);
     }
+    const scenarios = evaluationScenarios(seeded, etag);
     const routes = [];
-    for (const route of evaluationScenarios(seeded, etag)) {
+    for (const route of scenarios) {
       await checkScenario(baseUrl, route);
       routes.push(
         await measureRoute(baseUrl, route.name, route.scenario, route.target, scratchDir),
       );
     }
+    const usageCost = [];
+    for (const route of scenarios.filter((scenario) => scenario.recordsUsage)) {
+      usageCost.push(await measureUsageCost(baseUrl, route, scratchDir));
+    }
+    const scale = withScale
+      ? await measureScale({
+          database,
+          node,
+          token,
+          serverEvaluate: scenarios[0]!.scenario,
+          scratchDir,
+          progress,
+        })
+      : null;
     return {
-      database: database.name,
-      seedSeconds,
-      configurationBytes: Buffer.byteLength(configuration),
-      notes: seeded.notes,
-      routes,
+      measurement: {
+        database: database.name,
+        seedSeconds,
+        configurationBytes: Buffer.byteLength(configuration),
+        notes: seeded.notes,
+        routes,
+        usageCost,
+      },
+      scale,
     };
   } catch (error) {
     throw new Error(`${database.name}: ${String(error)}\nservice output:\n${service.output()}`, {
@@ -169,6 +241,14 @@ async function microBenchmark(): Promise<string> {
   if (!existsSync(MICRO_BENCH)) return `skipped: ${MICRO_BENCH} does not exist (build the engine)`;
   progress('engine micro-benchmark');
   return runCommand(process.execPath, [MICRO_BENCH]);
+}
+
+/** The commit measured, marked when the working tree differs from it. */
+function gitCommit(): string {
+  const git = (...args: string[]) =>
+    spawnSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).stdout?.trim() ?? '';
+  const commit = git('rev-parse', '--short', 'HEAD') || 'unknown';
+  return git('status', '--porcelain') ? `${commit} with uncommitted changes` : commit;
 }
 
 function wrkInstalled(): boolean {
@@ -190,14 +270,22 @@ async function main(): Promise<void> {
       const node = await measureCeiling('node', scratchDir);
       const databases: DatabaseMeasurement[] = [];
       const skipped: string[] = [];
-      databases.push(await measureService(sqliteDatabase(scratchDir), scratchDir));
+      let scale: ScaleMeasurement | null = null;
+      const sqlite = await measureService(sqliteDatabase(scratchDir, 'routes'), scratchDir, false);
+      databases.push(sqlite.measurement);
       const postgres = await postgresDatabase();
       if ('unavailable' in postgres) {
-        skipped.push(postgres.unavailable);
+        skipped.push(postgres.unavailable, 'two nodes, SSE fan-out and webhooks: need PostgreSQL');
         progress(`skipping PostgreSQL: ${postgres.unavailable}`);
       } else {
-        databases.push(await measureService(postgres, scratchDir));
+        const measured = await measureService(postgres, scratchDir, true);
+        databases.push(measured.measurement);
+        scale = measured.scale;
       }
+      // On SQLite: seeding 235,000 rows there takes seconds, on PostgreSQL half a minute; its
+      // page cache (2 MB by default) hardly counts next to the snapshots.
+      const memory = await measureMemory(sqliteDatabase(scratchDir, 'memory'), progress);
+      const micro = await microBenchmark();
       const report: BenchReport = {
         date: new Date(),
         machine: {
@@ -219,10 +307,14 @@ async function main(): Promise<void> {
           segments: SEGMENT_COUNT,
           clientVisible: FLAG_COUNT / CLIENT_VISIBLE_EVERY,
         },
+        commit: gitCommit(),
+        runSeconds: (performance.now() - started) / 1_000,
         ceilings: { fastify, node },
         databases,
+        scale,
+        memory,
         skipped,
-        microBenchmark: await microBenchmark(),
+        microBenchmark: micro,
       };
       // Formatted like every other document, so `npm run lint` (prettier --check) passes.
       const markdown = await format(renderReport(report), {

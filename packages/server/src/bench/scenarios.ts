@@ -11,6 +11,8 @@ export interface RouteScenario {
   expectedFlags?: number;
   /** Minimum ratio of its req/s to the ceiling's at the same connection count; null: no target. */
   target: number | null;
+  /** The route records usage unless told the client reports its own reads (issue 5). */
+  recordsUsage?: boolean;
 }
 
 const CONTEXT_COUNT = 1_000;
@@ -52,6 +54,7 @@ export function evaluationScenarios(seeded: SeededConfiguration, etag: string): 
       name: 'server evaluate, 1 flag',
       status: 200,
       target: 0.6,
+      recordsUsage: true,
       scenario: {
         method: 'POST',
         path: '/v1/sdk/evaluate',
@@ -70,6 +73,7 @@ export function evaluationScenarios(seeded: SeededConfiguration, etag: string): 
       status: 200,
       expectedFlags: clientVisible,
       target: 1 / 3,
+      recordsUsage: true,
       scenario: {
         method: 'POST',
         path: '/v1/client/evaluate',
@@ -97,6 +101,21 @@ export function evaluationScenarios(seeded: SeededConfiguration, etag: string): 
       },
     },
   ];
+}
+
+/**
+ * The same route with `X-Service-Reports-Evaluations: 1`: the client reports its own reads, so
+ * the server records no usage (spec: Evaluation API rule 1).
+ */
+export function withoutUsageRecording(route: RouteScenario): RouteScenario {
+  return {
+    ...route,
+    name: `${route.name}, not recording`,
+    scenario: {
+      ...route.scenario,
+      headers: { ...route.scenario.headers, 'x-service-reports-evaluations': '1' },
+    },
+  };
 }
 
 /** The ceiling: `GET /hello` on a bare server (see hello-server.ts). */

@@ -25,19 +25,21 @@ export interface SeededConfiguration {
   notes: string[];
 }
 
-interface Answer {
+export interface Answer {
   status: number;
   body: Record<string, unknown>;
 }
 
-class ManagementClient {
+/** Calls the management API of organization {@link ORG} as its Owner. */
+export class ManagementClient {
   constructor(
     private readonly baseUrl: string,
     private readonly token: string,
   ) {}
 
+  /** POSTs `body` to `path`, relative to `/api/v1/orgs/{ORG}`. */
   async post(path: string, body: unknown): Promise<Answer> {
-    const response = await fetch(`${this.baseUrl}/api/v1/orgs/${ORG}/projects${path}`, {
+    const response = await fetch(`${this.baseUrl}/api/v1/orgs/${ORG}${path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -193,7 +195,7 @@ function ruleBodies(index: number, variationIds: string[], segmentIds: string[])
 }
 
 /** Runs `work` over `items` with at most `limit` calls in flight; rejects on the first failure. */
-async function forEachConcurrently<T>(
+export async function forEachConcurrently<T>(
   items: readonly T[],
   limit: number,
   work: (item: T) => Promise<void>,
@@ -217,8 +219,8 @@ export async function seedConfiguration(
 ): Promise<SeededConfiguration> {
   const client = new ManagementClient(baseUrl, token);
   const notes: string[] = [];
-  await client.create('', { key: PROJECT, name: 'Shop' });
-  const base = `/${PROJECT}`;
+  await client.create('/projects', { key: PROJECT, name: 'Shop' });
+  const base = `/projects/${PROJECT}`;
 
   const segmentIds: string[] = [];
   const firstSegment = await client.post(`${base}/segments`, segmentBody(0));
@@ -272,4 +274,62 @@ export async function seedConfiguration(
     flagKeys: indexes.map((index) => `flag-${index}`),
     notes,
   };
+}
+
+/** A small project of its own, for the streaming and webhook measurements. */
+export interface SmallProject {
+  /** Management API path of the project, relative to the organization. */
+  path: string;
+  serverKey: string;
+  flagKeys: string[];
+  /** Whether each flag is on in production now; kept up to date by whoever toggles it. */
+  enabled: Map<string, boolean>;
+}
+
+/**
+ * Creates project `key` (default environments) with `flagCount` Boolean flags switched on in
+ * production, without rules, and a server-side SDK key for production.
+ */
+export async function seedSmallProject(
+  client: ManagementClient,
+  key: string,
+  flagCount: number,
+): Promise<SmallProject> {
+  await client.create('/projects', { key, name: key });
+  const path = `/projects/${key}`;
+  const flagKeys = Array.from({ length: flagCount }, (_, index) => `${key}-flag-${index}`);
+  await forEachConcurrently(flagKeys, SEED_CONCURRENCY, async (flagKey) => {
+    await client.create(`${path}/flags`, { key: flagKey, name: flagKey });
+    await client.create(
+      `${path}/flags/${flagKey}/environments/${ENVIRONMENT}/toggle`,
+      { enabled: true },
+      204,
+    );
+  });
+  const serverKey = await client.create(`${path}/environments/${ENVIRONMENT}/sdk-keys`, {
+    name: `${key} server`,
+    type: 'ServerSide',
+  });
+  return {
+    path,
+    serverKey: String(serverKey.key),
+    flagKeys,
+    enabled: new Map(flagKeys.map((flagKey) => [flagKey, true])),
+  };
+}
+
+/**
+ * Flips `flagKey` of `project` in production (on → off, off → on): always a real change.
+ *
+ * @throws Error when the toggle does not answer 204
+ */
+export async function flipFlag(
+  client: ManagementClient,
+  project: SmallProject,
+  flagKey: string,
+): Promise<void> {
+  const enabled = !project.enabled.get(flagKey);
+  const path = `${project.path}/flags/${flagKey}/environments/${ENVIRONMENT}/toggle`;
+  await client.create(path, { enabled }, 204);
+  project.enabled.set(flagKey, enabled);
 }

@@ -1,0 +1,118 @@
+import { once } from 'node:events';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { forkScript, residentMemory } from './processes.js';
+import { percentile, preciseNow } from './statistics.js';
+import type { ChildMessage, ParentMessage } from './stream-clients.js';
+
+const STREAM_CLIENTS = join(dirname(fileURLToPath(import.meta.url)), 'stream-clients.js');
+
+/** One change pushed to every stream. Latencies in milliseconds from the trigger's 204. */
+export interface FanOutRound {
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Streams that received no new `put` within the client's time-out. */
+  missing: number;
+  /** Round trip of the change request itself (the toggle), for context. */
+  triggerMs: number;
+}
+
+/** SSE fan-out against one server (issue 8, Benchmark). */
+export interface FanOutMeasurement {
+  name: string;
+  /** Streams asked for, and streams that received their first `put`. */
+  streams: number;
+  opened: number;
+  connectSeconds: number;
+  payloadBytes: number;
+  rounds: FanOutRound[];
+  /** Over every stream of every round. */
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Server resident memory with every stream open, after the last round (bytes). */
+  serverRssBytes: number;
+}
+
+/**
+ * Opens `streams` SSE streams at `streamUrl` from a separate client process, then `rounds`
+ * times calls `trigger` (one change; resolves on its 204) and measures, per stream, the time
+ * from that 204 to the arrival of the `put` carrying the change. A stream can receive the push
+ * before the 204 reaches the benchmark, so single latencies may be slightly negative.
+ *
+ * @throws Error when the client process fails or not a single stream opens
+ */
+export async function measureFanOut(options: {
+  name: string;
+  streamUrl: string;
+  authorization?: string;
+  serverPid: number;
+  streams: number;
+  rounds: number;
+  payloadBytes: number;
+  trigger: () => Promise<void>;
+}): Promise<FanOutMeasurement> {
+  const args = [options.streamUrl, String(options.streams)];
+  if (options.authorization) args.push(options.authorization);
+  const connectStart = performance.now();
+  const clients = forkScript(STREAM_CLIENTS, args);
+  const nextMessage = async (): Promise<ChildMessage> => {
+    const [message] = (await Promise.race([
+      once(clients, 'message'),
+      once(clients, 'exit').then(() => {
+        throw new Error(`${options.name}: the stream client exited`);
+      }),
+    ])) as [ChildMessage];
+    if (message.type === 'failed') throw new Error(`${options.name}: ${message.message}`);
+    return message;
+  };
+  try {
+    const ready = await nextMessage();
+    if (ready.type !== 'ready' || ready.opened === 0) {
+      throw new Error(`${options.name}: no stream opened`);
+    }
+    const connectSeconds = (performance.now() - connectStart) / 1_000;
+    let version = ready.version;
+    const rounds: FanOutRound[] = [];
+    const all: number[] = [];
+    for (let round = 0; round < options.rounds; round++) {
+      const sent = preciseNow();
+      await options.trigger();
+      const answered = preciseNow();
+      clients.send({ type: 'await', after: version } satisfies ParentMessage);
+      const arrivals = await nextMessage();
+      if (arrivals.type !== 'arrivals') throw new Error(`${options.name}: unexpected message`);
+      version = arrivals.version;
+      const latencies = arrivals.times
+        .filter((time): time is number => time !== null)
+        .map((time) => time - answered);
+      const missing = arrivals.times.length - latencies.length;
+      // A stream that never got the change counts as infinitely slow.
+      const counted = [...latencies, ...Array<number>(missing).fill(Number.POSITIVE_INFINITY)];
+      all.push(...counted);
+      rounds.push({
+        p50Ms: percentile(counted, 50),
+        p99Ms: percentile(counted, 99),
+        maxMs: Math.max(...counted),
+        missing,
+        triggerMs: answered - sent,
+      });
+    }
+    const memory = await residentMemory(options.serverPid);
+    return {
+      name: options.name,
+      streams: options.streams,
+      opened: ready.opened,
+      connectSeconds,
+      payloadBytes: options.payloadBytes,
+      rounds,
+      p50Ms: percentile(all, 50),
+      p99Ms: percentile(all, 99),
+      maxMs: Math.max(...all),
+      serverRssBytes: memory.rss,
+    };
+  } finally {
+    clients.kill('SIGKILL');
+  }
+}

@@ -1,0 +1,277 @@
+import { randomBytes } from 'node:crypto';
+import { v7 as uuid } from 'uuid';
+import { openDatabase } from '../db/database.js';
+import type { Schema } from '../db/schema.js';
+import type { BenchDatabase } from './databases.js';
+import { residentMemory, withCleanup } from './processes.js';
+import { forEachConcurrently, ManagementClient } from './seed.js';
+import { bootstrap, startNode } from './service.js';
+
+export const MEMORY_FLAGS = 10_000;
+export const MEMORY_ENVIRONMENTS = 10;
+const PROJECT = 'catalog';
+/** Bound parameters per INSERT: below PostgreSQL's 65,535 and SQLite's 32,766. */
+const PARAMETERS_PER_INSERT = 30_000;
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+/** RSS of one service holding every environment's snapshot (issue 8, Benchmark). */
+export interface MemoryMeasurement {
+  database: string;
+  flags: number;
+  environments: number;
+  rulesPerFlagAndEnvironment: number;
+  seedSeconds: number;
+  /** After start-up and seeding, before any SDK request (bytes). */
+  idleRssBytes: number;
+  /** After `GET /v1/sdk/flags` once in every environment (bytes). */
+  loadedRssBytes: number;
+  /** Highest RSS the process reached (VmHWM; bytes), e.g. while compiling. */
+  peakRssBytes: number;
+  /** V8 heap in use after loading, from `/metrics` (bytes); null when not exported. */
+  heapUsedBytes: number | null;
+  /** Time to answer the first `GET /v1/sdk/flags` of all environments in turn (seconds). */
+  loadSeconds: number;
+  /** Size of one environment's configuration document (bytes). */
+  configurationBytes: number;
+}
+
+const rule = (variationId: string) => ({
+  description: 'European pro users on the new app',
+  variationId,
+  rolloutPercentage: 50,
+  userSegmentId: null,
+  conditionGroups: [
+    {
+      operator: 'And',
+      conditions: [
+        { attribute: 'country', operator: 'In', values: ['DE', 'FR'], negate: false },
+        { attribute: 'plan', operator: 'Equals', values: ['pro'], negate: false },
+        {
+          attribute: 'appVersion',
+          operator: 'SemverGreaterThanOrEqual',
+          values: ['2.0.0'],
+          negate: false,
+        },
+      ],
+    },
+  ],
+});
+
+/**
+ * Template flags created through the management API: a Boolean flag and a client-visible String
+ * flag with three variations, each with one three-condition rule and switched on in every
+ * environment.
+ */
+async function createTemplates(
+  client: ManagementClient,
+  environments: string[],
+): Promise<string[]> {
+  const base = `/projects/${PROJECT}/flags`;
+  const bodies = [
+    { key: 'flag-0', name: 'Flag 0' },
+    {
+      key: 'flag-1',
+      name: 'Flag 1',
+      type: 'String',
+      clientSideVisible: true,
+      variations: ['control', 'treatment-a', 'treatment-b'].map((key) => ({ key, value: key })),
+    },
+  ];
+  const ids: string[] = [];
+  for (const body of bodies) {
+    const flag = await client.create(base, body);
+    ids.push(String(flag.id));
+    const variations = flag.variations as { id: string }[];
+    await forEachConcurrently(environments, 4, async (environment) => {
+      const path = `${base}/${body.key}/environments/${environment}`;
+      await client.create(`${path}/rules`, rule(variations[variations.length - 1]!.id));
+      await client.create(`${path}/toggle`, { enabled: true }, 204);
+    });
+  }
+  return ids;
+}
+
+/**
+ * Copies the template flags' rows (flag, variations, per-environment configurations, rules)
+ * until the project holds {@link MEMORY_FLAGS} flags: exactly the rows the API wrote, with fresh
+ * ids, keys and bucketing salts. Inserting through the API would take minutes; the copy takes
+ * seconds. (The copies have no `flag.created` audit events, which SDK snapshots never read.)
+ * Bumps the environments' versions, as every API change does.
+ */
+async function cloneTemplates(url: string, templateIds: string[]): Promise<void> {
+  const database = openDatabase(url);
+  try {
+    await database.db.transaction().execute(async (trx) => {
+      const flags = await trx
+        .selectFrom('flags')
+        .selectAll()
+        .where('id', 'in', templateIds)
+        .execute();
+      const owned = <T extends 'variations' | 'flag_environments' | 'rules'>(table: T) =>
+        trx
+          .selectFrom(table as 'rules')
+          .selectAll()
+          .where('flag_id', 'in', templateIds)
+          .execute() as unknown as Promise<Schema[T][]>;
+      const variations = await owned('variations');
+      const configurations = await owned('flag_environments');
+      const rules = await owned('rules');
+      type Rows = {
+        flags: Schema['flags'][];
+        variations: Schema['variations'][];
+        flag_environments: Schema['flag_environments'][];
+        rules: Schema['rules'][];
+      };
+      // Each template's rows as JSON text cut at every id the flag owns (its own, its
+      // variations', rules' and conditions' ids; not the project's or environments'), so a copy
+      // is the pieces joined around fresh ids and parsed once.
+      const templates = flags.map((flag) => {
+        const mine = <T extends { flag_id: string }>(rows: T[]) =>
+          rows.filter((row) => row.flag_id === flag.id);
+        const rows: Rows = {
+          flags: [flag],
+          variations: mine(variations),
+          flag_environments: mine(configurations),
+          rules: mine(rules),
+        };
+        const ownedText = [flag.id, ...rows.variations.map((row) => row.id)]
+          .concat(rows.rules.map((row) => `${row.id} ${row.condition_groups}`))
+          .join(' ');
+        const ownedIds = [...new Set(ownedText.match(UUID))];
+        const text = JSON.stringify(rows);
+        const pieces: (string | number)[] = [];
+        let at = 0;
+        for (const match of text.matchAll(UUID)) {
+          const owner = ownedIds.indexOf(match[0]);
+          if (owner === -1) continue;
+          pieces.push(text.slice(at, match.index), owner);
+          at = match.index + match[0].length;
+        }
+        pieces.push(text.slice(at));
+        return { pieces, idCount: ownedIds.length };
+      });
+      // uuid's own randomness per id is slow for ~250,000 ids; one pool of random bytes is not.
+      const random = randomBytes(16 * MEMORY_FLAGS * Math.max(...templates.map((t) => t.idCount)));
+      let randomAt = 0;
+      const freshId = () => uuid({ random: random.subarray(randomAt, (randomAt += 16)) });
+      const copies: Rows = { flags: [], variations: [], flag_environments: [], rules: [] };
+      for (let index = templateIds.length; index < MEMORY_FLAGS; index++) {
+        const template = templates[index % templates.length]!;
+        const ids = Array.from({ length: template.idCount }, freshId);
+        const copy = JSON.parse(
+          template.pieces.map((piece) => (typeof piece === 'number' ? ids[piece] : piece)).join(''),
+        ) as Rows;
+        copies.flags.push({
+          ...copy.flags[0]!,
+          key: `flag-${index}`,
+          name: `Flag ${index}`,
+          salt: randomBytes(8).toString('hex'),
+        });
+        copies.variations.push(...copy.variations);
+        copies.flag_environments.push(...copy.flag_environments);
+        copies.rules.push(...copy.rules);
+      }
+      for (const table of ['flags', 'variations', 'flag_environments', 'rules'] as const) {
+        const rows = copies[table];
+        const chunk = Math.floor(PARAMETERS_PER_INSERT / Object.keys(rows[0] ?? {}).length);
+        for (let start = 0; start < rows.length; start += chunk) {
+          await trx
+            .insertInto(table)
+            .values(rows.slice(start, start + chunk) as never)
+            .execute();
+        }
+      }
+      const environmentIds = [...new Set(configurations.map((row) => row.environment_id))];
+      await trx
+        .updateTable('environments')
+        .set((eb) => ({ version: eb('version', '+', 1) }))
+        .where('id', 'in', environmentIds)
+        .execute();
+    });
+  } finally {
+    await database.close();
+  }
+}
+
+/**
+ * Seeds {@link MEMORY_FLAGS} flags in {@link MEMORY_ENVIRONMENTS} environments into a fresh
+ * database, starts one `vexil serve`, loads every environment's snapshot through
+ * `GET /v1/sdk/flags`, and reads the process's RSS. The database is dropped afterwards.
+ *
+ * @param progress receives human-readable progress lines
+ */
+export function measureMemory(
+  database: BenchDatabase,
+  progress: (message: string) => void,
+): Promise<MemoryMeasurement> {
+  return withCleanup(database.drop, async () => {
+    const token = await bootstrap(database);
+    const node = await startNode(database);
+    try {
+      const client = new ManagementClient(node.baseUrl, token);
+      const environments = Array.from(
+        { length: MEMORY_ENVIRONMENTS },
+        (_, index) => `env-${index}`,
+      );
+      progress(`memory: seeding ${MEMORY_FLAGS} flags × ${MEMORY_ENVIRONMENTS} environments`);
+      const seedStart = performance.now();
+      await client.create('/projects', {
+        key: PROJECT,
+        name: 'Catalog',
+        environments: environments.map((key) => ({ key })),
+      });
+      const templateIds = await createTemplates(client, environments);
+      const keys: string[] = [];
+      for (const environment of environments) {
+        const key = await client.create(
+          `/projects/${PROJECT}/environments/${environment}/sdk-keys`,
+          { name: 'bench server', type: 'ServerSide' },
+        );
+        keys.push(String(key.key));
+      }
+      await cloneTemplates(database.url, templateIds);
+      const seedSeconds = (performance.now() - seedStart) / 1_000;
+      const idle = await residentMemory(node.service.child.pid!);
+      progress('memory: loading every environment');
+      const loadStart = performance.now();
+      let configurationBytes = 0;
+      for (const key of keys) {
+        const response = await fetch(`${node.baseUrl}/v1/sdk/flags`, {
+          headers: { authorization: key },
+        });
+        const body = await response.text();
+        if (response.status !== 200) {
+          throw new Error(`GET /v1/sdk/flags answered ${response.status}: ${body.slice(0, 300)}`);
+        }
+        const flagCount = (JSON.parse(body) as { flags: unknown[] }).flags.length;
+        if (flagCount !== MEMORY_FLAGS) {
+          throw new Error(`expected ${MEMORY_FLAGS} flags in the configuration, got ${flagCount}`);
+        }
+        configurationBytes = Buffer.byteLength(body);
+      }
+      const loadSeconds = (performance.now() - loadStart) / 1_000;
+      const loaded = await residentMemory(node.service.child.pid!);
+      const metrics = await (await fetch(`${node.baseUrl}/metrics`)).text();
+      const heapUsed = /^nodejs_heap_size_used_bytes (\d+)/m.exec(metrics)?.[1];
+      return {
+        database: database.name,
+        flags: MEMORY_FLAGS,
+        environments: MEMORY_ENVIRONMENTS,
+        rulesPerFlagAndEnvironment: 1,
+        seedSeconds,
+        idleRssBytes: idle.rss,
+        loadedRssBytes: loaded.rss,
+        peakRssBytes: loaded.peak,
+        heapUsedBytes: heapUsed === undefined ? null : Number(heapUsed),
+        loadSeconds,
+        configurationBytes,
+      };
+    } catch (error) {
+      throw new Error(`memory: ${String(error)}\nservice output:\n${node.service.output()}`, {
+        cause: error,
+      });
+    } finally {
+      await node.service.stop();
+    }
+  });
+}

@@ -1,0 +1,73 @@
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BenchDatabase } from './databases.js';
+import { ORG } from './seed.js';
+import {
+  freePort,
+  runCommand,
+  startService,
+  waitUntilAnswering,
+  type Service,
+} from './processes.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const REPO_ROOT = resolve(here, '../../../..');
+const CLI = join(REPO_ROOT, 'packages/server/dist/cli.js');
+
+/** High enough that seeding never meets the management API's rate limit. */
+const RATE_LIMIT = '100000000';
+
+/** One running `vexil serve` process. */
+export interface Node {
+  baseUrl: string;
+  service: Service;
+}
+
+/** Environment of every benchmarked node: quiet logs, no rate limit, a local webhook receiver. */
+export function nodeEnvironment(database: BenchDatabase): Record<string, string> {
+  return {
+    VEXIL_DATABASE_URL: database.url,
+    VEXIL_HOST: '127.0.0.1',
+    VEXIL_LOG_LEVEL: 'warn',
+    VEXIL_RATE_LIMIT: RATE_LIMIT,
+    // The webhook benchmark delivers to a receiver on 127.0.0.1 over http.
+    VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  };
+}
+
+/**
+ * Creates organization {@link ORG} and its Owner with `vexil bootstrap` (which also migrates).
+ *
+ * @returns the Owner's API token
+ */
+export async function bootstrap(database: BenchDatabase): Promise<string> {
+  const output = await runCommand(
+    process.execPath,
+    [CLI, 'bootstrap', '--org', ORG, '--email', 'bench@example.test'],
+    nodeEnvironment(database),
+  );
+  return (JSON.parse(output) as { token: string }).token;
+}
+
+/**
+ * Starts `vexil serve` on `database` on a free port (optionally `--only roles`) and waits until
+ * it answers.
+ *
+ * @throws Error with the node's output when it exits or does not answer
+ */
+export async function startNode(database: BenchDatabase, roles?: string): Promise<Node> {
+  const port = await freePort();
+  const args = [CLI, 'serve', ...(roles ? ['--only', roles] : [])];
+  const service = startService(process.execPath, args, {
+    ...nodeEnvironment(database),
+    VEXIL_PORT: String(port),
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilAnswering(`${baseUrl}/healthz`, service);
+  } catch (error) {
+    await service.stop();
+    throw error;
+  }
+  return { baseUrl, service };
+}
