@@ -2,7 +2,7 @@
  * Compilation: turns an `SdkConfiguration` into lookup tables once, so that evaluation does no
  * parsing, sorting or searching by name.
  */
-import { compileCondition } from './conditions.js';
+import { ConditionTable } from './conditions.js';
 import type { CompiledCondition } from './conditions.js';
 import type {
   SdkConfiguration,
@@ -83,6 +83,28 @@ export interface CompiledEnvironment {
   readonly flagList: readonly CompiledFlag[];
   /** Scratch marks for cycle detection: 1 while a flag's prerequisites are being evaluated. */
   readonly visiting: Uint8Array;
+  /** Scratch memo of condition results within one evaluation, indexed by condition id. */
+  readonly conditionMemo: ConditionMemo;
+}
+
+/**
+ * Which conditions one evaluation has matched so far, and with what result. A slot is valid for
+ * the evaluation whose generation it is stamped with, so a new evaluation starts with an empty
+ * memo by taking the next generation rather than by clearing the arrays.
+ */
+export interface ConditionMemo {
+  /**
+   * The last generation handed out. 0 is never one (it marks an evaluation without memo), so
+   * fresh (zeroed) stamps are invalid.
+   */
+  generation: number;
+  readonly stamps: Uint32Array;
+  /** 1: matched, 0: did not (valid only where the stamp is the evaluation's generation). */
+  readonly results: Uint8Array;
+  /** The generation whose context's default bucketing identity `identity` holds. */
+  identityGeneration: number;
+  /** The default bucketing identity (no `bucketBy`) of the context, if it has one. */
+  identity: string | undefined;
 }
 
 function isOr(operator: unknown): boolean {
@@ -159,18 +181,18 @@ function compileServe(
   return makeServe(true, false, -1, bucketBy, salt, bounds, boundVariations);
 }
 
-function compileSegment(segment: SdkSegment): CompiledSegment {
+function compileSegment(segment: SdkSegment, table: ConditionTable): CompiledSegment {
   return {
     key: segment.key,
     and: !isOr(segment.conditionLogic),
-    conditions: asArray(segment.conditions).map(compileCondition),
+    conditions: asArray(segment.conditions).map((c) => table.compile(c)),
   };
 }
 
-function compileGroup(group: SdkConditionGroup): CompiledGroup {
+function compileGroup(group: SdkConditionGroup, table: ConditionTable): CompiledGroup {
   return {
     and: !isOr(group.operator),
-    conditions: asArray(group.conditions).map(compileCondition),
+    conditions: asArray(group.conditions).map((c) => table.compile(c)),
   };
 }
 
@@ -179,11 +201,12 @@ function compileRule(
   segments: ReadonlyMap<string, CompiledSegment>,
   variationIndex: ReadonlyMap<string, number>,
   flagKey: string,
+  table: ConditionTable,
 ): CompiledRule {
   const segmentKey = rule.segmentKey;
   return {
     id: String(rule.id),
-    groups: asArray(rule.conditionGroups).map(compileGroup),
+    groups: asArray(rule.conditionGroups).map((group) => compileGroup(group, table)),
     segment:
       typeof segmentKey === 'string' && segmentKey !== ''
         ? (segments.get(segmentKey) ?? null)
@@ -197,6 +220,7 @@ function compileFlag(
   index: number,
   segments: ReadonlyMap<string, CompiledSegment>,
   flagIndex: ReadonlyMap<string, number>,
+  table: ConditionTable,
 ): CompiledFlag {
   const variations = asArray(flag.variations).map((v) => ({
     key: v.key,
@@ -210,7 +234,7 @@ function compileFlag(
   const rules = asArray(flag.rules)
     .map((rule, position) => ({ rule, position }))
     .sort((a, b) => a.rule.priority - b.rule.priority || a.position - b.position)
-    .map(({ rule }) => compileRule(rule, segments, variationIndex, flag.key));
+    .map(({ rule }) => compileRule(rule, segments, variationIndex, flag.key, table));
   return {
     key: flag.key,
     index,
@@ -236,9 +260,10 @@ function compileFlag(
  * @param config - the server-SDK environment configuration (`GET /v1/sdk/flags`)
  */
 export function compileEnvironment(config: SdkConfiguration): CompiledEnvironment {
+  const table = new ConditionTable();
   const segments = new Map<string, CompiledSegment>();
   for (const segment of asArray(config.segments)) {
-    if (!segments.has(segment.key)) segments.set(segment.key, compileSegment(segment));
+    if (!segments.has(segment.key)) segments.set(segment.key, compileSegment(segment, table));
   }
   const unique: SdkFlag[] = [];
   const flagIndex = new Map<string, number>();
@@ -247,7 +272,7 @@ export function compileEnvironment(config: SdkConfiguration): CompiledEnvironmen
     flagIndex.set(flag.key, unique.length);
     unique.push(flag);
   }
-  const flagList = unique.map((flag, i) => compileFlag(flag, i, segments, flagIndex));
+  const flagList = unique.map((flag, i) => compileFlag(flag, i, segments, flagIndex, table));
   return {
     environment: config.environment ?? null,
     version: config.version,
@@ -255,5 +280,12 @@ export function compileEnvironment(config: SdkConfiguration): CompiledEnvironmen
     flags: new Map(flagList.map((f) => [f.key, f])),
     flagList,
     visiting: new Uint8Array(flagList.length),
+    conditionMemo: {
+      generation: 0,
+      stamps: new Uint32Array(table.size),
+      results: new Uint8Array(table.size),
+      identityGeneration: 0,
+      identity: undefined,
+    },
   };
 }

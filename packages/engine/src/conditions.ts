@@ -39,6 +39,12 @@ const CMP_LTE = 4;
 
 /** A condition ready for evaluation. Every field is always present so all share one shape. */
 export interface CompiledCondition {
+  /**
+   * Index in its environment's {@link ConditionTable}, where identical conditions share one
+   * compiled condition and so one slot for memoising results within an evaluation; -1 when
+   * compiled on its own.
+   */
+  readonly id: number;
   readonly attribute: string;
   readonly kind: number;
   readonly comparison: number;
@@ -120,6 +126,7 @@ interface ConditionOperands {
 // object spread from several call sites gave almost every condition its own hidden class, which
 // made matching several times slower once an environment held more than a handful of flags.)
 function makeCondition(
+  id: number,
   attribute: string,
   kind: number,
   comparison: number,
@@ -128,6 +135,7 @@ function makeCondition(
   operands: ConditionOperands,
 ): CompiledCondition {
   return {
+    id,
     attribute,
     kind,
     comparison,
@@ -148,15 +156,64 @@ function makeCondition(
  * out of stored configuration.
  */
 export function compileCondition(condition: SdkCondition): CompiledCondition {
-  const op =
-    typeof condition.operator === 'string' ? normalizeOperator(condition.operator) : undefined;
-  const attribute = typeof condition.attribute === 'string' ? condition.attribute : '';
-  const negate = condition.negate === true;
-  if (op === undefined) return makeCondition(attribute, KIND_NEVER, CMP_EQ, false, negate, {});
-  const values = stringValues(condition.values);
+  return compileNormalized(normalizeCondition(condition), -1);
+}
+
+/** A condition's fields as compilation reads them: what two conditions must share to be equal. */
+interface NormalizedCondition {
+  attribute: string;
+  op: ConditionOperator | undefined;
+  negate: boolean;
+  values: readonly string[];
+}
+
+function normalizeCondition(condition: SdkCondition): NormalizedCondition {
+  return {
+    attribute: typeof condition.attribute === 'string' ? condition.attribute : '',
+    op: typeof condition.operator === 'string' ? normalizeOperator(condition.operator) : undefined,
+    negate: condition.negate === true,
+    values: stringValues(condition.values),
+  };
+}
+
+function compileNormalized(condition: NormalizedCondition, id: number): CompiledCondition {
+  const { attribute, op, negate, values } = condition;
+  if (op === undefined) return makeCondition(id, attribute, KIND_NEVER, CMP_EQ, false, negate, {});
   const [kind, comparison] = kindAndComparison(op);
   const noneOf = op === 'NotEquals' || op === 'NotContains' || op === 'NotIn';
-  return makeCondition(attribute, kind, comparison, noneOf, negate, operandsFor(kind, values));
+  return makeCondition(id, attribute, kind, comparison, noneOf, negate, operandsFor(kind, values));
+}
+
+/**
+ * The conditions of one environment, compiled once each: conditions with the same attribute,
+ * operator, values and negation (common across flags and segments: "country in DE, FR", "plan
+ * equals pro") become one compiled condition with its own {@link CompiledCondition.id}, so that an
+ * evaluation can match each of them at most once per context.
+ */
+export class ConditionTable {
+  private readonly byKey = new Map<string, CompiledCondition>();
+
+  /** How many distinct conditions have been compiled; ids run from 0 to `size - 1`. */
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  /** Compiles a condition, or returns the identical one compiled before. */
+  compile(condition: SdkCondition): CompiledCondition {
+    const normalized = normalizeCondition(condition);
+    const key = JSON.stringify([
+      normalized.attribute,
+      normalized.op ?? null,
+      normalized.negate,
+      normalized.values,
+    ]);
+    let compiled = this.byKey.get(key);
+    if (compiled === undefined) {
+      compiled = compileNormalized(normalized, this.byKey.size);
+      this.byKey.set(key, compiled);
+    }
+    return compiled;
+  }
 }
 
 function operandsFor(kind: number, values: readonly string[]): ConditionOperands {

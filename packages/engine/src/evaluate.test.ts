@@ -130,3 +130,69 @@ describe('evaluation: evaluateAll', () => {
     expect(Object.keys(listed)).toEqual(['__proto__']);
   });
 });
+
+describe('evaluation: conditions shared between flags and segments', () => {
+  // Identical conditions compile to one and are matched once per evaluation; every flag must
+  // still see the result for the context being evaluated.
+  const country = { attribute: 'country', operator: 'In' as const, values: ['NL', 'DE'] };
+  const plan = { attribute: 'plan', operator: 'Equals' as const, values: ['pro'] };
+  const targeted = (key: string, segmentKey?: string): SdkFlag =>
+    flag(key, {
+      rules: [
+        {
+          id: `${key}-rule`,
+          priority: 1,
+          conditionGroups: [{ operator: 'And', conditions: [country, { ...plan }] }],
+          ...(segmentKey ? { segmentKey } : {}),
+          serve: { type: 'Fixed', variation: 'off' },
+        },
+      ],
+    });
+  const env = compileEnvironment({
+    ...config(
+      targeted('a'),
+      targeted('b', 'pros'),
+      targeted('c'),
+      // Rollouts by the default identity (found once per evaluation) and by an attribute.
+      flag('r', { fallthrough: { type: 'Rollout', variations: [{ key: 'on', weight: 50_000 }] } }),
+      flag('rb', {
+        fallthrough: {
+          type: 'Rollout',
+          bucketBy: 'country',
+          variations: [{ key: 'on', weight: 50_000 }],
+        },
+      }),
+    ),
+    segments: [{ key: 'pros', version: 1, conditionLogic: 'And', conditions: [plan, country] }],
+  });
+  const contexts: EvaluationContext[] = [
+    { country: 'NL', plan: 'pro' },
+    { country: 'NL', plan: 'free' },
+    { attributes: { country: 'DE', plan: 'pro' } },
+    {},
+    ...Array.from({ length: 40 }, (_, i) => ({ userId: `user-${i}`, country: `c${i}` })),
+  ];
+
+  it('evaluateAll agrees with evaluating each flag on its own, context after context', () => {
+    for (const context of contexts) {
+      const all = evaluateAll(env, context);
+      for (const key of ['a', 'b', 'c', 'r', 'rb'])
+        expect(all[key]).toEqual(evaluateFlag(env, key, context));
+    }
+    expect(evaluateAll(env, { country: 'NL', plan: 'pro' }).a?.variation).toBe('off');
+    expect(evaluateAll(env, { country: 'NL', plan: 'free' }).a?.variation).toBe('on');
+  });
+
+  it('an evaluation started inside an evaluateAll predicate does not disturb it', () => {
+    const matching = contexts[0] as EvaluationContext;
+    const other = contexts[1] as EvaluationContext;
+    const targetedKeys = ['a', 'b', 'c'];
+    const nested = evaluateAll(env, matching, (key) => {
+      if (!targetedKeys.includes(key)) return false;
+      expect(evaluateAll(env, other, [key])[key]?.variation).toBe('on');
+      return true;
+    });
+    expect(nested).toEqual(evaluateAll(env, matching, targetedKeys));
+    expect(Object.values(nested).map((result) => result.variation)).toEqual(['off', 'off', 'off']);
+  });
+});

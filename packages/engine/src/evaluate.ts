@@ -6,6 +6,7 @@ import { bucket } from './bucketing.js';
 import type {
   CompiledEnvironment,
   CompiledFlag,
+  ConditionMemo,
   CompiledGroup,
   CompiledRule,
   CompiledSegment,
@@ -69,44 +70,118 @@ function served(
   return { key, value, variation: variationKey, reason };
 }
 
+/**
+ * The generation of an evaluation that memoises nothing: a single flag without prerequisites
+ * rarely matches one condition twice, so recording results would cost more than it saves.
+ */
+const NO_MEMO = 0;
+
+/**
+ * Starts an evaluation: the generation that stamps its memoised condition results. The generation
+ * is passed down rather than read back from the memo, so that an evaluation started meanwhile (by
+ * an `evaluateAll` predicate, say) cannot make the outer one trust the inner one's results.
+ */
+function nextGeneration(memo: ConditionMemo): number {
+  let generation = memo.generation + 1;
+  if (generation > 0xffff_ffff) {
+    memo.stamps.fill(0);
+    generation = 1;
+  }
+  memo.generation = generation;
+  return generation;
+}
+
+/**
+ * Whether the context satisfies the condition, matching each distinct condition at most once per
+ * evaluation: flags and segments of one environment share many conditions, and an evaluateAll of
+ * 50 flags would otherwise look up the same attributes and run the same comparisons hundreds of
+ * times. A condition's result depends only on the context, so the memo cannot change any result.
+ */
+function conditionHolds(
+  c: CompiledCondition,
+  context: EvaluationContext,
+  memo: ConditionMemo,
+  generation: number,
+): boolean {
+  if (generation === NO_MEMO) return conditionMatches(c, context);
+  const id = c.id;
+  if (memo.stamps[id] === generation) return memo.results[id] === 1;
+  const matched = conditionMatches(c, context);
+  memo.stamps[id] = generation;
+  memo.results[id] = matched ? 1 : 0;
+  return matched;
+}
+
 function conditionsMatch(
   conditions: readonly CompiledCondition[],
   and: boolean,
   context: EvaluationContext,
+  memo: ConditionMemo,
+  generation: number,
 ): boolean {
   // And: every condition; Or: any. An empty list matches under And and under Or alike (handled by
   // the callers), so that an empty group is "no constraint" rather than "nobody".
   for (let i = 0; i < conditions.length; i++) {
-    const matched = conditionMatches(conditions[i] as CompiledCondition, context);
+    const matched = conditionHolds(conditions[i] as CompiledCondition, context, memo, generation);
     if (and ? !matched : matched) return !and;
   }
   return and;
 }
 
-function groupsMatch(groups: readonly CompiledGroup[], context: EvaluationContext): boolean {
+function groupsMatch(
+  groups: readonly CompiledGroup[],
+  context: EvaluationContext,
+  memo: ConditionMemo,
+  generation: number,
+): boolean {
   for (let i = 0; i < groups.length; i++) {
     const group = groups[i] as CompiledGroup;
     if (group.conditions.length === 0) continue;
-    if (!conditionsMatch(group.conditions, group.and, context)) return false;
+    if (!conditionsMatch(group.conditions, group.and, context, memo, generation)) return false;
   }
   return true;
 }
 
-function inSegment(segment: CompiledSegment, context: EvaluationContext): boolean {
+function inSegment(
+  segment: CompiledSegment,
+  context: EvaluationContext,
+  memo: ConditionMemo,
+  generation: number,
+): boolean {
   // A segment with no conditions contains nobody: an empty definition must not target everyone.
   if (segment.conditions.length === 0) return false;
-  return conditionsMatch(segment.conditions, segment.and, context);
+  return conditionsMatch(segment.conditions, segment.and, context, memo, generation);
 }
 
-function ruleMatches(rule: CompiledRule, context: EvaluationContext): boolean {
+function ruleMatches(
+  rule: CompiledRule,
+  context: EvaluationContext,
+  memo: ConditionMemo,
+  generation: number,
+): boolean {
   if (rule.segment === null) return false;
-  if (!groupsMatch(rule.groups, context)) return false;
-  return rule.segment === undefined || inSegment(rule.segment, context);
+  if (!groupsMatch(rule.groups, context, memo, generation)) return false;
+  return rule.segment === undefined || inSegment(rule.segment, context, memo, generation);
 }
 
 /** The variation a rollout serves the context, or NOT_IN_ROLLOUT. */
-function rolloutVariation(serve: CompiledServe, context: EvaluationContext): number {
-  const identity = bucketingIdentity(context, serve.bucketBy);
+function rolloutVariation(
+  serve: CompiledServe,
+  context: EvaluationContext,
+  memo: ConditionMemo,
+  generation: number,
+): number {
+  let identity: string | undefined;
+  if (serve.bucketBy !== null || generation === NO_MEMO) {
+    identity = bucketingIdentity(context, serve.bucketBy);
+  } else if (memo.identityGeneration === generation) {
+    identity = memo.identity;
+  } else {
+    // Most rollouts bucket by the default identity: found once per evaluation.
+    identity = bucketingIdentity(context, null);
+    memo.identity = identity;
+    memo.identityGeneration = generation;
+  }
   if (identity === undefined) return NOT_IN_ROLLOUT;
   const b = bucket(serve.salt, identity);
   const bounds = serve.bounds;
@@ -130,6 +205,7 @@ function checkPrerequisites(
   flag: CompiledFlag,
   context: EvaluationContext,
   depth: number,
+  generation: number,
 ): EvaluationResult | undefined {
   if (depth >= MAX_PREREQUISITE_DEPTH) {
     return errorResult(flag.key, 'MALFORMED_FLAG', flag.prerequisites[0]?.key);
@@ -144,7 +220,7 @@ function checkPrerequisites(
       if (env.visiting[required.index] === 1) {
         return errorResult(flag.key, 'PREREQUISITE_CYCLE', prerequisite.key);
       }
-      const outcome = evaluateCompiled(env, required, context, depth + 1);
+      const outcome = evaluateCompiled(env, required, context, depth + 1, generation);
       if (outcome.reason === 'ERROR') {
         return errorResult(flag.key, outcome.errorCode ?? 'MALFORMED_FLAG', prerequisite.key);
       }
@@ -163,21 +239,23 @@ function evaluateCompiled(
   flag: CompiledFlag,
   context: EvaluationContext,
   depth: number,
+  generation: number,
 ): EvaluationResult {
   if (!flag.enabled) return offResult(flag, 'DISABLED');
   if (flag.prerequisites.length > 0) {
-    const failed = checkPrerequisites(env, flag, context, depth);
+    const failed = checkPrerequisites(env, flag, context, depth, generation);
     if (failed !== undefined) return failed;
   }
   const rules = flag.rules;
+  const memo = env.conditionMemo;
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i] as CompiledRule;
-    if (!ruleMatches(rule, context)) continue;
+    if (!ruleMatches(rule, context, memo, generation)) continue;
     const serve = rule.serve;
     let variationIndex = serve.variationIndex;
     if (serve.malformed) return errorResult(flag.key, 'MALFORMED_FLAG', undefined, rule.id);
     if (serve.rollout) {
-      variationIndex = rolloutVariation(serve, context);
+      variationIndex = rolloutVariation(serve, context, memo, generation);
       // Outside the rollout's slices the rule does not apply: on to the next rule.
       if (variationIndex === NOT_IN_ROLLOUT) continue;
     }
@@ -186,7 +264,7 @@ function evaluateCompiled(
   const fallthrough = flag.fallthrough;
   if (fallthrough.malformed) return errorResult(flag.key, 'MALFORMED_FLAG');
   if (!fallthrough.rollout) return served(flag, fallthrough.variationIndex, 'DEFAULT');
-  const variationIndex = rolloutVariation(fallthrough, context);
+  const variationIndex = rolloutVariation(fallthrough, context, memo, generation);
   // A context the fallthrough rollout cannot place (no identity, or a bucket beyond the weights)
   // gets the off variation: "not in the experiment" rather than an arbitrary arm.
   if (variationIndex === NOT_IN_ROLLOUT) return offResult(flag, 'DEFAULT');
@@ -215,7 +293,8 @@ export function evaluateFlag(
 ): EvaluationResult {
   const flag = env.flags.get(flagKey);
   if (flag === undefined) return errorResult(flagKey, 'FLAG_NOT_FOUND');
-  return evaluateCompiled(env, flag, asContext(context), 0);
+  const generation = flag.prerequisites.length === 0 ? NO_MEMO : nextGeneration(env.conditionMemo);
+  return evaluateCompiled(env, flag, asContext(context), 0, generation);
 }
 
 /**
@@ -286,6 +365,7 @@ export function evaluateAll(
   include?: FlagSelection,
 ): Record<string, EvaluationResult> {
   const ctx = asContext(context);
+  const generation = nextGeneration(env.conditionMemo);
   const results: Record<string, EvaluationResult> = {};
   const flags = env.flagList;
   if (isKeyList(include)) {
@@ -294,12 +374,12 @@ export function evaluateAll(
       // Already unique, known and in configuration order.
       for (let i = 0; i < include.length; i++) {
         const flag = env.flags.get(include[i] as string) as CompiledFlag;
-        store(results, flag.key, evaluateCompiled(env, flag, ctx, 0));
+        store(results, flag.key, evaluateCompiled(env, flag, ctx, 0, generation));
       }
     } else {
       for (const index of indices) {
         const flag = flags[index] as CompiledFlag;
-        store(results, flag.key, evaluateCompiled(env, flag, ctx, 0));
+        store(results, flag.key, evaluateCompiled(env, flag, ctx, 0, generation));
       }
     }
     return results;
@@ -307,7 +387,7 @@ export function evaluateAll(
   for (let i = 0; i < flags.length; i++) {
     const flag = flags[i] as CompiledFlag;
     if (include !== undefined && !include(flag.key)) continue;
-    store(results, flag.key, evaluateCompiled(env, flag, ctx, 0));
+    store(results, flag.key, evaluateCompiled(env, flag, ctx, 0, generation));
   }
   return results;
 }

@@ -11,11 +11,15 @@ import { migrate, openDatabase, type Database } from './db/database.js';
 import { ChangeFeed } from './evaluation/change-feed.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
+import { EvaluationQuietLogController } from './evaluation/request-logging.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
 import { ApiError } from './http/errors.js';
+import { frameworkErrorHandler } from './http/framework-errors.js';
 import { registerIdempotency } from './http/idempotency.js';
+import { loggerOptions } from './http/logging.js';
+import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
@@ -67,6 +71,8 @@ export async function createVexil(
     clock?: Clock;
     database?: Database;
     logger?: boolean;
+    /** Where log lines go instead of standard output (tests capture them). */
+    logStream?: NodeJS.WritableStream;
     startWorkers?: boolean;
     roles?: readonly ServiceRole[];
   } = {},
@@ -99,8 +105,10 @@ export async function createVexil(
   );
 
   const app = Fastify({
-    logger: options.logger === false ? false : { level: config.logLevel },
+    logger: options.logger === false ? false : loggerOptions(config.logLevel, options.logStream),
+    logController: new EvaluationQuietLogController(),
     bodyLimit: 1024 * 1024,
+    frameworkErrors: frameworkErrorHandler(config.publicUrl),
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(({ schema, httpPart }) =>
     (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema),
@@ -178,6 +186,7 @@ export async function createVexil(
           await limiter.consume(key, reply, now.getTime());
           if (failure) throw failure;
         });
+        management.addHook('preValidation', rejectNulCharacters);
         registerIdempotency(management, services);
         await registerManagementApi(management, services);
       },

@@ -13,12 +13,23 @@ export interface Snapshot {
   compiled: CompiledEnvironment;
   /** `GET /v1/sdk/flags` body, serialized once. */
   body: string;
+  /**
+   * The same body UTF-8 encoded once: sent as is, a string of several hundred kilobytes would be
+   * encoded again on every download.
+   */
+  bodyBytes: Buffer;
   /** Serialized SDK flags by key, for `GET /v1/sdk/flags/{key}`. */
   flagBodies: ReadonlyMap<string, string>;
   etag: string;
   clientSideKeys: ReadonlySet<string>;
   /** The same keys in configuration order: the engine's cheapest selection form. */
   clientSideKeyList: readonly string[];
+  /**
+   * Serialized client evaluation entries (`"key":{...}`) by flag key, variation key and outcome
+   * (reason, and prerequisite if any), filled as they are first served (see clientFlagsJson).
+   * Bounded by the configuration: a flag has few variations, reasons and prerequisites.
+   */
+  clientFlagEntries: Map<string, Map<string | null, Map<string, string>>>;
 }
 
 /**
@@ -107,10 +118,12 @@ export class SnapshotStore {
       version: configuration.version,
       compiled: compileEnvironment(configuration),
       body,
+      bodyBytes: Buffer.from(body, 'utf8'),
       flagBodies: new Map(configuration.flags.map((flag) => [flag.key, JSON.stringify(flag)])),
       etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
       clientSideKeys: new Set(loaded.clientSideKeys),
       clientSideKeyList: loaded.clientSideKeys,
+      clientFlagEntries: new Map(),
     };
   }
 }

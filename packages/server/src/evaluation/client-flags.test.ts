@@ -1,0 +1,85 @@
+import { compileEnvironment, type SdkConfiguration, type SdkFlag } from '@vexil/engine';
+import { describe, expect, it } from 'vitest';
+import { clientFlagsJson, evaluateClientFlags } from './client-flags.js';
+import type { Snapshot } from './snapshots.js';
+
+const flag = (key: string, over: Partial<SdkFlag> = {}): SdkFlag => ({
+  key,
+  version: 1,
+  type: 'Json',
+  enabled: true,
+  variations: [
+    { key: 'on', value: { quote: 'say "hi"', list: [1, 2] } },
+    { key: 'off', value: null },
+  ],
+  rules: [
+    {
+      id: 'r1',
+      priority: 1,
+      conditionGroups: [
+        {
+          operator: 'And',
+          conditions: [{ attribute: 'plan', operator: 'Equals', values: ['pro'] }],
+        },
+      ],
+      serve: { type: 'Fixed', variation: 'off' },
+    },
+  ],
+  fallthrough: { type: 'Rollout', variations: [{ key: 'on', weight: 50_000 }] },
+  offVariation: 'off',
+  prerequisites: [],
+  ...over,
+});
+
+function snapshotOf(configuration: SdkConfiguration, visible: string[]): Snapshot {
+  const body = JSON.stringify(configuration);
+  return {
+    environmentId: 'env',
+    organizationId: 'org',
+    projectId: 'project',
+    version: configuration.version,
+    compiled: compileEnvironment(configuration),
+    body,
+    bodyBytes: Buffer.from(body),
+    flagBodies: new Map(),
+    etag: '"x"',
+    clientSideKeys: new Set(visible),
+    clientSideKeyList: visible,
+    clientFlagEntries: new Map(),
+  };
+}
+
+describe('clientFlagsJson', () => {
+  const snapshot = snapshotOf(
+    {
+      environment: 'production',
+      version: 1,
+      flags: [
+        flag('a'),
+        flag('hidden'),
+        flag('b', { enabled: false }),
+        flag('c', { prerequisites: [{ prerequisiteFlagKey: 'b', expectedVariationKey: 'on' }] }),
+        flag('d', { fallthrough: { type: 'Fixed', variation: 'missing' } }),
+        flag('we"ird\\key'),
+      ],
+      segments: [],
+    },
+    ['a', 'b', 'c', 'd', 'we"ird\\key'],
+  );
+
+  it('is the JSON of evaluateClientFlags, for every outcome and again from its cache', () => {
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 40; i++) {
+        const context = { userId: `user-${i}`, plan: i % 3 === 0 ? 'pro' : 'free' };
+        const json = clientFlagsJson(snapshot, context, null);
+        expect(JSON.parse(json)).toEqual(evaluateClientFlags(snapshot, context, null));
+        expect(json).toBe(JSON.stringify(evaluateClientFlags(snapshot, context, null)));
+      }
+    }
+    // One entry per distinct outcome, not per request.
+    let entries = 0;
+    for (const byVariation of snapshot.clientFlagEntries.values())
+      for (const byReason of byVariation.values()) entries += byReason.size;
+    expect(entries).toBeLessThan(12);
+  });
+});

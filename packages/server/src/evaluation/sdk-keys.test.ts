@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashSecret } from '../auth/secrets.js';
+import {
+  createOrg,
+  createProjectWithFlag,
+  createTestVexil,
+  testDialects,
+  type TestVexil,
+} from '../test-support/harness.js';
+import { SdkKeyResolver } from './sdk-keys.js';
+
+const NOW = Date.parse('2026-01-01T00:00:00Z');
+
+describe.each(testDialects())('SDK key resolver on %s', (dialect) => {
+  let vexil: TestVexil;
+  let key: string;
+
+  beforeAll(async () => {
+    vexil = await createTestVexil(dialect);
+    key = (await createProjectWithFlag(vexil, await createOrg(vexil))).sdkKey;
+  });
+  afterAll(() => vexil.close());
+
+  /** Revokes the key in the database only, as another node would. */
+  const revokeElsewhere = (revoked: string) =>
+    vexil.services.db
+      .updateTable('sdk_keys')
+      .set({ revoked_at: new Date(NOW).toISOString() })
+      .where('key_hash', '=', hashSecret(revoked))
+      .execute();
+
+  it('keeps a grant for its time to live, and drops it when told the hash was revoked', async () => {
+    const resolver = new SdkKeyResolver(vexil.services.db);
+    const grant = await resolver.resolve(key, NOW);
+    expect(grant).toMatchObject({ type: 'ServerSide', environmentId: expect.any(String) });
+    await revokeElsewhere(key);
+    // Cached: the revocation on "another node" is not seen before the time to live ends...
+    expect(await resolver.resolve(key, NOW + 1_000)).toEqual(grant);
+    // ...unless its notice arrives, which names the key only by hash.
+    resolver.forget(hashSecret(key));
+    expect(await resolver.resolve(key, NOW + 1_000)).toBeNull();
+  });
+
+  it('looks keys up again after the time to live and after forgetAll', async () => {
+    const fresh = (await createProjectWithFlag(vexil, await createOrg(vexil, 'globex'))).sdkKey;
+    const resolver = new SdkKeyResolver(vexil.services.db);
+    expect(await resolver.resolve(fresh, NOW)).not.toBeNull();
+    await revokeElsewhere(fresh);
+    expect(await resolver.resolve(fresh, NOW + 10_001)).toBeNull();
+
+    const other = new SdkKeyResolver(vexil.services.db);
+    const unknown = 'vxl_srv_unknown';
+    expect(await other.resolve(unknown, NOW)).toBeNull();
+    other.forgetAll();
+    expect(await other.resolve(unknown, NOW)).toBeNull();
+  });
+
+  it('resolves strings far longer than a key without keeping them, and forgets them by hash', async () => {
+    const resolver = new SdkKeyResolver(vexil.services.db);
+    const long = `vxl_srv_${'x'.repeat(10_000)}`;
+    expect(await resolver.resolve(long, NOW)).toBeNull();
+    expect(await resolver.resolve(long, NOW + 1)).toBeNull();
+    resolver.forget(hashSecret(long));
+    expect(await resolver.resolve(long, NOW + 2)).toBeNull();
+  });
+});
