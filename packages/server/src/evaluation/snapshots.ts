@@ -41,6 +41,8 @@ export class SnapshotStore {
   private readonly snapshots = new Map<string, Promise<Snapshot | undefined>>();
   /** Versions of the snapshots built so far, for the change feed's comparisons. */
   private readonly versions = new Map<string, number>();
+  /** When each held snapshot was built (epoch ms), for the snapshot-age metric. */
+  private readonly builtAtMs = new Map<string, number>();
   private readonly listeners = new Set<(environmentIds: readonly string[] | 'all') => void>();
 
   constructor(private readonly db: Kysely<Schema>) {}
@@ -56,6 +58,7 @@ export class SnapshotStore {
         (built) => {
           if (built && this.snapshots.get(environmentId) === building)
             this.versions.set(environmentId, built.version);
+          this.builtAtMs.set(environmentId, Date.now());
         },
         // A failed build must not stick: the next request tries again.
         () => {
@@ -72,6 +75,7 @@ export class SnapshotStore {
     for (const id of ids) {
       this.snapshots.delete(id);
       this.versions.delete(id);
+      this.builtAtMs.delete(id);
     }
     if (ids.length > 0) this.announce(ids);
   }
@@ -80,6 +84,7 @@ export class SnapshotStore {
   invalidateAll(): void {
     this.snapshots.clear();
     this.versions.clear();
+    this.builtAtMs.clear();
     this.announce('all');
   }
 
@@ -99,6 +104,11 @@ export class SnapshotStore {
   /** The version of the environment's built snapshot, if one is held. */
   heldVersion(environmentId: string): number | undefined {
     return this.versions.get(environmentId);
+  }
+
+  /** When the environment's held snapshot was built (epoch ms), if one is held. */
+  builtAt(environmentId: string): number | undefined {
+    return this.builtAtMs.get(environmentId);
   }
 
   /** Every held snapshot's version, by environment id. */

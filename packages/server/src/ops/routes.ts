@@ -95,6 +95,43 @@ export function registerOpsRoutes(
   });
 
   new Gauge({
+    name: 'vexil_snapshot_age_seconds',
+    help: 'Seconds since each held environment snapshot was built',
+    labelNames: ['environment_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const now = Date.now();
+      for (const environmentId of snapshots.heldVersions().keys()) {
+        const builtAt = snapshots.builtAt(environmentId);
+        if (builtAt !== undefined)
+          this.set({ environment_id: environmentId }, (now - builtAt) / 1000);
+      }
+    },
+  });
+
+  new Gauge({
+    name: 'vexil_usage_flush_lag_seconds',
+    help: 'Seconds since usage counts were last completely written to the database',
+    registers: [registry],
+    collect() {
+      this.set(services.usage.flushLagSeconds(Date.now()));
+    },
+  });
+
+  new Gauge({
+    name: 'vexil_events_discarded',
+    help: 'Analytics events discarded since start, by reason (spec: Evaluation API rule 5)',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      for (const [reason, count] of Object.entries(services.usage.discardCounts())) {
+        this.set({ reason }, count);
+      }
+    },
+  });
+
+  new Gauge({
     name: 'vexil_webhook_deliveries',
     help: 'Webhook deliveries by status (Pending is the queue depth)',
     labelNames: ['status'],

@@ -67,6 +67,8 @@ export class UsageAggregator {
   private flushing: Pending | null = null;
   private flushChain: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
+  /** When the last flush completed with everything written (epoch ms), for the flush-lag metric. */
+  private lastCompleteFlushMs = Date.now();
   private readonly discards: Record<DiscardReason, number> = {
     invalid: 0,
     timestamp: 0,
@@ -210,13 +212,22 @@ export class UsageAggregator {
     await this.flush();
   }
 
+  /** Seconds since every count was last written: how much a crash would lose now. */
+  flushLagSeconds(nowMs: number): number {
+    return (nowMs - this.lastCompleteFlushMs) / 1000;
+  }
+
   private async flushOnce(): Promise<void> {
     const batch = this.pending;
-    if (batch.evaluations.size === 0 && batch.customEvents.size === 0) return;
+    if (batch.evaluations.size === 0 && batch.customEvents.size === 0) {
+      this.lastCompleteFlushMs = Date.now();
+      return;
+    }
     this.pending = emptyPending();
     this.flushing = batch;
     try {
       await this.write(batch);
+      this.lastCompleteFlushMs = Date.now();
     } catch (error) {
       this.onFlushError(error);
       this.restore(batch);
