@@ -51,6 +51,17 @@ function encodeCursor(key: string): string {
   return Buffer.from(key, 'utf8').toString('base64url');
 }
 
+/** The project's environments (id and key) in display order. */
+function projectEnvironments(services: Services, projectId: string) {
+  return services.db
+    .selectFrom('environments')
+    .select(['id', 'key'])
+    .where('project_id', '=', projectId)
+    .orderBy('sort_order')
+    .orderBy('key')
+    .execute();
+}
+
 /**
  * Archives or restores a flag: archived flags leave every environment's SDK configuration and
  * client evaluations (their keys stay reserved). Emits `flag.archived` or `flag.restored`.
@@ -146,13 +157,7 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
         ? Date.parse(request.query.from)
         : toMs - DEFAULT_USAGE_RANGE_MS;
       if (fromMs > toMs) throw invalidField('from', 'must not be later than to');
-      const environments = await services.db
-        .selectFrom('environments')
-        .select(['id', 'key'])
-        .where('project_id', '=', project.id)
-        .orderBy('sort_order')
-        .orderBy('key')
-        .execute();
+      const environments = await projectEnvironments(services, project.id);
       const usage = await readFlagUsage(
         services,
         flag,
@@ -203,13 +208,7 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
       if (flag.is_archived === 1) return reply.status(204).send();
       if (!request.query.force) {
         const { archiveGuardWindowMs } = services.config.lifecycle;
-        const environments = await services.db
-          .selectFrom('environments')
-          .select(['id', 'key'])
-          .where('project_id', '=', project.id)
-          .orderBy('sort_order')
-          .orderBy('key')
-          .execute();
+        const environments = await projectEnvironments(services, project.id);
         const last = await lastEvaluatedByEnvironment(
           services,
           flag,
