@@ -29,7 +29,7 @@ interface CustomBucket {
 
 /** Counts not yet in the database. */
 interface Pending {
-  /** environment id → flag key → `variation\nhour` → bucket */
+  /** environment id → flag key → variation key (or `variation\nhour` across an hour boundary) → bucket */
   evaluations: Map<string, Map<string, Map<string, EvaluationBucket>>>;
   /** environment id → `eventKey\nhour` → bucket */
   customEvents: Map<string, Map<string, CustomBucket>>;
@@ -116,8 +116,15 @@ export class UsageAggregator {
       buckets = new Map();
       flags.set(flagKey, buckets);
     }
-    const id = `${variationKey}\n${hourMs}`;
-    const bucket = buckets.get(id);
+    // The hot path builds no key: within one flush interval a variation almost always counts
+    // into one hour, so the variation key alone names that bucket. Only across an hour boundary
+    // does a second bucket take the composite `variation\nhour` key.
+    let id = variationKey;
+    let bucket = buckets.get(id);
+    if (bucket !== undefined && bucket.hourMs !== hourMs) {
+      id = `${variationKey}\n${hourMs}`;
+      bucket = buckets.get(id);
+    }
     if (bucket) {
       bucket.count += count;
       if (lastMs > bucket.lastMs) bucket.lastMs = lastMs;

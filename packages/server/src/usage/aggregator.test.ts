@@ -1,0 +1,32 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../db/database.js';
+import { UsageAggregator } from './aggregator.js';
+
+describe('usage aggregation: one bucket per variation and hour', () => {
+  const database = openDatabase(':memory:');
+  afterAll(() => database.close());
+
+  it('counts across an hour boundary inside one flush interval into two buckets', () => {
+    const usage = new UsageAggregator(database.db, () => undefined);
+    const hour = Date.UTC(2026, 5, 1, 11);
+    usage.recordEvaluation('env', 'flag', 'on', hour - 1000);
+    usage.recordEvaluation('env', 'flag', 'on', hour - 500);
+    usage.recordEvaluation('env', 'flag', 'on', hour + 1000);
+    usage.recordEvaluation('env', 'flag', 'off', hour + 2000);
+    usage.recordEvaluation('env', 'flag', 'on', hour + 3000);
+    const buckets = usage
+      .pendingUsage('env', 'flag')
+      .map(({ variationKey, hourMs, count, lastEvaluatedMs }) => ({
+        variationKey,
+        hourMs,
+        count,
+        lastEvaluatedMs,
+      }))
+      .sort((a, b) => a.hourMs - b.hourMs || a.variationKey.localeCompare(b.variationKey));
+    expect(buckets).toEqual([
+      { variationKey: 'on', hourMs: hour - 3_600_000, count: 2, lastEvaluatedMs: hour - 500 },
+      { variationKey: 'off', hourMs: hour, count: 1, lastEvaluatedMs: hour + 2000 },
+      { variationKey: 'on', hourMs: hour, count: 2, lastEvaluatedMs: hour + 3000 },
+    ]);
+  });
+});
