@@ -262,6 +262,29 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
     expect(cycle.body.error).toBe('validation_failed');
   });
 
+  it('flag delete: refused with 409 while another flag has it as a prerequisite', async () => {
+    await call(vexil, 'POST', `${base}/flags`, { token: org.token, body: { key: 'base-flag' } });
+    await call(vexil, 'POST', `${base}/flags`, { token: org.token, body: { key: 'dependent' } });
+    const linked = await call(vexil, 'PATCH', `${base}/flags/dependent/environments/development`, {
+      token: org.token,
+      body: { prerequisites: [{ prerequisiteFlagKey: 'base-flag', expectedVariationKey: 'true' }] },
+    });
+    expect(linked.status).toBe(200);
+    const refused = await call(vexil, 'DELETE', `${base}/flags/base-flag`, { token: org.token });
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toContain('dependent (development)');
+    expect((await call(vexil, 'GET', `${base}/flags/base-flag`, { token: org.token })).status).toBe(
+      200,
+    );
+    await call(vexil, 'PATCH', `${base}/flags/dependent/environments/development`, {
+      token: org.token,
+      body: { prerequisites: [] },
+    });
+    expect(
+      (await call(vexil, 'DELETE', `${base}/flags/base-flag`, { token: org.token })).status,
+    ).toBe(204);
+  });
+
   it('flag delete: Admin only, then 404', async () => {
     await call(vexil, 'POST', `${base}/flags`, { token: org.token, body: { key: 'doomed' } });
     expect((await call(vexil, 'DELETE', `${base}/flags/doomed`, { token: org.token })).status).toBe(

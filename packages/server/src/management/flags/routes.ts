@@ -5,7 +5,7 @@ import type { App } from '../../app.js';
 import type { FlagsTable, VariationsTable } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
-import { invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs, requireOrg, requireProject, type OrgAccess } from '../access.js';
 import { actionsFor } from '../actions.js';
@@ -314,6 +314,28 @@ export function registerFlagRoutes(app: App, services: Services): void {
       const project = await requireProject(services, access, request.params.project);
       const flag = await requireFlag(services, access, project, request.params.flag);
       await mutateAs(services, access, async (m) => {
+        // Inside the transaction, so a prerequisite added meanwhile cannot slip past the check.
+        const dependents = await m.trx
+          .selectFrom('flag_environments')
+          .innerJoin('flags', 'flags.id', 'flag_environments.flag_id')
+          .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
+          .select(['flags.key as flagKey', 'environments.key as environmentKey', 'prerequisites'])
+          .where('flags.project_id', '=', project.id)
+          .where('flag_environments.prerequisites', 'like', `%"prerequisiteFlagKey":"${flag.key}"%`)
+          .execute();
+        const users = dependents
+          .filter((row) =>
+            (JSON.parse(row.prerequisites) as { prerequisiteFlagKey: string }[]).some(
+              (p) => p.prerequisiteFlagKey === flag.key,
+            ),
+          )
+          .map((row) => `${row.flagKey} (${row.environmentKey})`);
+        if (users.length > 0) {
+          throw new ApiError(
+            'conflict',
+            `Flag "${flag.key}" is a prerequisite of ${users.join(', ')}. Remove those prerequisites first.`,
+          );
+        }
         await m.trx.deleteFrom('flags').where('id', '=', flag.id).execute();
         await m.touchProject(project.id);
         await m.emit({
