@@ -9,6 +9,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/database.js';
 import { ChangeFeed } from './evaluation/change-feed.js';
+import { allowBrowserCalls } from './evaluation/cors.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
 import { EvaluationQuietLogController } from './evaluation/request-logging.js';
@@ -201,13 +202,18 @@ export async function createVexil(
   if (roles.has('evaluation')) {
     await app.register(
       async (evaluation) => {
+        await allowBrowserCalls(evaluation);
         await registerEvaluationApi(evaluation, services, snapshots, sdkKeys);
       },
       { prefix: '/v1' },
     );
-    await app.register(async (ofrep) => registerOfrepApi(ofrep, services, snapshots, sdkKeys), {
-      prefix: '/ofrep/v1',
-    });
+    await app.register(
+      async (ofrep) => {
+        await allowBrowserCalls(ofrep);
+        await registerOfrepApi(ofrep, services, snapshots, sdkKeys);
+      },
+      { prefix: '/ofrep/v1' },
+    );
   }
 
   app.setNotFoundHandler(async (request, reply) =>

@@ -108,7 +108,7 @@ export interface TestResponse {
 /** Sends a request through the app without a socket (Fastify inject). */
 export async function call(
   vexil: Vexil,
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
   url: string,
   options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
 ): Promise<TestResponse> {
