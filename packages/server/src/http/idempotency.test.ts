@@ -125,3 +125,58 @@ describe.each(testDialects())('Idempotency-Key on %s', (dialect) => {
     );
   });
 });
+
+describe.each(testDialects())(
+  'Idempotency-Key on the webhook and secret creates on %s',
+  (dialect) => {
+    let vexil: TestVexil;
+    let org: Awaited<ReturnType<typeof createOrg>>;
+    const webhooks = '/api/v1/orgs/acme/webhooks';
+
+    beforeAll(async () => {
+      vexil = await createTestVexil(dialect, {
+        config: {
+          webhooks: { retryScheduleMs: [10], timeoutMs: 1000, allowPrivateTargets: true },
+        },
+      });
+      org = await createOrg(vexil);
+    });
+    afterAll(() => vexil.close());
+
+    const post = (url: string, key: string, body?: unknown) =>
+      call(vexil, 'POST', url, {
+        token: org.token,
+        ...(body !== undefined ? { body } : {}),
+        headers: { 'idempotency-key': key },
+      });
+
+    it('webhook create: the same key and body replay {id, secret}; another body is refused', async () => {
+      const body = {
+        name: 'receiver',
+        url: 'http://127.0.0.1:9/hook',
+        provider: 'GenericHttp',
+        eventTypes: [],
+        projectIds: [],
+        environmentIds: [],
+      };
+      const first = await post(webhooks, 'hook-1', body);
+      expect(first.status).toBe(201);
+      const retry = await post(webhooks, 'hook-1', body);
+      expect(retry.status).toBe(201);
+      expect(retry.body).toEqual(first.body);
+      const other = await post(webhooks, 'hook-1', { ...body, name: 'another' });
+      expect(other.status).toBe(422);
+      expect(other.body.error).toBe('idempotency_key_reused');
+      const list = await call(vexil, 'GET', webhooks, { token: org.token });
+      expect(list.body.items).toHaveLength(1);
+
+      const secrets = `${webhooks}/${first.body.id}/secrets`;
+      const secret = await post(secrets, 'secret-1');
+      expect(secret.status).toBe(201);
+      const secretRetry = await post(secrets, 'secret-1');
+      expect(secretRetry.body).toEqual(secret.body);
+      const detail = await call(vexil, 'GET', `${webhooks}/${first.body.id}`, { token: org.token });
+      expect(detail.body.secrets).toHaveLength(2);
+    });
+  },
+);
