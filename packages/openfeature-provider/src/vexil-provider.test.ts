@@ -2,11 +2,13 @@ import { ErrorCode, OpenFeature, ProviderEvents } from '@openfeature/server-sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   call,
+  callOk,
   createOrg,
   createProjectWithFlag,
   createTestVexil,
   testDialects,
   type TestVexil,
+  variationIdsByKey,
 } from '../../server/src/test-support/harness.js';
 import { VexilProvider } from './index.js';
 
@@ -15,11 +17,8 @@ const flagEnv = (flag: string) => `${base}/flags/${flag}/environments/production
 
 /** Typed flags, a targeting rule, a split and a disabled flag, made through the management API. */
 async function seed(vexil: TestVexil, token: string): Promise<void> {
-  const manage = async (method: 'POST' | 'PATCH', url: string, body: unknown) => {
-    const response = await call(vexil, method, url, { token, body });
-    if (response.status >= 300) throw new Error(`${method} ${url}: ${response.text}`);
-    return response.body;
-  };
+  const manage = (method: 'POST' | 'PATCH', url: string, body: unknown) =>
+    callOk(vexil, method, url, token, body);
   await manage('POST', `${base}/flags`, {
     key: 'banner-text',
     type: 'String',
@@ -43,9 +42,7 @@ async function seed(vexil: TestVexil, token: string): Promise<void> {
   });
   await manage('POST', `${base}/flags`, { key: 'kill-switch', type: 'Boolean' });
   const checkout = (await call(vexil, 'GET', `${base}/flags/new-checkout`, { token })).body;
-  const ids = Object.fromEntries(
-    checkout.variations.map((v: { key: string; id: string }) => [v.key, v.id]),
-  );
+  const ids = variationIdsByKey(checkout);
   await manage('POST', `${flagEnv('new-checkout')}/rules`, {
     variationId: ids.true,
     conditionGroups: [

@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   call,
+  callOk,
   createOrg,
   createProjectWithFlag,
   createTestVexil,
   testDialects,
   type TestVexil,
+  variationIdsByKey,
 } from '../../server/src/test-support/harness.js';
 import { createClient, type VexilClient } from './index.js';
 
@@ -14,11 +16,8 @@ const flagEnv = (flag: string) => `${base}/flags/${flag}/environments/production
 
 /** Typed flags, a targeting rule and a disabled flag, made through the management API. */
 async function seed(vexil: TestVexil, token: string): Promise<void> {
-  const manage = async (method: 'POST' | 'PATCH', url: string, body: unknown) => {
-    const response = await call(vexil, method, url, { token, body });
-    if (response.status >= 300) throw new Error(`${method} ${url}: ${response.text}`);
-    return response.body;
-  };
+  const manage = (method: 'POST' | 'PATCH', url: string, body: unknown) =>
+    callOk(vexil, method, url, token, body);
   await manage('POST', `${base}/flags`, {
     key: 'banner-text',
     type: 'String',
@@ -42,9 +41,7 @@ async function seed(vexil: TestVexil, token: string): Promise<void> {
   });
   await manage('POST', `${base}/flags`, { key: 'kill-switch', type: 'Boolean' });
   const checkout = (await call(vexil, 'GET', `${base}/flags/new-checkout`, { token })).body;
-  const ids = Object.fromEntries(
-    checkout.variations.map((v: { key: string; id: string }) => [v.key, v.id]),
-  );
+  const ids = variationIdsByKey(checkout);
   await manage('PATCH', flagEnv('new-checkout'), { defaultVariationId: ids.false });
   await manage('POST', `${flagEnv('new-checkout')}/rules`, {
     variationId: ids.true,

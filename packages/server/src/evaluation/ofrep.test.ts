@@ -9,11 +9,13 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   call,
+  callOk,
   createOrg,
   createProjectWithFlag,
   createTestVexil,
   testDialects,
   type TestVexil,
+  variationIdsByKey,
 } from '../test-support/harness.js';
 
 const base = '/api/v1/orgs/acme/projects/web';
@@ -21,14 +23,9 @@ const flagEnv = (flag: string) => `${base}/flags/${flag}/environments/production
 
 /** The flags every case reads, created through the management API as a user would. */
 async function seedFlags(vexil: TestVexil, token: string): Promise<void> {
-  const manage = async (method: 'POST' | 'PATCH', url: string, body: unknown) => {
-    const response = await call(vexil, method, url, { token, body });
-    if (response.status >= 300) throw new Error(`${method} ${url}: ${response.text}`);
-    return response.body;
-  };
+  const manage = (method: 'POST' | 'PATCH', url: string, body: unknown) =>
+    callOk(vexil, method, url, token, body);
   const create = (body: Record<string, unknown>) => manage('POST', `${base}/flags`, body);
-  const variationIds = (flag: { variations: { key: string; id: string }[] }) =>
-    Object.fromEntries(flag.variations.map((v) => [v.key, v.id]));
 
   await create({
     key: 'banner-text',
@@ -70,7 +67,7 @@ async function seedFlags(vexil: TestVexil, token: string): Promise<void> {
 
   // new-checkout (from the harness): false by default, true for one targeted email.
   const checkoutFlag = (await call(vexil, 'GET', `${base}/flags/new-checkout`, { token })).body;
-  const checkoutIds = variationIds(checkoutFlag);
+  const checkoutIds = variationIdsByKey(checkoutFlag);
   await manage('PATCH', flagEnv('new-checkout'), { defaultVariationId: checkoutIds.false });
   await manage('POST', `${flagEnv('new-checkout')}/rules`, {
     variationId: checkoutIds.true,
@@ -83,7 +80,7 @@ async function seedFlags(vexil: TestVexil, token: string): Promise<void> {
       },
     ],
   });
-  const experimentIds = variationIds(experiment);
+  const experimentIds = variationIdsByKey(experiment);
   await manage('PATCH', flagEnv('experiment'), {
     strategy: 'PercentageRollout',
     rollout: [

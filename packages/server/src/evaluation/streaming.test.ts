@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVexil } from '../app.js';
 import {
   call,
+  callOk,
   createOrg,
   createProjectWithFlag,
   createTestVexil,
@@ -123,11 +124,8 @@ describe.each(testDialects())('streaming on %s', (dialect) => {
   let clientKey: string;
   const open: SseReader[] = [];
 
-  const manage = async (method: 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown) => {
-    const response = await call(vexil, method, `${base}${path}`, { token, body });
-    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.text}`);
-    return response.body;
-  };
+  const manage = (method: 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown) =>
+    callOk(vexil, method, `${base}${path}`, token, body);
   const toggle = (flag: string, enabled: boolean) =>
     manage('POST', `/flags/${flag}/environments/production/toggle`, { enabled });
 

@@ -5,6 +5,7 @@ import type { Schema } from '../db/schema.js';
 import { EVENTS_BODY_LIMIT_BYTES } from '../usage/events-routes.js';
 import {
   call,
+  callOk,
   createOrg,
   createProjectWithFlag,
   createTestVexil,
@@ -502,11 +503,7 @@ async function seed(vexil: TestVexil) {
   const { sdkKey } = await createProjectWithFlag(vexil, org);
   const owner = { token: org.token };
   const web = '/api/v1/orgs/acme/projects/web';
-  const post = async (url: string, body?: unknown) => {
-    const response = await call(vexil, 'POST', url, { ...owner, body });
-    if (response.status >= 300) throw new Error(`seeding ${url}: ${response.text}`);
-    return response.body;
-  };
+  const post = (url: string, body?: unknown) => callOk(vexil, 'POST', url, owner.token, body);
   const client = await post(`${web}/environments/production/sdk-keys`, {
     name: 'client',
     type: 'ClientSide',

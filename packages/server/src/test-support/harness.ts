@@ -140,6 +140,35 @@ export async function call(
   return { status: response.statusCode, headers: response.headers, body, text: response.body };
 }
 
+/**
+ * A set-up request: like {@link call}, but any status of 300 or more throws (naming the request),
+ * and the parsed body is returned.
+ */
+export async function callOk(
+  vexil: Vexil,
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  url: string,
+  token: string,
+  body?: unknown,
+  // Set-up code reads arbitrary JSON (ids, keys); the tests' assertions check it.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<any> {
+  const response = await call(vexil, method, url, {
+    token,
+    ...(body !== undefined ? { body } : {}),
+  });
+  if (response.status >= 300)
+    throw new Error(`${method} ${url}: ${response.status} ${response.text}`);
+  return response.body;
+}
+
+/** A flag's variation ids by variation key. */
+export function variationIdsByKey(flag: {
+  variations: { key: string; id: string }[];
+}): Record<string, string> {
+  return Object.fromEntries(flag.variations.map((variation) => [variation.key, variation.id]));
+}
+
 /** An organization with an Owner token, as `vexil bootstrap` makes it. */
 export async function createOrg(
   vexil: Vexil,
