@@ -50,7 +50,7 @@ export interface CompiledRule {
 
 export interface CompiledPrerequisite {
   readonly key: string;
-  /** Index in `CompiledEnvironment.flagList`, or -1 when the flag does not exist. */
+  /** Position in `CompiledEnvironment.flagKeys`, or -1 when the flag does not exist. */
   readonly flagIndex: number;
   readonly expectedVariationKey: string;
 }
@@ -69,18 +69,28 @@ export interface CompiledFlag {
 }
 
 /**
- * An environment configuration ready for evaluation. Build it with {@link compileEnvironment}
- * whenever the configuration changes and share it between requests; it is immutable apart from
- * scratch space evaluation uses synchronously. Only `environment`, `version` and `flagKeys` are
- * meant to be read; the rest is the engine's own layout and may change.
+ * An environment configuration ready for evaluation. Build it with {@link compileEnvironment} (or
+ * {@link compileLazily}) whenever the configuration changes and share it between requests. Its
+ * segments are compiled up front and each flag when it is first evaluated, so that an
+ * environment of thousands of flags costs memory only for the flags actually evaluated. Apart
+ * from that and scratch space evaluation uses synchronously it is immutable. Only `environment`,
+ * `version`, `flagKeys` and `flagIndex` are meant to be read; the rest is the engine's own layout
+ * and may change.
  */
 export interface CompiledEnvironment {
   readonly environment: string | null;
   readonly version: number;
   /** Flag keys in configuration order. */
   readonly flagKeys: readonly string[];
-  readonly flags: ReadonlyMap<string, CompiledFlag>;
-  readonly flagList: readonly CompiledFlag[];
+  /** Each flag key's position in `flagKeys`. */
+  readonly flagIndex: ReadonlyMap<string, number>;
+  /** The flags compiled so far, by position in `flagKeys`. */
+  readonly flagList: (CompiledFlag | undefined)[];
+  /** Reads the configuration of the flag at a position, for its compilation. */
+  readonly flagSource: (index: number) => SdkFlag;
+  readonly segments: ReadonlyMap<string, CompiledSegment>;
+  readonly conditions: ConditionTable;
+  readonly shared: SharedParts;
   /** Scratch marks for cycle detection: 1 while a flag's prerequisites are being evaluated. */
   readonly visiting: Uint8Array;
   /** Scratch memo of condition results within one evaluation, indexed by condition id. */
@@ -98,9 +108,10 @@ export interface ConditionMemo {
    * fresh (zeroed) stamps are invalid.
    */
   generation: number;
-  readonly stamps: Uint32Array;
+  /** Replaced by longer arrays as compiled flags add conditions (see {@link compiledFlag}). */
+  stamps: Uint32Array;
   /** 1: matched, 0: did not (valid only where the stamp is the evaluation's generation). */
-  readonly results: Uint8Array;
+  results: Uint8Array;
   /** The generation whose context's default bucketing identity `identity` holds. */
   identityGeneration: number;
   /** The default bucketing identity (no `bucketBy`) of the context, if it has one. */
@@ -130,6 +141,34 @@ function deepFreeze(value: unknown): unknown {
   return value;
 }
 
+/**
+ * What many flags of an environment have in common (the variations of Boolean flags, Fixed
+ * serves, the slices of a 50/50 split, condition groups), compiled once and shared by all of
+ * them. Compiled parts are immutable, so sharing cannot change a result; at thousands of flags it
+ * saves most of their memory.
+ */
+export class SharedParts {
+  private readonly parts = new Map<string, unknown>();
+
+  /** The part known by `key`, made by `make` the first time it is asked for. */
+  get<T>(key: string, make: () => T): T {
+    let part = this.parts.get(key) as T | undefined;
+    if (part === undefined) {
+      part = make();
+      this.parts.set(key, part);
+    }
+    return part;
+  }
+}
+
+/** What compiling a flag reads besides the flag: the environment's shared tables. */
+interface CompileScope {
+  readonly segments: ReadonlyMap<string, CompiledSegment>;
+  readonly flagIndex: ReadonlyMap<string, number>;
+  readonly conditions: ConditionTable;
+  readonly shared: SharedParts;
+}
+
 // Every compiled serve comes from this one object literal so that all share one hidden class and
 // the reads on the evaluation path stay monomorphic.
 function makeServe(
@@ -145,25 +184,27 @@ function makeServe(
 }
 
 const NO_BOUNDS: readonly number[] = [];
+const NONE: readonly never[] = [];
 
 function compileServe(
   serve: SdkServe | null | undefined,
   variationIndex: ReadonlyMap<string, number>,
   flagKey: string,
+  shared: SharedParts,
 ): CompiledServe {
-  if (typeof serve !== 'object' || serve === null) {
-    return makeServe(false, true, -1, null, flagKey, NO_BOUNDS, NO_BOUNDS);
-  }
-  const salt = typeof serve.salt === 'string' && serve.salt !== '' ? serve.salt : flagKey;
-  const bucketBy =
-    typeof serve.bucketBy === 'string' && serve.bucketBy !== '' ? serve.bucketBy : null;
+  // Only rollouts read a salt or a bucketing attribute, so every other serve is shared.
   const malformed = (rollout: boolean): CompiledServe =>
-    makeServe(rollout, true, -1, null, flagKey, NO_BOUNDS, NO_BOUNDS);
+    shared.get(`malformed ${rollout}`, () =>
+      makeServe(rollout, true, -1, null, '', NO_BOUNDS, NO_BOUNDS),
+    );
+  if (typeof serve !== 'object' || serve === null) return malformed(false);
   if (serve.type === 'Fixed') {
     const index =
       typeof serve.variation === 'string' ? (variationIndex.get(serve.variation) ?? -1) : -1;
     if (index < 0) return malformed(false);
-    return makeServe(false, false, index, bucketBy, salt, NO_BOUNDS, NO_BOUNDS);
+    return shared.get(`fixed ${index}`, () =>
+      makeServe(false, false, index, null, '', NO_BOUNDS, NO_BOUNDS),
+    );
   }
   if (serve.type !== 'Rollout') return malformed(false);
   const bounds: number[] = [];
@@ -178,54 +219,72 @@ function compileServe(
     bounds.push(cumulative);
     boundVariations.push(index);
   }
-  return makeServe(true, false, -1, bucketBy, salt, bounds, boundVariations);
+  const salt = typeof serve.salt === 'string' && serve.salt !== '' ? serve.salt : flagKey;
+  const bucketBy =
+    typeof serve.bucketBy === 'string' && serve.bucketBy !== '' ? serve.bucketBy : null;
+  return makeServe(
+    true,
+    false,
+    -1,
+    bucketBy,
+    salt,
+    shared.get(`bounds ${bounds.join()}`, () => bounds),
+    shared.get(`bound variations ${boundVariations.join()}`, () => boundVariations),
+  );
 }
 
-function compileSegment(segment: SdkSegment, table: ConditionTable): CompiledSegment {
+function compileSegment(segment: SdkSegment, conditions: ConditionTable): CompiledSegment {
   return {
     key: segment.key,
     and: !isOr(segment.conditionLogic),
-    conditions: asArray(segment.conditions).map((c) => table.compile(c)),
+    conditions: asArray(segment.conditions).map((c) => conditions.compile(c)),
   };
 }
 
-function compileGroup(group: SdkConditionGroup, table: ConditionTable): CompiledGroup {
-  return {
+function compileGroups(
+  groups: readonly SdkConditionGroup[],
+  scope: CompileScope,
+): readonly CompiledGroup[] {
+  const compiled = groups.map((group): CompiledGroup => ({
     and: !isOr(group.operator),
-    conditions: asArray(group.conditions).map((c) => table.compile(c)),
-  };
+    conditions: asArray(group.conditions).map((c) => scope.conditions.compile(c)),
+  }));
+  const key = compiled
+    .map((group) => `${group.and ? 'and' : 'or'}(${group.conditions.map((c) => c.id).join()})`)
+    .join();
+  return scope.shared.get(`groups ${key}`, () => compiled);
 }
 
 function compileRule(
   rule: SdkRule,
-  segments: ReadonlyMap<string, CompiledSegment>,
   variationIndex: ReadonlyMap<string, number>,
   flagKey: string,
-  table: ConditionTable,
+  scope: CompileScope,
 ): CompiledRule {
   const segmentKey = rule.segmentKey;
   return {
     id: String(rule.id),
-    groups: asArray(rule.conditionGroups).map((group) => compileGroup(group, table)),
+    groups: compileGroups(asArray(rule.conditionGroups), scope),
     segment:
       typeof segmentKey === 'string' && segmentKey !== ''
-        ? (segments.get(segmentKey) ?? null)
+        ? (scope.segments.get(segmentKey) ?? null)
         : undefined,
-    serve: compileServe(rule.serve, variationIndex, flagKey),
+    serve: compileServe(rule.serve, variationIndex, flagKey, scope.shared),
   };
 }
 
-function compileFlag(
-  flag: SdkFlag,
-  index: number,
-  segments: ReadonlyMap<string, CompiledSegment>,
-  flagIndex: ReadonlyMap<string, number>,
-  table: ConditionTable,
-): CompiledFlag {
-  const variations = asArray(flag.variations).map((v) => ({
-    key: v.key,
-    value: frozenCopy(v.value ?? null),
-  }));
+function compileVariations(
+  variations: readonly SdkVariation[],
+  shared: SharedParts,
+): readonly SdkVariation[] {
+  const key = JSON.stringify(variations.map((v) => [v.key, v.value ?? null]));
+  return shared.get(`variations ${key}`, () =>
+    variations.map((v) => ({ key: v.key, value: frozenCopy(v.value ?? null) })),
+  );
+}
+
+function compileFlag(flag: SdkFlag, key: string, index: number, scope: CompileScope): CompiledFlag {
+  const variations = compileVariations(asArray(flag.variations), scope.shared);
   const variationIndex = new Map<string, number>();
   variations.forEach((v, i) => {
     if (!variationIndex.has(v.key)) variationIndex.set(v.key, i);
@@ -234,58 +293,113 @@ function compileFlag(
   const rules = asArray(flag.rules)
     .map((rule, position) => ({ rule, position }))
     .sort((a, b) => a.rule.priority - b.rule.priority || a.position - b.position)
-    .map(({ rule }) => compileRule(rule, segments, variationIndex, flag.key, table));
+    .map(({ rule }) => compileRule(rule, variationIndex, key, scope));
+  const prerequisites = asArray(flag.prerequisites).map((p) => ({
+    key: p.prerequisiteFlagKey,
+    flagIndex: scope.flagIndex.get(p.prerequisiteFlagKey) ?? -1,
+    expectedVariationKey: p.expectedVariationKey,
+  }));
   return {
-    key: flag.key,
+    key,
     index,
     enabled: flag.enabled === true,
     variations,
     offIndex: variationIndex.get(flag.offVariation) ?? -1,
-    prerequisites: asArray(flag.prerequisites).map((p) => ({
-      key: p.prerequisiteFlagKey,
-      flagIndex: flagIndex.get(p.prerequisiteFlagKey) ?? -1,
-      expectedVariationKey: p.expectedVariationKey,
-    })),
-    rules,
-    fallthrough: compileServe(flag.fallthrough, variationIndex, flag.key),
+    prerequisites: prerequisites.length > 0 ? prerequisites : NONE,
+    rules: rules.length > 0 ? rules : NONE,
+    fallthrough: compileServe(flag.fallthrough, variationIndex, key, scope.shared),
   };
 }
 
 /**
- * Compiles an environment configuration for evaluation: flags and segments indexed by key
- * (the first of duplicate keys wins), rules sorted by priority, condition values parsed and
- * regexes compiled, variation references resolved. Never throws on odd content: what cannot be
- * served evaluates to an ERROR result, conditions that cannot match never match.
- *
- * @param config - the server-SDK environment configuration (`GET /v1/sdk/flags`)
+ * An environment configuration whose flags are read one at a time, when first evaluated: for
+ * callers that hold flags in a compact form (such as serialized) rather than as objects.
  */
-export function compileEnvironment(config: SdkConfiguration): CompiledEnvironment {
-  const table = new ConditionTable();
+export interface LazyConfiguration {
+  readonly environment: string | null;
+  readonly version: number;
+  /** Flag keys in configuration order, each once. */
+  readonly flagKeys: readonly string[];
+  readonly segments: readonly SdkSegment[];
+  /** The flag whose key is `flagKeys[index]`. Called at most once per flag; must not throw. */
+  flag(index: number): SdkFlag;
+}
+
+/**
+ * Prepares an environment configuration for evaluation: segments indexed by key (the first of
+ * duplicate keys wins) and compiled; each flag is compiled when first evaluated (rules sorted by
+ * priority, condition values parsed and regexes compiled, variation references resolved). Never
+ * throws on odd content: what cannot be served evaluates to an ERROR result, conditions that
+ * cannot match never match.
+ */
+export function compileLazily(config: LazyConfiguration): CompiledEnvironment {
+  const conditions = new ConditionTable();
   const segments = new Map<string, CompiledSegment>();
   for (const segment of asArray(config.segments)) {
-    if (!segments.has(segment.key)) segments.set(segment.key, compileSegment(segment, table));
+    if (!segments.has(segment.key)) segments.set(segment.key, compileSegment(segment, conditions));
   }
-  const unique: SdkFlag[] = [];
-  const flagIndex = new Map<string, number>();
-  for (const flag of asArray(config.flags)) {
-    if (flagIndex.has(flag.key)) continue;
-    flagIndex.set(flag.key, unique.length);
-    unique.push(flag);
-  }
-  const flagList = unique.map((flag, i) => compileFlag(flag, i, segments, flagIndex, table));
+  const flagKeys = config.flagKeys;
   return {
-    environment: config.environment ?? null,
+    environment: config.environment,
     version: config.version,
-    flagKeys: flagList.map((f) => f.key),
-    flags: new Map(flagList.map((f) => [f.key, f])),
-    flagList,
-    visiting: new Uint8Array(flagList.length),
+    flagKeys,
+    flagIndex: new Map(flagKeys.map((key, index) => [key, index])),
+    flagList: new Array<CompiledFlag | undefined>(flagKeys.length),
+    flagSource: (index) => config.flag(index),
+    segments,
+    conditions,
+    shared: new SharedParts(),
+    visiting: new Uint8Array(flagKeys.length),
     conditionMemo: {
       generation: 0,
-      stamps: new Uint32Array(table.size),
-      results: new Uint8Array(table.size),
+      stamps: new Uint32Array(conditions.size),
+      results: new Uint8Array(conditions.size),
       identityGeneration: 0,
       identity: undefined,
     },
   };
+}
+
+/**
+ * Prepares an environment configuration for evaluation (see {@link compileLazily}); of flags
+ * with the same key, the first wins.
+ *
+ * @param config - the server-SDK environment configuration (`GET /v1/sdk/flags`)
+ */
+export function compileEnvironment(config: SdkConfiguration): CompiledEnvironment {
+  const unique: SdkFlag[] = [];
+  const seen = new Set<string>();
+  for (const flag of asArray(config.flags)) {
+    if (seen.has(flag.key)) continue;
+    seen.add(flag.key);
+    unique.push(flag);
+  }
+  return compileLazily({
+    environment: config.environment ?? null,
+    version: config.version,
+    flagKeys: unique.map((flag) => flag.key),
+    segments: asArray(config.segments),
+    flag: (index) => unique[index] as SdkFlag,
+  });
+}
+
+/** The flag at a position in `env.flagKeys`, compiled on first use. */
+export function compiledFlag(env: CompiledEnvironment, index: number): CompiledFlag {
+  const compiled = env.flagList[index];
+  if (compiled !== undefined) return compiled;
+  const flag = compileFlag(env.flagSource(index), env.flagKeys[index] as string, index, env);
+  env.flagList[index] = flag;
+  const memo = env.conditionMemo;
+  const size = env.conditions.size;
+  if (memo.stamps.length < size) {
+    // Doubling keeps the copies rare while an environment's flags are compiled one by one.
+    const length = Math.max(size, 2 * memo.stamps.length);
+    const stamps = new Uint32Array(length);
+    stamps.set(memo.stamps);
+    const results = new Uint8Array(length);
+    results.set(memo.results);
+    memo.stamps = stamps;
+    memo.results = results;
+  }
+  return flag;
 }

@@ -3,6 +3,7 @@
  * allocation is the result object (plus attribute string forms where an operator needs them).
  */
 import { bucket } from './bucketing.js';
+import { compiledFlag } from './compile.js';
 import type {
   CompiledEnvironment,
   CompiledFlag,
@@ -213,10 +214,10 @@ function checkPrerequisites(
   env.visiting[flag.index] = 1;
   try {
     for (const prerequisite of flag.prerequisites) {
-      const required = env.flagList[prerequisite.flagIndex];
-      if (required === undefined) {
+      if (prerequisite.flagIndex < 0) {
         return errorResult(flag.key, 'MALFORMED_FLAG', prerequisite.key);
       }
+      const required = compiledFlag(env, prerequisite.flagIndex);
       if (env.visiting[required.index] === 1) {
         return errorResult(flag.key, 'PREREQUISITE_CYCLE', prerequisite.key);
       }
@@ -291,8 +292,9 @@ export function evaluateFlag(
   flagKey: string,
   context: EvaluationContext,
 ): EvaluationResult {
-  const flag = env.flags.get(flagKey);
-  if (flag === undefined) return errorResult(flagKey, 'FLAG_NOT_FOUND');
+  const index = env.flagIndex.get(flagKey);
+  if (index === undefined) return errorResult(flagKey, 'FLAG_NOT_FOUND');
+  const flag = compiledFlag(env, index);
   const generation = flag.prerequisites.length === 0 ? NO_MEMO : nextGeneration(env.conditionMemo);
   return evaluateCompiled(env, flag, asContext(context), 0, generation);
 }
@@ -329,24 +331,24 @@ function isKeyList(include: FlagSelection | undefined): include is readonly stri
 }
 
 /**
- * The `flagList` indices of the listed flags, ascending and without duplicates. Returns `null`
+ * The `flagKeys` positions of the listed flags, ascending and without duplicates. Returns `null`
  * when the keys already resolve in strictly ascending order (the common case of a list built
  * from `env.flagKeys`), so that the caller can walk the list itself without allocating.
  */
 function sortedIndices(env: CompiledEnvironment, keys: readonly string[]): number[] | null {
   let previous = -1;
   for (let i = 0; i < keys.length; i++) {
-    const flag = env.flags.get(keys[i] as string);
-    if (flag === undefined || flag.index <= previous) {
+    const index = env.flagIndex.get(keys[i] as string);
+    if (index === undefined || index <= previous) {
       const indices: number[] = [];
       for (const key of keys) {
-        const index = env.flags.get(key)?.index;
-        if (index !== undefined) indices.push(index);
+        const found = env.flagIndex.get(key);
+        if (found !== undefined) indices.push(found);
       }
       indices.sort((x, y) => x - y);
-      return indices.filter((index, j) => j === 0 || index !== indices[j - 1]);
+      return indices.filter((position, j) => j === 0 || position !== indices[j - 1]);
     }
-    previous = flag.index;
+    previous = index;
   }
   return null;
 }
@@ -367,27 +369,37 @@ export function evaluateAll(
   const ctx = asContext(context);
   const generation = nextGeneration(env.conditionMemo);
   const results: Record<string, EvaluationResult> = {};
-  const flags = env.flagList;
   if (isKeyList(include)) {
     const indices = sortedIndices(env, include);
     if (indices === null) {
       // Already unique, known and in configuration order.
       for (let i = 0; i < include.length; i++) {
-        const flag = env.flags.get(include[i] as string) as CompiledFlag;
+        const flag = compiledFlag(env, env.flagIndex.get(include[i] as string) as number);
         store(results, flag.key, evaluateCompiled(env, flag, ctx, 0, generation));
       }
     } else {
       for (const index of indices) {
-        const flag = flags[index] as CompiledFlag;
+        const flag = compiledFlag(env, index);
         store(results, flag.key, evaluateCompiled(env, flag, ctx, 0, generation));
       }
     }
     return results;
   }
-  for (let i = 0; i < flags.length; i++) {
-    const flag = flags[i] as CompiledFlag;
-    if (include !== undefined && !include(flag.key)) continue;
+  const keys = env.flagKeys;
+  for (let i = 0; i < keys.length; i++) {
+    // Flags left out are not compiled at all.
+    if (include !== undefined && !include(keys[i] as string)) continue;
+    const flag = compiledFlag(env, i);
     store(results, flag.key, evaluateCompiled(env, flag, ctx, 0, generation));
   }
   return results;
+}
+
+/**
+ * Whether the flag's fallthrough is a percentage rollout: a `DEFAULT` result of such a flag means
+ * the context could not be bucketed (it has no identity to bucket by). False for unknown flags.
+ */
+export function hasRolloutFallthrough(env: CompiledEnvironment, flagKey: string): boolean {
+  const index = env.flagIndex.get(flagKey);
+  return index !== undefined && compiledFlag(env, index).fallthrough.rollout;
 }

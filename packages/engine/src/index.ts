@@ -3,11 +3,11 @@
  * that evaluate locally. Compile a configuration once, evaluate it many times.
  */
 export { bucket, BUCKET_COUNT } from './bucketing.js';
-export { compileEnvironment } from './compile.js';
-export type { CompiledEnvironment } from './compile.js';
+export { compileEnvironment, compileLazily } from './compile.js';
+export type { CompiledEnvironment, LazyConfiguration } from './compile.js';
 export { validateCondition } from './conditions.js';
 export type { ConditionInput } from './conditions.js';
-export { evaluateAll, evaluateFlag } from './evaluate.js';
+export { evaluateAll, evaluateFlag, hasRolloutFallthrough } from './evaluate.js';
 export type { FlagSelection } from './evaluate.js';
 export { normalizeOperator } from './operators.js';
 export { findPrerequisiteProblem, MAX_PREREQUISITE_DEPTH } from './prerequisites.js';

@@ -203,7 +203,7 @@ export async function createVexil(
     await app.register(
       async (evaluation) => {
         await allowBrowserCalls(evaluation);
-        await registerEvaluationApi(evaluation, services, snapshots, sdkKeys);
+        await registerEvaluationApi(evaluation, services, snapshots, sdkKeys, changeFeed);
       },
       { prefix: '/v1' },
     );

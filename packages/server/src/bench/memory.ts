@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
+import { request } from 'undici';
 import { v7 as uuid } from 'uuid';
 import { openDatabase } from '../db/database.js';
 import type { Schema } from '../db/schema.js';
@@ -14,6 +16,29 @@ const PROJECT = 'catalog';
 const PARAMETERS_PER_INSERT = 30_000;
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
+/** How long to wait at most for the heap to settle after a phase (seconds). */
+const SETTLE_SECONDS = 60;
+const SETTLE_POLL_MS = 2_000;
+
+/** The service's memory after one phase of requests. */
+export interface MemoryPhase {
+  /** What the phase did, e.g. "one `GET /v1/sdk/flags` per environment". */
+  name: string;
+  /** Time the phase's requests took, in turn (seconds). */
+  seconds: number;
+  /** RSS right after the phase (bytes): includes garbage not yet collected. */
+  rssBytes: number;
+  /**
+   * Lowest RSS within {@link SETTLE_SECONDS} s of idling after the phase (bytes): once V8's
+   * memory reducer has collected the phase's garbage and returned the pages.
+   */
+  settledRssBytes: number;
+  /** When the lowest RSS was seen, seconds after the phase. */
+  settledAfterSeconds: number;
+  /** V8 heap in use at that point, from `/metrics` (bytes); null when not exported. */
+  heapUsedBytes: number | null;
+}
+
 /** RSS of one service holding every environment's snapshot (issue 8, Benchmark). */
 export interface MemoryMeasurement {
   database: string;
@@ -23,16 +48,55 @@ export interface MemoryMeasurement {
   seedSeconds: number;
   /** After start-up and seeding, before any SDK request (bytes). */
   idleRssBytes: number;
-  /** After `GET /v1/sdk/flags` once in every environment (bytes). */
-  loadedRssBytes: number;
-  /** Highest RSS the process reached (VmHWM; bytes), e.g. while compiling. */
+  /** Every environment's configuration downloaded, then every flag also evaluated. */
+  phases: MemoryPhase[];
+  /** Highest RSS the process reached (VmHWM; bytes), e.g. while building snapshots. */
   peakRssBytes: number;
-  /** V8 heap in use after loading, from `/metrics` (bytes); null when not exported. */
-  heapUsedBytes: number | null;
-  /** Time to answer the first `GET /v1/sdk/flags` of all environments in turn (seconds). */
-  loadSeconds: number;
   /** Size of one environment's configuration document (bytes). */
   configurationBytes: number;
+  /** The same document as downloaded gzip-compressed, as SDKs ask for it (bytes). */
+  compressedConfigurationBytes: number;
+}
+
+async function heapUsed(baseUrl: string): Promise<number | null> {
+  const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+  const bytes = /^nodejs_heap_size_used_bytes (\d+)/m.exec(metrics)?.[1];
+  return bytes === undefined ? null : Number(bytes);
+}
+
+/**
+ * Runs `requests`, then watches the idle service for up to {@link SETTLE_SECONDS} s and keeps
+ * its lowest RSS.
+ */
+async function measurePhase(
+  node: { baseUrl: string; pid: number },
+  name: string,
+  requests: () => Promise<void>,
+): Promise<MemoryPhase> {
+  const start = performance.now();
+  await requests();
+  const end = performance.now();
+  const { rss } = await residentMemory(node.pid);
+  let settled = { rss, at: 0, heap: await heapUsed(node.baseUrl) };
+  while (performance.now() - end < SETTLE_SECONDS * 1_000) {
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+    const now = (await residentMemory(node.pid)).rss;
+    if (now < settled.rss) {
+      settled = {
+        rss: now,
+        at: (performance.now() - end) / 1_000,
+        heap: await heapUsed(node.baseUrl),
+      };
+    }
+  }
+  return {
+    name,
+    seconds: (end - start) / 1_000,
+    rssBytes: rss,
+    settledRssBytes: settled.rss,
+    settledAfterSeconds: settled.at,
+    heapUsedBytes: settled.heap,
+  };
 }
 
 const rule = (variationId: string) => ({
@@ -231,28 +295,57 @@ export function measureMemory(
       }
       await cloneTemplates(database.url, templateIds);
       const seedSeconds = (performance.now() - seedStart) / 1_000;
-      const idle = await residentMemory(node.service.child.pid!);
-      progress('memory: loading every environment');
-      const loadStart = performance.now();
+      const pid = node.service.child.pid!;
+      const idle = await residentMemory(pid);
       let configurationBytes = 0;
-      for (const key of keys) {
-        const response = await fetch(`${node.baseUrl}/v1/sdk/flags`, {
-          headers: { authorization: key },
-        });
-        const body = await response.text();
-        if (response.status !== 200) {
-          throw new Error(`GET /v1/sdk/flags answered ${response.status}: ${body.slice(0, 300)}`);
-        }
-        const flagCount = (JSON.parse(body) as { flags: unknown[] }).flags.length;
-        if (flagCount !== MEMORY_FLAGS) {
-          throw new Error(`expected ${MEMORY_FLAGS} flags in the configuration, got ${flagCount}`);
-        }
-        configurationBytes = Buffer.byteLength(body);
-      }
-      const loadSeconds = (performance.now() - loadStart) / 1_000;
-      const loaded = await residentMemory(node.service.child.pid!);
-      const metrics = await (await fetch(`${node.baseUrl}/metrics`)).text();
-      const heapUsed = /^nodejs_heap_size_used_bytes (\d+)/m.exec(metrics)?.[1];
+      let compressedConfigurationBytes = 0;
+      progress('memory: downloading every environment’s configuration');
+      const downloads = await measurePhase(
+        { baseUrl: node.baseUrl, pid },
+        'one `GET /v1/sdk/flags` per environment',
+        async () => {
+          for (const key of keys) {
+            // Plain HTTP rather than fetch, to see the compressed size: SDKs ask for gzip.
+            const response = await request(`${node.baseUrl}/v1/sdk/flags`, {
+              headers: { authorization: key, 'accept-encoding': 'gzip' },
+            });
+            const compressed = Buffer.from(await response.body.arrayBuffer());
+            if (response.statusCode !== 200) {
+              throw new Error(`GET /v1/sdk/flags answered ${response.statusCode}`);
+            }
+            const body = gunzipSync(compressed).toString();
+            const flagCount = (JSON.parse(body) as { flags: unknown[] }).flags.length;
+            if (flagCount !== MEMORY_FLAGS) {
+              throw new Error(
+                `expected ${MEMORY_FLAGS} flags in the configuration, got ${flagCount}`,
+              );
+            }
+            configurationBytes = Buffer.byteLength(body);
+            compressedConfigurationBytes = compressed.length;
+          }
+        },
+      );
+      progress('memory: evaluating every flag of every environment');
+      const evaluations = await measurePhase(
+        { baseUrl: node.baseUrl, pid },
+        'then one OFREP bulk evaluation of every flag per environment',
+        async () => {
+          for (const key of keys) {
+            const response = await fetch(`${node.baseUrl}/ofrep/v1/evaluate/flags`, {
+              method: 'POST',
+              headers: { authorization: key, 'content-type': 'application/json' },
+              body: JSON.stringify({ context: { targetingKey: 'user-1', country: 'DE' } }),
+            });
+            const body = await response.text();
+            const flagCount = (JSON.parse(body) as { flags?: unknown[] }).flags?.length;
+            if (flagCount !== MEMORY_FLAGS) {
+              throw new Error(
+                `OFREP bulk evaluation answered ${response.status}: ${body.slice(0, 300)}`,
+              );
+            }
+          }
+        },
+      );
       return {
         database: database.name,
         flags: MEMORY_FLAGS,
@@ -260,11 +353,10 @@ export function measureMemory(
         rulesPerFlagAndEnvironment: 1,
         seedSeconds,
         idleRssBytes: idle.rss,
-        loadedRssBytes: loaded.rss,
-        peakRssBytes: loaded.peak,
-        heapUsedBytes: heapUsed === undefined ? null : Number(heapUsed),
-        loadSeconds,
+        phases: [downloads, evaluations],
+        peakRssBytes: (await residentMemory(pid)).peak,
         configurationBytes,
+        compressedConfigurationBytes,
       };
     } catch (error) {
       throw new Error(`memory: ${String(error)}\nservice output:\n${node.service.output()}`, {

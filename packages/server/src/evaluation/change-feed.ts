@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
@@ -7,18 +8,41 @@ import type { SdkKeyResolver } from './sdk-keys.js';
 import type { SnapshotStore } from './snapshots.js';
 
 const CHANNEL = 'vexil_changes';
+/** How long `identify` waits for the node that holds a client stream to confirm the switch (ms). */
+const IDENTIFY_TIMEOUT_MS = 500;
+/** PostgreSQL refuses notice payloads of 8,000 bytes or more. */
+const MAX_NOTICE_BYTES = 7_999;
 
-/** A change notice: a configuration version, or a revoked SDK key (by hash). Never the data itself. */
-type Notice = { environmentId: string; version: number } | { revokedKeyHash: string };
+type Context = Record<string, unknown>;
+
+/** Switches a client stream held by this node to a new context; false when it holds no such stream. */
+export type StreamIdentifier = (
+  environmentId: string,
+  streamId: string,
+  context: Context,
+) => boolean;
 
 /**
- * Keeps every node's evaluation snapshots and SDK-key cache current (design record 010).
+ * A notice between nodes: a configuration version or a revoked SDK key (by hash), never the data
+ * itself; or a client stream to switch to a new context (`identify` answered by another node
+ * than the one holding the stream), and its confirmation.
+ */
+type Notice =
+  | { environmentId: string; version: number }
+  | { revokedKeyHash: string }
+  | { identify: { requestId: string; environmentId: string; streamId: string; context: Context } }
+  | { identified: string };
+
+/**
+ * Keeps every node's evaluation snapshots, SDK-key cache and client streams current (design
+ * record 010).
  *
  * - A committed change is applied locally at once and, on PostgreSQL, announced with
  *   `NOTIFY vexil_changes` (environment id and version only; listeners re-read the data).
  * - Every node LISTENs on a dedicated connection; a lost connection is re-established and
  *   followed by a full resync (every snapshot and cached key dropped).
  * - A periodic version check is the safety net for a notice lost in between.
+ * - `identify` for a client stream held by another node travels as a notice too.
  * On SQLite (one node) only the local path and the periodic check run.
  */
 export class ChangeFeed {
@@ -26,6 +50,9 @@ export class ChangeFeed {
   private checkTimer: NodeJS.Timeout | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private identifyHere: StreamIdentifier = () => false;
+  /** Confirmations awaited by `identifyElsewhere`, by request id. */
+  private readonly awaitingIdentified = new Map<string, (confirmed: boolean) => void>();
 
   constructor(
     private readonly db: Kysely<Schema>,
@@ -65,6 +92,44 @@ export class ChangeFeed {
     if (this.postgresUrl) void this.notify({ revokedKeyHash: keyHash });
   }
 
+  /** Lets notices from other nodes switch the client streams this node holds. */
+  onIdentify(identify: StreamIdentifier): void {
+    this.identifyHere = identify;
+  }
+
+  /**
+   * Asks the other nodes to switch a client stream to a new context (spec: Evaluation API rule 2,
+   * behind a load balancer). Resolves true once the node holding the stream confirms; false on
+   * SQLite, without a listener, for a context too large for a notice, or when no node confirms
+   * within {@link IDENTIFY_TIMEOUT_MS}.
+   */
+  async identifyElsewhere(
+    environmentId: string,
+    streamId: string,
+    context: Context,
+  ): Promise<boolean> {
+    if (!this.listener) return false;
+    const requestId = randomUUID();
+    const payload = JSON.stringify({ identify: { requestId, environmentId, streamId, context } });
+    if (Buffer.byteLength(payload) > MAX_NOTICE_BYTES) return false;
+    const confirmed = new Promise<boolean>((resolve) => {
+      const settle = (result: boolean) => {
+        clearTimeout(timer);
+        this.awaitingIdentified.delete(requestId);
+        resolve(result);
+      };
+      const timer = setTimeout(() => settle(false), IDENTIFY_TIMEOUT_MS);
+      this.awaitingIdentified.set(requestId, settle);
+    });
+    try {
+      await this.send(payload);
+    } catch (error) {
+      this.log.warn({ err: error }, 'identify notice not sent');
+      this.awaitingIdentified.get(requestId)?.(false);
+    }
+    return confirmed;
+  }
+
   private async announce(environmentIds: string[]): Promise<void> {
     try {
       const rows = await this.db
@@ -85,8 +150,12 @@ export class ChangeFeed {
     }
   }
 
-  private async notify(notice: Notice): Promise<void> {
-    await sql`select pg_notify(${CHANNEL}, ${JSON.stringify(notice)})`.execute(this.db);
+  private notify(notice: Notice): Promise<void> {
+    return this.send(JSON.stringify(notice));
+  }
+
+  private async send(payload: string): Promise<void> {
+    await sql`select pg_notify(${CHANNEL}, ${payload})`.execute(this.db);
   }
 
   private apply(payload: string | undefined): void {
@@ -99,6 +168,19 @@ export class ChangeFeed {
     }
     if ('revokedKeyHash' in notice) {
       this.sdkKeys.forget(notice.revokedKeyHash);
+      return;
+    }
+    if ('identify' in notice) {
+      const { requestId, environmentId, streamId, context } = notice.identify;
+      if (this.identifyHere(environmentId, streamId, context)) {
+        this.notify({ identified: requestId }).catch((error: unknown) =>
+          this.log.warn({ err: error }, 'identify confirmation not sent'),
+        );
+      }
+      return;
+    }
+    if ('identified' in notice) {
+      this.awaitingIdentified.get(notice.identified)?.(true);
       return;
     }
     // A build in flight (nothing held yet) may have read the data before the change: drop it too.

@@ -1,6 +1,7 @@
 import { compileEnvironment, type SdkConfiguration, type SdkFlag } from '@vexil/engine';
 import { describe, expect, it } from 'vitest';
 import { clientFlagsJson, evaluateClientFlags } from './client-flags.js';
+import { ConfigurationDocument } from './configuration-document.js';
 import type { Snapshot } from './snapshots.js';
 
 const flag = (key: string, over: Partial<SdkFlag> = {}): SdkFlag => ({
@@ -31,26 +32,25 @@ const flag = (key: string, over: Partial<SdkFlag> = {}): SdkFlag => ({
   ...over,
 });
 
-function snapshotOf(configuration: SdkConfiguration, visible: string[]): Snapshot {
-  const body = JSON.stringify(configuration);
+async function snapshotOf(configuration: SdkConfiguration, visible: string[]): Promise<Snapshot> {
   return {
     environmentId: 'env',
     organizationId: 'org',
     projectId: 'project',
     version: configuration.version,
     compiled: compileEnvironment(configuration),
-    body,
-    bodyBytes: Buffer.from(body),
-    flagBodies: new Map(),
-    etag: '"x"',
+    document: await ConfigurationDocument.build(
+      configuration,
+      configuration.flags.map((flag) => JSON.stringify(flag)),
+    ),
     clientSideKeys: new Set(visible),
     clientSideKeyList: visible,
     clientFlagEntries: new Map(),
   };
 }
 
-describe('clientFlagsJson', () => {
-  const snapshot = snapshotOf(
+describe('clientFlagsJson', async () => {
+  const snapshot = await snapshotOf(
     {
       environment: 'production',
       version: 1,

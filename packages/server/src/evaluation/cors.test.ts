@@ -48,6 +48,22 @@ describe('CORS: browsers may call the evaluation API and OFREP, not the manageme
     expect(String(response.headers['access-control-expose-headers'])).toContain('ETag');
   });
 
+  it('marks event streams readable cross-origin too', async () => {
+    // A stream takes its response over from Fastify, so the headers set before must go with it.
+    const origin = await vexil.app.listen({ port: 0, host: '127.0.0.1' });
+    const context = Buffer.from(JSON.stringify({ userId: 'u' })).toString('base64url');
+    const abort = new AbortController();
+    const response = await fetch(
+      `${origin}/v1/client/stream?sdkKey=${clientKey}&context=${context}`,
+      { headers: { origin: 'https://app.example.com' }, signal: abort.signal },
+    );
+    abort.abort();
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
+    expect(response.headers.get('access-control-expose-headers')).toContain('X-Vexil-Stream-Id');
+  });
+
   it('sends no CORS headers from the management API', async () => {
     const response = await call(vexil, 'GET', '/api/v1/me', {
       token: org.token,

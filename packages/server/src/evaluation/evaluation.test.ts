@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   call,
@@ -195,7 +196,7 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
     it('answers 304 to a matching If-None-Match, and a change gives a new ETag and version', async () => {
       const first = await sdkFlags();
       const etag = first.headers.etag as string;
-      expect(etag).toMatch(/^".+"$/);
+      expect(etag).toMatch(/^W\/".+"$/);
       const unchanged = await sdkFlags({ 'if-none-match': etag });
       expect(unchanged.status).toBe(304);
       expect(unchanged.text).toBe('');
@@ -205,6 +206,26 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
       expect(changed.status).toBe(200);
       expect(changed.headers.etag).not.toBe(etag);
       expect(changed.body.version).toBe(first.body.version + 1);
+    });
+
+    it('sends the document gzipped to clients that accept gzip, and the same document to others', async () => {
+      const plain = await sdkFlags();
+      expect(plain.headers['content-encoding']).toBeUndefined();
+      expect(plain.headers.vary).toMatch(/accept-encoding/i);
+      const download = (acceptEncoding: string) =>
+        vexil.app.inject({
+          method: 'GET',
+          url: '/v1/sdk/flags',
+          headers: { authorization: serverKey, 'accept-encoding': acceptEncoding },
+        });
+      const zipped = await download('gzip, deflate, br');
+      expect(zipped.statusCode).toBe(200);
+      expect(zipped.headers['content-encoding']).toBe('gzip');
+      expect(gunzipSync(zipped.rawPayload).toString()).toBe(plain.text);
+      expect(zipped.headers.etag).toBe(plain.headers.etag);
+      const refused = await download('gzip;q=0, br');
+      expect(refused.headers['content-encoding']).toBeUndefined();
+      expect(refused.body).toBe(plain.text);
     });
 
     it('the version increases on every change in that environment, and only those', async () => {
@@ -253,6 +274,17 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
           ],
         },
       });
+    });
+
+    it('serves every flag exactly as the whole configuration holds it', async () => {
+      const { flags } = (await sdkFlags()).body as { flags: { key: string }[] };
+      expect(flags.length).toBeGreaterThan(1);
+      for (const flag of flags) {
+        const response = await call(vexil, 'GET', `/v1/sdk/flags/${flag.key}`, {
+          token: serverKey,
+        });
+        expect(response.text).toBe(JSON.stringify(flag));
+      }
     });
 
     it('an unknown key is a 404 problem body', async () => {

@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import {
   evaluateAll,
   evaluateFlag,
-  type CompiledEnvironment,
+  hasRolloutFallthrough,
   type EvaluationResult,
-  type SdkConfiguration,
 } from '@vexil/engine';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -74,24 +73,6 @@ const SuccessSchema = Type.Object({
 });
 
 /**
- * Keys of the flags whose fallthrough is a percentage rollout, per compiled configuration: read
- * once per configuration version from the served document rather than from engine internals.
- */
-const rolloutFallthroughs = new WeakMap<CompiledEnvironment, ReadonlySet<string>>();
-
-function rolloutFallthroughKeys(snapshot: Snapshot): ReadonlySet<string> {
-  let keys = rolloutFallthroughs.get(snapshot.compiled);
-  if (!keys) {
-    const configuration = JSON.parse(snapshot.body) as SdkConfiguration;
-    keys = new Set(
-      configuration.flags.filter((f) => f.fallthrough.type === 'Rollout').map((f) => f.key),
-    );
-    rolloutFallthroughs.set(snapshot.compiled, keys);
-  }
-  return keys;
-}
-
-/**
  * Maps an engine result to OFREP (design record 009): engine reasons are OpenFeature reasons
  * except `PREREQUISITE_FAILED`, sent as `DEFAULT` with `metadata.prerequisiteKey`.
  */
@@ -110,7 +91,7 @@ function toOfrep(snapshot: Snapshot, result: EvaluationResult): OfrepSuccess | O
   }
   // The engine answers DEFAULT from a rollout fallthrough only for a context it could not place:
   // weights always sum to 100% (the management API enforces it), so the context has no identity.
-  if (result.reason === 'DEFAULT' && rolloutFallthroughKeys(snapshot).has(key)) {
+  if (result.reason === 'DEFAULT' && hasRolloutFallthrough(snapshot.compiled, key)) {
     return {
       key,
       errorCode: 'TARGETING_KEY_MISSING',

@@ -1,5 +1,6 @@
-import { evaluateFlag } from '@vexil/engine';
+import { evaluateFlag, type EvaluationResult } from '@vexil/engine';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import Negotiator from 'negotiator';
 import { Type } from 'typebox';
 import type { App } from '../app.js';
 import type { Services } from '../services.js';
@@ -7,8 +8,8 @@ import { registerEventRoutes } from '../usage/events-routes.js';
 import { clientFlagsJson } from './client-flags.js';
 import { ProblemError, problemErrorHandler } from './problem.js';
 import type { SdkKeyResolver } from './sdk-keys.js';
-import type { Snapshot, SnapshotStore } from './snapshots.js';
-import { registerStreamingApi } from './streaming.js';
+import { flagDocument, type Snapshot, type SnapshotStore } from './snapshots.js';
+import { registerStreamingApi, type StreamRelay } from './streaming.js';
 
 const ContextSchema = Type.Record(Type.String(), Type.Unknown());
 const ClientResult = Type.Object({
@@ -28,6 +29,20 @@ function reportsOwnEvaluations(request: FastifyRequest): boolean {
   return request.headers['x-service-reports-evaluations'] === '1';
 }
 
+/**
+ * The `POST /v1/sdk/evaluate` body, in its response schema's shape and key order, written by hand:
+ * the schema's generated serializer cost more than these few concatenations.
+ */
+function serverResultJson(result: EvaluationResult): string {
+  const prerequisite = result.prerequisiteKey
+    ? `,"prerequisiteKey":${JSON.stringify(result.prerequisiteKey)}`
+    : '';
+  return (
+    `{"key":${JSON.stringify(result.key)},"variation":${JSON.stringify(result.variation)},` +
+    `"value":${JSON.stringify(result.value)},"reason":${JSON.stringify(result.reason)}${prerequisite}}`
+  );
+}
+
 /** Seconds a client should wait when a configuration cannot be loaded. */
 const RETRY_AFTER_SECONDS = 5;
 
@@ -41,6 +56,7 @@ export async function registerEvaluationApi(
   services: Services,
   snapshots: SnapshotStore,
   keys: SdkKeyResolver,
+  streamRelay: StreamRelay,
 ): Promise<void> {
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler(async (request) => {
@@ -97,10 +113,18 @@ export async function registerEvaluationApi(
     '/sdk/flags',
     { schema: { tags: ['evaluation'], security: [{ sdkKey: [] }] } },
     async (request, reply) => {
-      const snapshot = await snapshotFor(request, 'ServerSide');
-      void reply.header('etag', snapshot.etag).header('cache-control', 'no-cache');
-      if (request.headers['if-none-match'] === snapshot.etag) return reply.status(304).send();
-      return reply.type('application/json; charset=utf-8').send(snapshot.bodyBytes);
+      const { document } = await snapshotFor(request, 'ServerSide');
+      void reply
+        .header('etag', document.etag)
+        .header('cache-control', 'no-cache')
+        .header('vary', 'Accept-Encoding');
+      if (request.headers['if-none-match'] === document.etag) return reply.status(304).send();
+      void reply.type('application/json; charset=utf-8');
+      // SDKs accept gzip: the document is held compressed and sent as held (design record 012).
+      if (new Negotiator(request.raw).encoding(['gzip', 'identity']) === 'gzip') {
+        return reply.header('content-encoding', 'gzip').send(document.gzipped);
+      }
+      return reply.send(await document.plain());
     },
   );
 
@@ -115,14 +139,14 @@ export async function registerEvaluationApi(
     },
     async (request, reply) => {
       const snapshot = await snapshotFor(request, 'ServerSide');
-      const body = snapshot.flagBodies.get(request.params.key);
+      const body = flagDocument(snapshot, request.params.key);
       if (!body)
         throw new ProblemError(
           404,
           'Flag not found',
           `No flag "${request.params.key}" in this environment.`,
         );
-      return reply.type('application/json').send(body);
+      return reply.type('application/json; charset=utf-8').send(body);
     },
   );
 
@@ -149,6 +173,7 @@ export async function registerEvaluationApi(
           }),
         },
       },
+      serializerCompiler: () => (result) => serverResultJson(result as EvaluationResult),
     },
     async (request) => {
       const snapshot = await snapshotFor(request, 'ServerSide');
@@ -169,13 +194,7 @@ export async function registerEvaluationApi(
           nowMs,
         );
       }
-      return {
-        key: result.key,
-        variation: result.variation,
-        value: result.value,
-        reason: result.reason,
-        ...(result.prerequisiteKey ? { prerequisiteKey: result.prerequisiteKey } : {}),
-      };
+      return result;
     },
   );
 
@@ -205,7 +224,7 @@ export async function registerEvaluationApi(
   };
   app.post('/client/evaluate', clientEvaluation, evaluateClient);
   // Spec: Evaluation API rule 2: identify also re-targets the caller's open stream (X-Vexil-Stream-Id).
-  const clientStreams = registerStreamingApi(app, services, snapshots, snapshotFor);
+  const clientStreams = registerStreamingApi(app, services, snapshots, snapshotFor, streamRelay);
   app.post(
     '/client/identify',
     clientEvaluation,

@@ -1,6 +1,6 @@
 import type {
+  SdkCondition,
   SdkConditionGroup,
-  SdkConfiguration,
   SdkFlag,
   SdkRule,
   SdkSegment,
@@ -10,67 +10,131 @@ import type { Kysely } from 'kysely';
 import type { Schema, StoredCondition, StoredConditionGroup } from '../db/schema.js';
 import { typedValue } from '../management/flags/configuration.js';
 
-/** An environment's SDK configuration plus what only the server needs to know. */
+/** An environment's SDK configuration apart from its flags, plus what only the server needs to know. */
 export interface EnvironmentConfiguration {
-  configuration: SdkConfiguration;
-  /** Keys of the flags client SDKs may see. */
+  environment: string;
+  version: number;
+  segments: SdkSegment[];
+  /** Keys of the flags client SDKs may see, in key order. */
   clientSideKeys: string[];
   projectId: string;
   organizationId: string;
 }
 
 /**
+ * Flags read per query. An environment of thousands of flags is read in pages so that its rows
+ * and flag objects never all exist at once: each page is handed over and dropped, and building a
+ * snapshot leaves little behind in the heap or the allocator.
+ */
+const FLAGS_PER_PAGE = 500;
+
+/**
  * Reads an environment's complete server-SDK configuration (spec: Server-SDK environment
- * configuration) in a handful of queries. Archived flags are left out. Returns undefined when
- * the environment no longer exists.
+ * configuration) in one read transaction, so that it is consistent with its `version`. Flags,
+ * archived ones left out, go to `onFlag` in key order, a page at a time. Returns the rest, or
+ * undefined when the environment no longer exists.
  */
 export async function readEnvironmentConfiguration(
   db: Kysely<Schema>,
   environmentId: string,
+  onFlag: (flag: SdkFlag) => void,
 ): Promise<EnvironmentConfiguration | undefined> {
-  const environment = await db
-    .selectFrom('environments')
-    .innerJoin('projects', 'projects.id', 'environments.project_id')
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      const environment = await trx
+        .selectFrom('environments')
+        .innerJoin('projects', 'projects.id', 'environments.project_id')
+        .select([
+          'environments.key',
+          'environments.version',
+          'environments.project_id',
+          'projects.organization_id',
+        ])
+        .where('environments.id', '=', environmentId)
+        .executeTakeFirst();
+      if (!environment) return undefined;
+      const segments = await trx
+        .selectFrom('segments')
+        .selectAll()
+        .where('project_id', '=', environment.project_id)
+        .orderBy('key')
+        .execute();
+      const clientSideKeys: string[] = [];
+      let after: string | null = null;
+      for (;;) {
+        const flags = await readFlagPage(trx, environmentId, after);
+        for (const flag of flags) {
+          onFlag(flag.sdkFlag);
+          if (flag.clientSideVisible) clientSideKeys.push(flag.sdkFlag.key);
+        }
+        if (flags.length < FLAGS_PER_PAGE) break;
+        after = flags[flags.length - 1]!.sdkFlag.key;
+      }
+      return {
+        environment: environment.key,
+        version: environment.version,
+        segments: segments.map((segment): SdkSegment => ({
+          key: segment.key,
+          version: segment.version,
+          conditions: (JSON.parse(segment.conditions) as StoredCondition[]).map(sdkCondition),
+          conditionLogic: segment.condition_logic,
+        })),
+        clientSideKeys,
+        projectId: environment.project_id,
+        organizationId: environment.organization_id,
+      };
+    });
+}
+
+const sdkCondition = ({ attribute, operator, values, negate }: StoredCondition): SdkCondition => ({
+  attribute,
+  operator,
+  values,
+  negate: negate ?? false,
+});
+
+/** Up to {@link FLAGS_PER_PAGE} flags of the environment with keys after `after`, in key order. */
+async function readFlagPage(
+  trx: Kysely<Schema>,
+  environmentId: string,
+  after: string | null,
+): Promise<{ sdkFlag: SdkFlag; clientSideVisible: boolean }[]> {
+  let query = trx
+    .selectFrom('flags')
+    .innerJoin('flag_environments', 'flag_environments.flag_id', 'flags.id')
     .select([
-      'environments.key',
-      'environments.version',
-      'environments.project_id',
-      'projects.organization_id',
+      'flags.id',
+      'flags.key',
+      'flags.type',
+      'flags.version',
+      'flags.salt',
+      'flags.client_side_visible',
+      'flag_environments.is_enabled',
+      'flag_environments.default_variation_id',
+      'flag_environments.off_variation_id',
+      'flag_environments.strategy',
+      'flag_environments.rollout',
+      'flag_environments.prerequisites',
     ])
-    .where('environments.id', '=', environmentId)
-    .executeTakeFirst();
-  if (!environment) return undefined;
-  const [flags, variations, rules, segments] = await Promise.all([
-    db
-      .selectFrom('flags')
-      .innerJoin('flag_environments', 'flag_environments.flag_id', 'flags.id')
-      .select([
-        'flags.id',
-        'flags.key',
-        'flags.type',
-        'flags.version',
-        'flags.salt',
-        'flags.client_side_visible',
-        'flag_environments.is_enabled',
-        'flag_environments.default_variation_id',
-        'flag_environments.off_variation_id',
-        'flag_environments.strategy',
-        'flag_environments.rollout',
-        'flag_environments.prerequisites',
-      ])
-      .where('flag_environments.environment_id', '=', environmentId)
-      .where('flags.is_archived', '=', 0)
-      .orderBy('flags.key')
-      .execute(),
-    db
+    .where('flag_environments.environment_id', '=', environmentId)
+    .where('flags.is_archived', '=', 0)
+    .orderBy('flags.key')
+    .limit(FLAGS_PER_PAGE);
+  if (after !== null) query = query.where('flags.key', '>', after);
+  const flags = await query.execute();
+  if (flags.length === 0) return [];
+  const flagIds = flags.map((flag) => flag.id);
+  const [variations, rules] = await Promise.all([
+    trx
       .selectFrom('variations')
-      .innerJoin('flags', 'flags.id', 'variations.flag_id')
-      .select(['variations.id', 'variations.flag_id', 'variations.key', 'variations.value'])
-      .where('flags.project_id', '=', environment.project_id)
-      .orderBy('variations.flag_id')
-      .orderBy('variations.sort_order')
+      .select(['id', 'flag_id', 'key', 'value'])
+      .where('flag_id', 'in', flagIds)
+      .orderBy('flag_id')
+      .orderBy('sort_order')
       .execute(),
-    db
+    trx
       .selectFrom('rules')
       .leftJoin('segments', 'segments.id', 'rules.segment_id')
       .select([
@@ -83,13 +147,8 @@ export async function readEnvironmentConfiguration(
         'segments.key as segment_key',
       ])
       .where('rules.environment_id', '=', environmentId)
+      .where('rules.flag_id', 'in', flagIds)
       .orderBy('rules.priority')
-      .execute(),
-    db
-      .selectFrom('segments')
-      .selectAll()
-      .where('project_id', '=', environment.project_id)
-      .orderBy('key')
       .execute(),
   ]);
 
@@ -107,7 +166,7 @@ export async function readEnvironmentConfiguration(
     rulesByFlag.set(rule.flag_id, list);
   }
 
-  const sdkFlags: SdkFlag[] = flags.map((flag) => {
+  return flags.map((flag) => {
     const fixed = (variationId: string): SdkServe => ({
       type: 'Fixed',
       variation: variationKey.get(variationId) ?? '',
@@ -128,12 +187,7 @@ export async function readEnvironmentConfiguration(
       const groups = JSON.parse(rule.condition_groups) as StoredConditionGroup[];
       const conditionGroups: SdkConditionGroup[] = groups.map((group) => ({
         operator: group.operator,
-        conditions: group.conditions.map(({ attribute, operator, values, negate }) => ({
-          attribute,
-          operator,
-          values,
-          negate: negate ?? false,
-        })),
+        conditions: group.conditions.map(sdkCondition),
       }));
       const serve: SdkServe =
         rule.rollout_percentage === null
@@ -156,7 +210,7 @@ export async function readEnvironmentConfiguration(
         ...(rule.segment_key ? { segmentKey: rule.segment_key } : {}),
       };
     });
-    return {
+    const sdkFlag: SdkFlag = {
       key: flag.key,
       version: flag.version,
       type: flag.type,
@@ -170,31 +224,6 @@ export async function readEnvironmentConfiguration(
       offVariation: variationKey.get(flag.off_variation_id) ?? '',
       prerequisites: JSON.parse(flag.prerequisites) as SdkFlag['prerequisites'],
     };
+    return { sdkFlag, clientSideVisible: flag.client_side_visible === 1 };
   });
-
-  const sdkSegments: SdkSegment[] = segments.map((segment) => ({
-    key: segment.key,
-    version: segment.version,
-    conditions: (JSON.parse(segment.conditions) as StoredCondition[]).map(
-      ({ attribute, operator, values, negate }) => ({
-        attribute,
-        operator,
-        values,
-        negate: negate ?? false,
-      }),
-    ),
-    conditionLogic: segment.condition_logic,
-  }));
-
-  return {
-    configuration: {
-      environment: environment.key,
-      version: environment.version,
-      flags: sdkFlags,
-      segments: sdkSegments,
-    },
-    clientSideKeys: flags.filter((flag) => flag.client_side_visible === 1).map((flag) => flag.key),
-    projectId: environment.project_id,
-    organizationId: environment.organization_id,
-  };
 }

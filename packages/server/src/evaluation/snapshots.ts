@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
-import { compileEnvironment, type CompiledEnvironment } from '@vexil/engine';
+import { compileLazily, type CompiledEnvironment, type SdkFlag } from '@vexil/engine';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.js';
+import { ConfigurationDocument } from './configuration-document.js';
 import { readEnvironmentConfiguration } from './sdk-configuration.js';
 
 /** One environment's configuration, compiled and serialized once per version. */
@@ -10,17 +10,10 @@ export interface Snapshot {
   organizationId: string;
   projectId: string;
   version: number;
+  /** Compiles each flag from {@link document} when it is first evaluated. */
   compiled: CompiledEnvironment;
-  /** `GET /v1/sdk/flags` body, serialized once. */
-  body: string;
-  /**
-   * The same body UTF-8 encoded once: sent as is, a string of several hundred kilobytes would be
-   * encoded again on every download.
-   */
-  bodyBytes: Buffer;
-  /** Serialized SDK flags by key, for `GET /v1/sdk/flags/{key}`. */
-  flagBodies: ReadonlyMap<string, string>;
-  etag: string;
+  /** The `GET /v1/sdk/flags` body: the only copy of the configuration the snapshot holds. */
+  document: ConfigurationDocument;
   clientSideKeys: ReadonlySet<string>;
   /** The same keys in configuration order: the engine's cheapest selection form. */
   clientSideKeyList: readonly string[];
@@ -117,23 +110,47 @@ export class SnapshotStore {
   }
 
   private async build(environmentId: string): Promise<Snapshot | undefined> {
-    const loaded = await readEnvironmentConfiguration(this.db, environmentId);
-    if (!loaded) return undefined;
-    const { configuration } = loaded;
-    const body = JSON.stringify(configuration);
+    const read = await readDocument(this.db, environmentId);
+    if (!read) return undefined;
+    const { loaded, flagKeys, document } = read;
     return {
       environmentId,
       organizationId: loaded.organizationId,
       projectId: loaded.projectId,
-      version: configuration.version,
-      compiled: compileEnvironment(configuration),
-      body,
-      bodyBytes: Buffer.from(body, 'utf8'),
-      flagBodies: new Map(configuration.flags.map((flag) => [flag.key, JSON.stringify(flag)])),
-      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+      version: loaded.version,
+      compiled: compileLazily({
+        environment: loaded.environment,
+        version: loaded.version,
+        flagKeys,
+        segments: loaded.segments,
+        flag: (index) => JSON.parse(document.flagJson(index).toString()) as SdkFlag,
+      }),
+      document,
       clientSideKeys: new Set(loaded.clientSideKeys),
       clientSideKeyList: loaded.clientSideKeys,
       clientFlagEntries: new Map(),
     };
   }
+}
+
+/**
+ * Reads an environment's configuration into its compressed document. (A function of its own so
+ * that the flags' JSON texts, needed only while the document is built, are not kept alive by the
+ * closures the snapshot holds.)
+ */
+async function readDocument(db: Kysely<Schema>, environmentId: string) {
+  const flagKeys: string[] = [];
+  const flagTexts: string[] = [];
+  const loaded = await readEnvironmentConfiguration(db, environmentId, (flag) => {
+    flagKeys.push(flag.key);
+    flagTexts.push(JSON.stringify(flag));
+  });
+  if (!loaded) return undefined;
+  return { loaded, flagKeys, document: await ConfigurationDocument.build(loaded, flagTexts) };
+}
+
+/** One flag's JSON as in the snapshot's document (`GET /v1/sdk/flags/{key}`), if it has the flag. */
+export function flagDocument(snapshot: Snapshot, key: string): Buffer | undefined {
+  const index = snapshot.compiled.flagIndex.get(key);
+  return index === undefined ? undefined : snapshot.document.flagJson(index);
 }

@@ -8,6 +8,7 @@ import type { Services } from '../services.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
 import type { SdkAuthenticator } from '../usage/events-routes.js';
 import { evaluateClientFlags } from './client-flags.js';
+import type { ChangeFeed, StreamIdentifier } from './change-feed.js';
 import { ProblemError } from './problem.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
 
@@ -84,7 +85,7 @@ abstract class Stream {
         const snapshot = await this.snapshots.get(this.environmentId);
         this.failed = false;
         if (!snapshot) return this.close();
-        this.push(snapshot);
+        await this.push(snapshot);
       } catch (error) {
         this.failed = true;
         this.onError(error);
@@ -92,11 +93,12 @@ abstract class Stream {
     });
   }
 
-  protected abstract push(snapshot: Snapshot): void;
+  protected abstract push(snapshot: Snapshot): void | Promise<void>;
 
-  protected write(chunk: string): void {
+  protected write(...chunks: (string | Buffer)[]): void {
     // A client that hung up may still be registered until its 'close' event runs.
-    if (!this.response.writableEnded && !this.response.destroyed) this.response.write(chunk);
+    if (this.response.writableEnded || this.response.destroyed) return;
+    for (const chunk of chunks) this.response.write(chunk);
   }
 
   heartbeat(): void {
@@ -115,10 +117,12 @@ class ConfigurationStream extends Stream {
     this.sentVersion = version;
   }
 
-  protected push(snapshot: Snapshot): void {
+  protected async push(snapshot: Snapshot): Promise<void> {
     if (snapshot.version === this.sentVersion) return;
+    const document = await snapshot.document.plain();
     this.sentVersion = snapshot.version;
-    this.write(sseFrame('put', snapshot.body, String(snapshot.version)));
+    // The document is one line of JSON, so it is one `data` line: sent as is, not copied into a frame.
+    this.write(`event: put\nid: ${snapshot.version}\ndata: `, document, '\n\n');
   }
 }
 
@@ -262,6 +266,10 @@ const EVENT_STREAM_HEADERS = {
 /** Takes the response over from Fastify and sends the SSE headers at once. */
 function openEventStream(reply: FastifyReply, extraHeaders: Record<string, string> = {}) {
   reply.hijack();
+  // Headers set before the takeover (CORS) were Fastify's to send, and it no longer will.
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined) reply.raw.setHeader(name, value);
+  }
   reply.raw.writeHead(200, { ...EVENT_STREAM_HEADERS, ...extraHeaders });
   reply.raw.flushHeaders();
   return reply.raw;
@@ -288,7 +296,10 @@ function decodeContext(encoded: string): Context {
   return context as Context;
 }
 
-/** Lets `POST /v1/client/identify` reach this node's client streams. */
+/** Reaches the client streams other nodes hold: the change feed. */
+export type StreamRelay = Pick<ChangeFeed, 'identifyElsewhere' | 'onIdentify'>;
+
+/** Lets `POST /v1/client/identify` reach the client streams of every node. */
 export interface ClientStreams {
   /**
    * When the request carries `X-Vexil-Stream-Id` naming an open client stream of the same
@@ -314,9 +325,18 @@ export function registerStreamingApi(
   services: Services,
   snapshots: SnapshotStore,
   authenticate: SdkAuthenticator,
+  relay: StreamRelay,
 ): ClientStreams {
   const registry = new StreamRegistry(snapshots, services.config.streamHeartbeatMs);
   app.addHook('preClose', async () => registry.closeAll());
+  const identifyHere: StreamIdentifier = (environmentId, streamId, context) => {
+    const stream = registry.clientStream(streamId);
+    // Another environment's stream is never touched, even when its id is known.
+    if (stream?.environmentId !== environmentId) return false;
+    stream.identify(context);
+    return true;
+  };
+  relay.onIdentify(identifyHere);
 
   function track(stream: Stream, response: ServerResponse): void {
     registry.add(stream);
@@ -441,11 +461,11 @@ export function registerStreamingApi(
     async identify(request, reply) {
       const streamId = request.headers[STREAM_ID_HEADER];
       if (typeof streamId !== 'string') return;
-      const snapshot = await authenticate(request, 'ClientSide');
-      const stream = registry.clientStream(streamId);
-      // Another environment's stream is never touched, even when its id is known.
-      const updated = stream !== undefined && stream.environmentId === snapshot.environmentId;
-      if (updated) stream.identify(request.body.context);
+      const { environmentId } = await authenticate(request, 'ClientSide');
+      const { context } = request.body;
+      const updated =
+        identifyHere(environmentId, streamId, context) ||
+        (await relay.identifyElsewhere(environmentId, streamId, context));
       void reply.header('x-vexil-stream-updated', String(updated));
     },
   };

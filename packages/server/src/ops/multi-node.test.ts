@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresDatabase } from '../test-support/harness.js';
 import { ServeProcess, bootstrapWithCli, eventually } from '../test-support/processes.js';
+import { SseReader } from '../test-support/sse-reader.js';
 import { WebhookReceiver } from '../test-support/webhook-receiver.js';
 
 /**
@@ -71,6 +72,80 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
     });
     const changed = await eventually(async () => (await evaluateOnB()).body.value === true, 3000);
     expect(changed).toBe(true);
+  }, 60_000);
+
+  it('identify through node A switches a client stream held by node B', async () => {
+    const [a, b] = nodes;
+    // gate: client-visible; when on, serves true to the pro plan and false to everyone else.
+    const gate = await a!.request('POST', `${base}/flags`, {
+      token,
+      body: { key: 'gate', clientSideVisible: true },
+    });
+    const variation = (key: string) =>
+      gate.body.variations.find((v: { key: string }) => v.key === key).id as string;
+    const gatePath = `${base}/flags/gate/environments/production`;
+    await a!.request('POST', `${gatePath}/rules`, {
+      token,
+      body: {
+        variationId: variation('true'),
+        conditionGroups: [
+          {
+            operator: 'And',
+            conditions: [{ attribute: 'plan', operator: 'Equals', values: ['pro'] }],
+          },
+        ],
+      },
+    });
+    await a!.request('PATCH', gatePath, {
+      token,
+      body: { defaultVariationId: variation('false') },
+    });
+    await a!.request('POST', `${gatePath}/toggle`, { token, body: { enabled: true } });
+    const clientKey = (
+      await a!.request('POST', `${base}/environments/production/sdk-keys`, {
+        token,
+        body: { name: 'web', type: 'ClientSide' },
+      })
+    ).body.key as string;
+
+    const abort = new AbortController();
+    const response = await fetch(`${b!.baseUrl}/v1/client/stream`, {
+      method: 'POST',
+      headers: { authorization: clientKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ context: { userId: 'u', plan: 'free' } }),
+      signal: abort.signal,
+    });
+    const stream = new SseReader(response, abort);
+    try {
+      const { streamId } = JSON.parse((await stream.next()).data) as { streamId: string };
+      const flags = async () => JSON.parse((await stream.next()).data).flags.gate.value as boolean;
+      // Node B may have built its snapshot before the last change reached it.
+      let value = await flags();
+      while (!value && stream.unread().length > 0) value = await flags();
+      expect(value).toBe(false);
+
+      const identify = (id: string) =>
+        fetch(`${a!.baseUrl}/v1/client/identify`, {
+          method: 'POST',
+          headers: {
+            authorization: clientKey,
+            'content-type': 'application/json',
+            'x-vexil-stream-id': id,
+          },
+          body: JSON.stringify({ context: { userId: 'u', plan: 'pro' } }),
+        });
+      const switched = await identify(streamId);
+      expect(switched.status).toBe(200);
+      expect(switched.headers.get('x-vexil-stream-updated')).toBe('true');
+      const answer = (await switched.json()) as { flags: { gate: { value: boolean } } };
+      expect(answer.flags.gate.value).toBe(true);
+      expect(await flags()).toBe(true);
+
+      const unknown = await identify('no-such-stream');
+      expect(unknown.headers.get('x-vexil-stream-updated')).toBe('false');
+    } finally {
+      stream.close();
+    }
   }, 60_000);
 
   it('killing a node mid-delivery loses no webhook delivery', async () => {

@@ -140,8 +140,8 @@ export function registerEventRoutes(
         { maxEvents: MAX_EVENTS_PER_REQUEST },
       );
     }
-    const knownKeys: ReadonlySet<string> | ReadonlyMap<string, string> =
-      type === 'ClientSide' ? snapshot.clientSideKeys : snapshot.flagBodies;
+    const knownKeys: ReadonlySet<string> | ReadonlyMap<string, number> =
+      type === 'ClientSide' ? snapshot.clientSideKeys : snapshot.compiled.flagIndex;
     intakeEvents(
       events,
       {

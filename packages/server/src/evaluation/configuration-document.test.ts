@@ -1,0 +1,75 @@
+import { gunzipSync } from 'node:zlib';
+import type { SdkConfiguration, SdkFlag } from '@vexil/engine';
+import { describe, expect, it } from 'vitest';
+import { ConfigurationDocument } from './configuration-document.js';
+
+const flag = (index: number): SdkFlag => ({
+  key: `flag-${index}-${'ü€😀'.repeat(index % 4)}`,
+  version: index,
+  type: 'String',
+  enabled: index % 3 !== 0,
+  variations: [
+    { key: 'a', value: `Grüße ${index}` },
+    { key: 'b', value: 'line\nbreak "quoted"' },
+  ],
+  rules: [],
+  fallthrough: { type: 'Fixed', variation: index % 2 ? 'a' : 'b' },
+  offVariation: 'b',
+  prerequisites: [],
+});
+
+const configuration = (flagCount: number): SdkConfiguration => ({
+  environment: 'production',
+  version: 7,
+  flags: Array.from({ length: flagCount }, (_, index) => flag(index)),
+  segments: [
+    { key: 'beta', version: 1, conditions: [], conditionLogic: 'And' },
+  ] as SdkConfiguration['segments'],
+});
+
+const build = (config: SdkConfiguration) =>
+  ConfigurationDocument.build(
+    config,
+    config.flags.map((sdkFlag) => JSON.stringify(sdkFlag)),
+  );
+
+describe('ConfigurationDocument', () => {
+  it('holds exactly JSON.stringify of the configuration, gzipped and inflated', async () => {
+    const config = configuration(100);
+    const document = await build(config);
+    expect(gunzipSync(document.gzipped).toString()).toBe(JSON.stringify(config));
+    expect((await document.plain()).toString()).toBe(JSON.stringify(config));
+    expect(document.gzipped.length).toBeLessThan(JSON.stringify(config).length / 4);
+  });
+
+  it('reads every flag on its own, across blocks and multi-byte characters', async () => {
+    const config = configuration(100);
+    const document = await build(config);
+    config.flags.forEach((sdkFlag, index) => {
+      expect(document.flagJson(index).toString()).toBe(JSON.stringify(sdkFlag));
+    });
+    expect(() => document.flagJson(100)).toThrow(RangeError);
+  });
+
+  it('has a weak ETag that follows the content', async () => {
+    const first = await build(configuration(3));
+    const same = await build(configuration(3));
+    const other = await build(configuration(4));
+    expect(first.etag).toMatch(/^W\/"[\w-]+"$/);
+    expect(same.etag).toBe(first.etag);
+    expect(other.etag).not.toBe(first.etag);
+  });
+
+  it('shares one inflated copy between concurrent readers', async () => {
+    const document = await build(configuration(10));
+    const [a, b] = await Promise.all([document.plain(), document.plain()]);
+    expect(a).toBe(b);
+    expect(await document.plain()).toBe(a);
+  });
+
+  it('serializes an empty environment', async () => {
+    const config = configuration(0);
+    const document = await build(config);
+    expect((await document.plain()).toString()).toBe(JSON.stringify(config));
+  });
+});
