@@ -25,6 +25,7 @@ import { createManagementRateLimiter } from './http/rate-limit.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
+import { trackUnusedConnections } from './ops/unused-connections.js';
 import type { Services } from './services.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 import { UsageAggregator } from './usage/aggregator.js';
@@ -130,6 +131,7 @@ export async function createVexil(
   );
   const roles = new Set(options.roles ?? SERVICE_ROLES);
   const ops: OpsState = { accepting: true };
+  const closeUnusedConnections = trackUnusedConnections(app.server);
   registerOpsRoutes(app, services, snapshots, ops);
 
   await app.register(fastifySwagger, {
@@ -239,7 +241,9 @@ export async function createVexil(
       // Readiness fails first so load balancers stop routing here; then the listener stops
       // accepting and in-flight requests finish; the worker records its attempts in flight.
       ops.accepting = false;
-      await app.close();
+      const closing = app.close();
+      closeUnusedConnections();
+      await closing;
       await webhookWorker.stop();
       await changeFeed.stop();
       // After the last request, before the database closes: the final counts are written.
