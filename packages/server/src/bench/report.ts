@@ -137,7 +137,9 @@ export function renderReport(report: BenchReport): string {
       `seeded through the management API: ${seeded.flags} flags with ${seeded.rulesPerFlag} ` +
       `targeting rules each in production, ${seeded.segments} segments, ${seeded.clientVisible} ` +
       'flags visible to client SDKs. Server evaluate asks for a different flag and context on ' +
-      'each request; client evaluate sends a different context each time.',
+      'each request; client evaluate sends a different context each time. Config download ' +
+      'asks without `Accept-Encoding` (the document is inflated for it) and, as SDKs do, with ' +
+      '`Accept-Encoding: gzip` (sent as held).',
     '',
     'Ratio is req/s divided by the bare Fastify ceiling’s req/s at the same connection count. ' +
       'Targets (issue 3): server evaluate and 304 downloads ≥ 0.6, client evaluate of 50 flags ≥ 1/3.',

@@ -90,6 +90,18 @@ export function evaluationScenarios(seeded: SeededConfiguration, etag: string): 
       scenario: { method: 'GET', path: '/v1/sdk/flags', headers: server, bodies: [] },
     },
     {
+      // As SDKs ask for it: the document is held gzipped and sent as held (design record 012).
+      name: 'config download, 200 gzip',
+      status: 200,
+      target: null,
+      scenario: {
+        method: 'GET',
+        path: '/v1/sdk/flags',
+        headers: { ...server, 'accept-encoding': 'gzip' },
+        bodies: [],
+      },
+    },
+    {
       name: 'config download, 304',
       status: 304,
       target: 0.6,
