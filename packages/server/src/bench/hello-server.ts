@@ -3,6 +3,10 @@
  * the real service. `node hello-server.js <port> fastify|node` serves `GET /hello` with a small
  * JSON body from a bare Fastify app (no logger, no plugins) or from bare `node:http`.
  *
+ * The Fastify flavour also serves `POST /evaluate`: the body and response schemas of
+ * `POST /v1/sdk/evaluate`, answering a constant — what a schema-validated JSON POST costs in
+ * Fastify before any work is done.
+ *
  * The `node:http` flavour is also the SSE fan-out ceiling: `GET /stream` holds a Server-Sent
  * Events response open, and `POST /broadcast` writes its body as one `put` event (with an
  * increasing id) to every open stream, then answers 204 — the same work Vexil's stream does
@@ -45,6 +49,41 @@ function broadcast(request: IncomingMessage, response: ServerResponse): void {
 if (flavour === 'fastify') {
   const app = Fastify({ logger: false });
   app.get('/hello', async () => HELLO);
+  app.post(
+    '/evaluate',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['flagKey', 'context'],
+          properties: {
+            flagKey: { type: 'string', minLength: 1 },
+            context: {
+              type: 'object',
+              properties: { userId: { type: 'string' }, attributes: { type: 'object' } },
+            },
+          },
+        },
+        response: {
+          200: {
+            type: 'object',
+            properties: {
+              key: { type: 'string' },
+              variation: { type: ['string', 'null'] },
+              value: {},
+              reason: { type: 'string' },
+            },
+          },
+        },
+      },
+    },
+    async (request) => ({
+      key: (request.body as { flagKey: string }).flagKey,
+      variation: 'true',
+      value: true,
+      reason: 'TARGETING_MATCH',
+    }),
+  );
   await app.listen({ host: '127.0.0.1', port });
 } else {
   const body = JSON.stringify(HELLO);

@@ -54,7 +54,8 @@ export interface BenchReport {
   /** Wall-clock time of the whole run. */
   runSeconds: number;
   seeded: { flags: number; rulesPerFlag: number; segments: number; clientVisible: number };
-  ceilings: { fastify: RouteMeasurement; node: RouteMeasurement };
+  /** Bare `GET /hello` on Fastify and `node:http`; bare Fastify `POST /evaluate` for reference. */
+  ceilings: { fastify: RouteMeasurement; node: RouteMeasurement; fastifyPost: RouteMeasurement };
   databases: DatabaseMeasurement[];
   /** Two nodes, SSE fan-out and webhooks; null without PostgreSQL. */
   scale: ScaleMeasurement | null;
@@ -71,7 +72,7 @@ const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(0)} MB`;
 function ceilingAt(
   report: BenchReport,
   connections: number,
-  flavour: 'fastify' | 'node' = 'fastify',
+  flavour: 'fastify' | 'node' | 'fastifyPost' = 'fastify',
 ): number | undefined {
   return report.ceilings[flavour].results.find((result) => result.connections === connections)
     ?.requestsPerSecond;
@@ -151,12 +152,23 @@ export function renderReport(report: BenchReport): string {
     '',
     '## Ceiling',
     '',
-    'A bare `GET /hello` answering `{"hello":"world"}`, in its own process (hello-server.ts).',
+    'A bare `GET /hello` answering `{"hello":"world"}`, in its own process (hello-server.ts). ' +
+      'For reference, not as a target: a bare Fastify `POST /evaluate` with the body and ' +
+      'response schemas of `POST /v1/sdk/evaluate` and the same request bodies, answering a ' +
+      'constant — what a schema-validated JSON POST costs before any work. Its req/s are ' +
+      report.ceilings.fastifyPost.results
+        .map(
+          (result) =>
+            `${(result.requestsPerSecond / (ceilingAt(report, result.connections) ?? NaN)).toFixed(2)}`,
+        )
+        .join(' / ') +
+      ` of the \`GET /hello\` ceiling's at ${report.settings.connections.join(' / ')} connections.`,
     '',
     HEADER,
     rule(HEADER),
     ...routeRows(report, { ...report.ceilings.fastify, name: 'bare Fastify' }, false),
     ...routeRows(report, { ...report.ceilings.node, name: 'bare node:http' }, false),
+    ...routeRows(report, { ...report.ceilings.fastifyPost, name: 'bare Fastify POST' }, false),
   ];
   for (const database of report.databases) {
     lines.push(

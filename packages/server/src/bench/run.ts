@@ -29,6 +29,7 @@ import {
 } from './report.js';
 import { measureScale, type ScaleMeasurement } from './scale.js';
 import {
+  BARE_EVALUATE_SCENARIO,
   HELLO_SCENARIO,
   checkScenario,
   evaluationScenarios,
@@ -100,6 +101,7 @@ async function measureRoute(
 
 async function measureCeiling(
   flavour: 'fastify' | 'node',
+  scenario: LoadScenario,
   scratchDir: string,
 ): Promise<RouteMeasurement> {
   const port = await freePort();
@@ -107,7 +109,8 @@ async function measureCeiling(
   try {
     const baseUrl = `http://127.0.0.1:${port}`;
     await waitUntilAnswering(baseUrl + HELLO_SCENARIO.path, server);
-    return await measureRoute(baseUrl, `bare ${flavour}`, HELLO_SCENARIO, null, scratchDir);
+    const name = `bare ${flavour} ${scenario.method} ${scenario.path}`;
+    return await measureRoute(baseUrl, name, scenario, null, scratchDir);
   } finally {
     await server.stop();
   }
@@ -266,8 +269,9 @@ async function main(): Promise<void> {
   await withCleanup(
     () => rm(scratchDir, { recursive: true, force: true }),
     async () => {
-      const fastify = await measureCeiling('fastify', scratchDir);
-      const node = await measureCeiling('node', scratchDir);
+      const fastify = await measureCeiling('fastify', HELLO_SCENARIO, scratchDir);
+      const node = await measureCeiling('node', HELLO_SCENARIO, scratchDir);
+      const fastifyPost = await measureCeiling('fastify', BARE_EVALUATE_SCENARIO, scratchDir);
       const databases: DatabaseMeasurement[] = [];
       const skipped: string[] = [];
       let scale: ScaleMeasurement | null = null;
@@ -309,7 +313,7 @@ async function main(): Promise<void> {
         },
         commit: gitCommit(),
         runSeconds: (performance.now() - started) / 1_000,
-        ceilings: { fastify, node },
+        ceilings: { fastify, node, fastifyPost },
         databases,
         scale,
         memory,

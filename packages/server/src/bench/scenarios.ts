@@ -130,6 +130,19 @@ export function withoutUsageRecording(route: RouteScenario): RouteScenario {
   };
 }
 
+/**
+ * A second reference: `POST /evaluate` on the bare Fastify server, with server evaluate's bodies
+ * (flag keys of the seeded form; the route answers a constant whatever the key).
+ */
+export const BARE_EVALUATE_SCENARIO: LoadScenario = {
+  method: 'POST',
+  path: '/evaluate',
+  headers: { 'content-type': 'application/json' },
+  bodies: Array.from({ length: CONTEXT_COUNT }, (_, index) =>
+    JSON.stringify({ flagKey: `flag-${(index * 37) % 500}`, context: attributes(index) }),
+  ),
+};
+
 /** The ceiling: `GET /hello` on a bare server (see hello-server.ts). */
 export const HELLO_SCENARIO: LoadScenario = {
   method: 'GET',
