@@ -1,7 +1,7 @@
 import { compileEnvironment, type SdkConfiguration, type SdkFlag } from '@vexil/engine';
 import { describe, expect, it } from 'vitest';
 import { clientFlagsJson, evaluateClientFlags } from './client-flags.js';
-import { ConfigurationDocument } from './configuration-document.js';
+import { ConfigurationDocumentWriter } from './configuration-document.js';
 import type { Snapshot } from './snapshots.js';
 
 const flag = (key: string, over: Partial<SdkFlag> = {}): SdkFlag => ({
@@ -32,6 +32,13 @@ const flag = (key: string, over: Partial<SdkFlag> = {}): SdkFlag => ({
   ...over,
 });
 
+async function documentOf(configuration: SdkConfiguration) {
+  const writer = new ConfigurationDocumentWriter();
+  writer.begin(configuration.environment!, configuration.version);
+  await writer.addFlags(configuration.flags);
+  return writer.finish(configuration.segments);
+}
+
 async function snapshotOf(configuration: SdkConfiguration, visible: string[]): Promise<Snapshot> {
   return {
     environmentId: 'env',
@@ -39,10 +46,7 @@ async function snapshotOf(configuration: SdkConfiguration, visible: string[]): P
     projectId: 'project',
     version: configuration.version,
     compiled: compileEnvironment(configuration),
-    document: await ConfigurationDocument.build(
-      configuration,
-      configuration.flags.map((flag) => JSON.stringify(flag)),
-    ),
+    document: await documentOf(configuration),
     clientSideKeys: new Set(visible),
     clientSideKeyList: visible,
     clientFlagEntries: new Map(),

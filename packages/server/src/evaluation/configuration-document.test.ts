@@ -1,7 +1,7 @@
 import { gunzipSync } from 'node:zlib';
 import type { SdkConfiguration, SdkFlag } from '@vexil/engine';
 import { describe, expect, it } from 'vitest';
-import { ConfigurationDocument } from './configuration-document.js';
+import { ConfigurationDocumentWriter } from './configuration-document.js';
 
 const flag = (index: number): SdkFlag => ({
   key: `flag-${index}-${'ü€😀'.repeat(index % 4)}`,
@@ -27,13 +27,17 @@ const configuration = (flagCount: number): SdkConfiguration => ({
   ] as SdkConfiguration['segments'],
 });
 
-const build = (config: SdkConfiguration) =>
-  ConfigurationDocument.build(
-    config,
-    config.flags.map((sdkFlag) => JSON.stringify(sdkFlag)),
-  );
+/** Writes `config` with its flags in pages of `pageSize`, as the snapshot store does. */
+async function build(config: SdkConfiguration, pageSize = 500) {
+  const writer = new ConfigurationDocumentWriter();
+  writer.begin(config.environment!, config.version);
+  for (let start = 0; start < config.flags.length; start += pageSize) {
+    await writer.addFlags(config.flags.slice(start, start + pageSize));
+  }
+  return writer.finish(config.segments);
+}
 
-describe('ConfigurationDocument', () => {
+describe('ConfigurationDocument and its writer', () => {
   it('holds exactly JSON.stringify of the configuration, gzipped and inflated', async () => {
     const config = configuration(100);
     const document = await build(config);
@@ -49,6 +53,17 @@ describe('ConfigurationDocument', () => {
       expect(document.flagJson(index).toString()).toBe(JSON.stringify(sdkFlag));
     });
     expect(() => document.flagJson(100)).toThrow(RangeError);
+  });
+
+  it('writes the same document whatever the pages the flags come in', async () => {
+    const config = configuration(100);
+    const whole = await build(config);
+    for (const pageSize of [1, 7, 32, 33]) {
+      const paged = await build(config, pageSize);
+      expect(gunzipSync(paged.gzipped).toString()).toBe(JSON.stringify(config));
+      expect(paged.etag).toBe(whole.etag);
+      expect(paged.flagJson(99).toString()).toBe(JSON.stringify(config.flags[99]));
+    }
   });
 
   it('has a weak ETag that follows the content', async () => {

@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
-import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { createGzip, deflateRaw, gunzip, inflateRawSync } from 'node:zlib';
-import type { SdkConfiguration } from '@vexil/engine';
+import { constants, createDeflateRaw, createGzip, gunzip, inflateRawSync } from 'node:zlib';
+import type { SdkFlag, SdkSegment } from '@vexil/engine';
 
 const gunzipAsync = promisify(gunzip);
-const deflateRawAsync = promisify(deflateRaw);
 
 /**
  * Flags per separately compressed block. Reading one flag inflates its whole block (about 25 KB
@@ -23,66 +21,27 @@ const FLAGS_PER_BLOCK = 32;
  * kilobytes.
  */
 export class ConfigurationDocument {
-  private constructor(
+  /** Use {@link ConfigurationDocumentWriter}. */
+  constructor(
     /** The document, gzip-compressed. */
     readonly gzipped: Buffer,
     /** Weak validator (`W/"…"`): the same for every content coding of the document. */
     readonly etag: string,
-    /** The deflated blocks, one after the other: block `b` is bytes `[blockStarts[b], blockStarts[b + 1])`. */
+    /**
+     * The flags as one raw deflate stream, fully flushed after every block so that each block
+     * inflates on its own: block `b` is bytes `[blockStarts[b], blockStarts[b + 1])`.
+     */
     private readonly blocks: Buffer,
     private readonly blockStarts: Uint32Array,
     /** Flag `i` is bytes `[flagRanges[2i], flagRanges[2i + 1])` of its inflated block. */
     private readonly flagRanges: Uint32Array,
   ) {}
 
+  /** The block inflated last: compiling flags in order reads each block once, not once a flag. */
+  private lastBlock: { index: number; inflated: Buffer } | undefined;
   /** The uncompressed document while someone still holds it, so concurrent readers share one. */
   private plainCache: WeakRef<Buffer> | undefined;
   private inflating: Promise<Buffer> | undefined;
-
-  /**
-   * Assembles the document exactly as `JSON.stringify` of the whole configuration would and
-   * compresses it (off the event loop, in libuv's thread pool).
-   *
-   * @param configuration - the configuration apart from its flags
-   * @param flagTexts - `JSON.stringify` of each flag, in configuration order
-   */
-  static async build(
-    configuration: Omit<SdkConfiguration, 'flags'>,
-    flagTexts: readonly string[],
-  ): Promise<ConfigurationDocument> {
-    const { environment, version, segments } = configuration;
-    const flagRanges = new Uint32Array(2 * flagTexts.length);
-    // The document goes through gzip piece by piece, never as one buffer of several megabytes:
-    // buffers that size are where the allocator grows and stays grown.
-    const pieces = [`{"environment":${JSON.stringify(environment)},"version":${version},"flags":[`];
-    const blocks: Buffer[] = [];
-    const blockStarts = new Uint32Array(Math.ceil(flagTexts.length / FLAGS_PER_BLOCK) + 1);
-    for (let start = 0; start < flagTexts.length; start += FLAGS_PER_BLOCK) {
-      const texts = flagTexts.slice(start, start + FLAGS_PER_BLOCK);
-      let at = 0;
-      texts.forEach((text, offset) => {
-        flagRanges[2 * (start + offset)] = at;
-        at += Buffer.byteLength(text);
-        flagRanges[2 * (start + offset) + 1] = at;
-      });
-      pieces.push((start > 0 ? ',' : '') + texts.join(','));
-      // One block at a time: each compression holds a few hundred kilobytes of zlib state.
-      const block = await deflateRawAsync(texts.join(''));
-      blocks.push(block);
-      const index = start / FLAGS_PER_BLOCK;
-      blockStarts[index + 1] = blockStarts[index]! + block.length;
-    }
-    pieces.push(`],"segments":${JSON.stringify(segments)}}`);
-    const hash = createHash('sha256');
-    for (const piece of pieces) hash.update(piece);
-    return new ConfigurationDocument(
-      await buffer(Readable.from(pieces).pipe(createGzip())),
-      `W/"${hash.digest('base64url').slice(0, 27)}"`,
-      Buffer.concat(blocks),
-      blockStarts,
-      flagRanges,
-    );
-  }
 
   /** The JSON of the configuration's `index`-th flag (UTF-8). */
   flagJson(index: number): Buffer {
@@ -90,9 +49,16 @@ export class ConfigurationDocument {
       throw new RangeError(`No flag at position ${index}.`);
     }
     const block = Math.floor(index / FLAGS_PER_BLOCK);
-    return inflateRawSync(
-      this.blocks.subarray(this.blockStarts[block], this.blockStarts[block + 1]),
-    ).subarray(this.flagRanges[2 * index], this.flagRanges[2 * index + 1]);
+    if (this.lastBlock?.index !== block) {
+      const bytes = this.blocks.subarray(this.blockStarts[block], this.blockStarts[block + 1]);
+      // A block ends at a flush point, not at the end of a deflate stream.
+      const inflated = inflateRawSync(bytes, { finishFlush: constants.Z_SYNC_FLUSH });
+      this.lastBlock = { index: block, inflated };
+    }
+    return this.lastBlock.inflated.subarray(
+      this.flagRanges[2 * index],
+      this.flagRanges[2 * index + 1],
+    );
   }
 
   /**
@@ -114,5 +80,84 @@ export class ConfigurationDocument {
       },
     );
     return this.inflating;
+  }
+}
+
+/**
+ * Writes a {@link ConfigurationDocument} as the configuration is read: the environment first,
+ * then its flags page by page, then its segments. Each block of flags is compressed as soon as it
+ * is full and the document goes through gzip piece by piece, so a large environment's JSON never
+ * exists whole: neither its text nor buffers of several megabytes, which are where the allocator
+ * grows and stays grown. The output is exactly `JSON.stringify` of the whole configuration.
+ */
+export class ConfigurationDocumentWriter {
+  /** The flags' keys in document order. */
+  readonly flagKeys: string[] = [];
+  private readonly gzip = createGzip();
+  private readonly gzipped = buffer(this.gzip);
+  private readonly hash = createHash('sha256');
+  /** One compressor for every block (a full flush ends each): thousands would churn the allocator. */
+  private readonly blockStream = createDeflateRaw();
+  private readonly blocks: Buffer[] = [];
+  private blocksLength = 0;
+  private readonly blockStarts = [0];
+  private readonly flagRanges: number[] = [];
+  /** JSON of the flags of the block being filled. */
+  private blockTexts: string[] = [];
+
+  constructor() {
+    this.blockStream.on('data', (chunk: Buffer) => {
+      this.blocks.push(chunk);
+      this.blocksLength += chunk.length;
+    });
+  }
+
+  /** Starts the document: `{"environment":…,"version":…,"flags":[`. */
+  begin(environment: string, version: number): void {
+    this.write(`{"environment":${JSON.stringify(environment)},"version":${version},"flags":[`);
+  }
+
+  /** Appends flags (in configuration order); resolves once every full block is compressed. */
+  async addFlags(flags: readonly SdkFlag[]): Promise<void> {
+    for (const flag of flags) {
+      this.flagKeys.push(flag.key);
+      this.blockTexts.push(JSON.stringify(flag));
+      if (this.blockTexts.length === FLAGS_PER_BLOCK) await this.closeBlock();
+    }
+  }
+
+  /** Ends the document with the segments and returns it once compressed. */
+  async finish(segments: readonly SdkSegment[]): Promise<ConfigurationDocument> {
+    if (this.blockTexts.length > 0) await this.closeBlock();
+    this.write(`],"segments":${JSON.stringify(segments)}}`);
+    this.gzip.end();
+    this.blockStream.destroy();
+    return new ConfigurationDocument(
+      await this.gzipped,
+      `W/"${this.hash.digest('base64url').slice(0, 27)}"`,
+      Buffer.concat(this.blocks),
+      Uint32Array.from(this.blockStarts),
+      Uint32Array.from(this.flagRanges),
+    );
+  }
+
+  private async closeBlock(): Promise<void> {
+    const texts = this.blockTexts;
+    this.blockTexts = [];
+    let at = 0;
+    for (const text of texts) {
+      this.flagRanges.push(at);
+      at += Buffer.byteLength(text);
+      this.flagRanges.push(at);
+    }
+    this.write((this.blockStarts.length > 1 ? ',' : '') + texts.join(','));
+    this.blockStream.write(texts.join(''));
+    await new Promise<void>((resolve) => this.blockStream.flush(constants.Z_FULL_FLUSH, resolve));
+    this.blockStarts.push(this.blocksLength);
+  }
+
+  private write(text: string): void {
+    this.hash.update(text);
+    this.gzip.write(text);
   }
 }

@@ -28,16 +28,24 @@ export interface EnvironmentConfiguration {
  */
 const FLAGS_PER_PAGE = 500;
 
+/** Receives an environment's configuration while it is read. */
+export interface ConfigurationSink {
+  /** First, once: the environment's key and configuration version. */
+  begin(environment: string, version: number): void;
+  /** Then its flags, a page at a time in key order; the next page is read once this resolves. */
+  addFlags(flags: readonly SdkFlag[]): Promise<void>;
+}
+
 /**
  * Reads an environment's complete server-SDK configuration (spec: Server-SDK environment
- * configuration) in one read transaction, so that it is consistent with its `version`. Flags,
- * archived ones left out, go to `onFlag` in key order, a page at a time. Returns the rest, or
- * undefined when the environment no longer exists.
+ * configuration) in one read transaction, so that it is consistent with its `version`. The
+ * environment and its flags (archived ones left out) go to `sink` as they are read; the rest is
+ * returned. Returns undefined when the environment no longer exists.
  */
 export async function readEnvironmentConfiguration(
   db: Kysely<Schema>,
   environmentId: string,
-  onFlag: (flag: SdkFlag) => void,
+  sink: ConfigurationSink,
 ): Promise<EnvironmentConfiguration | undefined> {
   return db
     .transaction()
@@ -55,6 +63,7 @@ export async function readEnvironmentConfiguration(
         .where('environments.id', '=', environmentId)
         .executeTakeFirst();
       if (!environment) return undefined;
+      sink.begin(environment.key, environment.version);
       const segments = await trx
         .selectFrom('segments')
         .selectAll()
@@ -65,8 +74,8 @@ export async function readEnvironmentConfiguration(
       let after: string | null = null;
       for (;;) {
         const flags = await readFlagPage(trx, environmentId, after);
+        await sink.addFlags(flags.map((flag) => flag.sdkFlag));
         for (const flag of flags) {
-          onFlag(flag.sdkFlag);
           if (flag.clientSideVisible) clientSideKeys.push(flag.sdkFlag.key);
         }
         if (flags.length < FLAGS_PER_PAGE) break;

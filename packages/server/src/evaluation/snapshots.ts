@@ -1,7 +1,10 @@
 import { compileLazily, type CompiledEnvironment, type SdkFlag } from '@vexil/engine';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.js';
-import { ConfigurationDocument } from './configuration-document.js';
+import {
+  ConfigurationDocumentWriter,
+  type ConfigurationDocument,
+} from './configuration-document.js';
 import { readEnvironmentConfiguration } from './sdk-configuration.js';
 
 /** One environment's configuration, compiled and serialized once per version. */
@@ -133,20 +136,13 @@ export class SnapshotStore {
   }
 }
 
-/**
- * Reads an environment's configuration into its compressed document. (A function of its own so
- * that the flags' JSON texts, needed only while the document is built, are not kept alive by the
- * closures the snapshot holds.)
- */
+/** Reads an environment's configuration into its compressed document, as it is read. */
 async function readDocument(db: Kysely<Schema>, environmentId: string) {
-  const flagKeys: string[] = [];
-  const flagTexts: string[] = [];
-  const loaded = await readEnvironmentConfiguration(db, environmentId, (flag) => {
-    flagKeys.push(flag.key);
-    flagTexts.push(JSON.stringify(flag));
-  });
+  const writer = new ConfigurationDocumentWriter();
+  const loaded = await readEnvironmentConfiguration(db, environmentId, writer);
   if (!loaded) return undefined;
-  return { loaded, flagKeys, document: await ConfigurationDocument.build(loaded, flagTexts) };
+  const document = await writer.finish(loaded.segments);
+  return { loaded, flagKeys: writer.flagKeys, document };
 }
 
 /** One flag's JSON as in the snapshot's document (`GET /v1/sdk/flags/{key}`), if it has the flag. */
