@@ -129,30 +129,18 @@ describe('compilation: parts flags have in common are shared, never mixed up', (
             { key: 'false', value: { limit: 2 } },
           ],
         },
-        {
-          ...flag('split-1', []),
+        ...[1, 2].map((n) => ({
+          ...flag(`split-${n}`, []),
           rules: [],
           fallthrough: {
-            type: 'Rollout',
-            salt: 'salt-1',
+            type: 'Rollout' as const,
+            salt: `salt-${n}`,
             variations: [
               { key: 'true', weight: 50_000 },
               { key: 'false', weight: 50_000 },
             ],
           },
-        },
-        {
-          ...flag('split-2', []),
-          rules: [],
-          fallthrough: {
-            type: 'Rollout',
-            salt: 'salt-2',
-            variations: [
-              { key: 'true', weight: 50_000 },
-              { key: 'false', weight: 50_000 },
-            ],
-          },
-        },
+        })),
       ],
     };
     const env = compileEnvironment(configuration);
