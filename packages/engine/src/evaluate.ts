@@ -1,6 +1,7 @@
 /**
- * Evaluation: the hot path. Works only on compiled tables; no parsing, no closures, and the only
- * allocation is the result object (plus attribute string forms where an operator needs them).
+ * Evaluation: the hot path. Works only on compiled tables (a flag is compiled on its first
+ * evaluation, see `compiledFlag`); no parsing, no closures, and the only allocation is the result
+ * object (plus attribute string forms where an operator needs them).
  */
 import { bucket } from './bucketing.js';
 import { compiledFlag } from './compile.js';
