@@ -2,66 +2,17 @@ import { ErrorCode, OpenFeature, ProviderEvents } from '@openfeature/server-sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   call,
-  callOk,
   createOrg,
   createProjectWithFlag,
   createTestVexil,
   testDialects,
   type TestVexil,
-  variationIdsByKey,
 } from '../../server/src/test-support/harness.js';
+import { seedSdkFlags } from '../../server/src/test-support/sdk-flags.js';
 import { VexilProvider } from './index.js';
 
 const base = '/api/v1/orgs/acme/projects/web';
 const flagEnv = (flag: string) => `${base}/flags/${flag}/environments/production`;
-
-/** Typed flags, a targeting rule, a split and a disabled flag, made through the management API. */
-async function seed(vexil: TestVexil, token: string): Promise<void> {
-  const manage = (method: 'POST' | 'PATCH', url: string, body: unknown) =>
-    callOk(vexil, method, url, token, body);
-  await manage('POST', `${base}/flags`, {
-    key: 'banner-text',
-    type: 'String',
-    variations: [
-      { key: 'english', value: 'Hello' },
-      { key: 'french', value: 'Bonjour' },
-    ],
-  });
-  await manage('POST', `${base}/flags`, {
-    key: 'max-items',
-    type: 'Number',
-    variations: [
-      { key: 'small', value: '10' },
-      { key: 'large', value: '50' },
-    ],
-  });
-  await manage('POST', `${base}/flags`, {
-    key: 'theme',
-    type: 'Json',
-    variations: [{ key: 'dark', value: '{"mode":"dark"}' }],
-  });
-  await manage('POST', `${base}/flags`, { key: 'kill-switch', type: 'Boolean' });
-  const checkout = (await call(vexil, 'GET', `${base}/flags/new-checkout`, { token })).body;
-  const ids = variationIdsByKey(checkout);
-  await manage('POST', `${flagEnv('new-checkout')}/rules`, {
-    variationId: ids.true,
-    conditionGroups: [
-      {
-        operator: 'And',
-        conditions: [{ attribute: 'plan', operator: 'Equals', values: ['pro'], negate: false }],
-      },
-    ],
-  });
-  await manage('PATCH', flagEnv('new-checkout'), {
-    strategy: 'PercentageRollout',
-    rollout: [
-      { variationId: ids.true, weight: 50000 },
-      { variationId: ids.false, weight: 50000 },
-    ],
-  });
-  for (const flag of ['new-checkout', 'banner-text', 'max-items', 'theme'])
-    await manage('POST', `${flagEnv(flag)}/toggle`, { enabled: true });
-}
 
 describe.each(testDialects())('@vexil/openfeature-provider on %s', (dialect) => {
   let vexil: TestVexil;
@@ -75,7 +26,7 @@ describe.each(testDialects())('@vexil/openfeature-provider on %s', (dialect) => 
     const org = await createOrg(vexil);
     token = org.token;
     const { sdkKey } = await createProjectWithFlag(vexil, org);
-    await seed(vexil, token);
+    await seedSdkFlags(vexil, token, 'split');
     const baseUrl = await vexil.app.listen({ port: 0, host: '127.0.0.1' });
     provider = new VexilProvider({ baseUrl, sdkKey, pollIntervalMs: 60_000 });
     await OpenFeature.setProviderAndWait(domain, provider);
