@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compileEnvironment } from './compile.js';
-import { evaluateAll, evaluateFlag } from './evaluate.js';
+import { compileEnvironment, compileLazily } from './compile.js';
+import { evaluateAll, evaluateFlag, evaluateSelected, selectFlags } from './evaluate.js';
 import type { EvaluationContext, SdkConfiguration, SdkFlag } from './types.js';
 
 const flag = (key: string, over: Partial<SdkFlag> = {}): SdkFlag => ({
@@ -128,6 +128,44 @@ describe('evaluation: evaluateAll', () => {
     const listed = evaluateAll(compileEnvironment(config(flag('__proto__'))), {}, ['__proto__']);
     expect(Object.getPrototypeOf(listed)).toBe(Object.prototype);
     expect(Object.keys(listed)).toEqual(['__proto__']);
+  });
+});
+
+describe('evaluation: selectFlags and evaluateSelected', () => {
+  const env = compileEnvironment(
+    config(flag('a'), flag('b', { enabled: false }), flag('c'), flag('d')),
+  );
+
+  it('selects positions in configuration order, unknown and repeated keys dropped', () => {
+    expect(selectFlags(env)).toEqual([0, 1, 2, 3]);
+    expect(selectFlags(env, ['d', 'missing', 'b', 'd'])).toEqual([1, 3]);
+    expect(selectFlags(env, (key) => key !== 'c')).toEqual([0, 1, 3]);
+    expect(selectFlags(env, [])).toEqual([]);
+  });
+
+  it('evaluates the selected flags in order, as evaluateFlag would', () => {
+    const results = evaluateSelected(env, { userId: 'u' }, selectFlags(env, ['d', 'b']));
+    expect(results).toEqual([
+      evaluateFlag(env, 'b', { userId: 'u' }),
+      evaluateFlag(env, 'd', { userId: 'u' }),
+    ]);
+    expect(results[0]).toMatchObject({ key: 'b', reason: 'DISABLED' });
+  });
+
+  it('compiles only the flags it evaluates', () => {
+    const compiled: number[] = [];
+    const lazy = compileLazily({
+      ...config(),
+      flagKeys: ['a', 'b', 'c'],
+      flag: (index) => {
+        compiled.push(index);
+        return flag(['a', 'b', 'c'][index] as string);
+      },
+    });
+    const positions = selectFlags(lazy, ['c']);
+    expect(compiled).toEqual([]);
+    expect(evaluateSelected(lazy, {}, positions).map((result) => result.key)).toEqual(['c']);
+    expect(compiled).toEqual([2]);
   });
 });
 

@@ -305,7 +305,7 @@ export function evaluateFlag(
  * A list is equivalent to the predicate `(key) => keys.includes(key)`: keys of flags the
  * environment does not have are ignored, duplicates count once, and results still come in
  * configuration order. A list avoids visiting every flag of a large environment when only a few
- * are wanted; listing the keys in configuration order (a filter of `env.flagKeys`) is fastest.
+ * are wanted.
  */
 export type FlagSelection = ((flagKey: string) => boolean) | readonly string[];
 
@@ -332,26 +332,47 @@ function isKeyList(include: FlagSelection | undefined): include is readonly stri
 }
 
 /**
- * The `flagKeys` positions of the listed flags, ascending and without duplicates. Returns `null`
- * when the keys already resolve in strictly ascending order (the common case of a list built
- * from `env.flagKeys`), so that the caller can walk the list itself without allocating.
+ * The configuration positions of the selected flags (all of them when `include` is omitted),
+ * ascending and without duplicates: what {@link evaluateSelected} takes. Selecting compiles
+ * nothing. Resolve a selection once per compiled environment, then evaluate it for many contexts.
  */
-function sortedIndices(env: CompiledEnvironment, keys: readonly string[]): number[] | null {
-  let previous = -1;
-  for (let i = 0; i < keys.length; i++) {
-    const index = env.flagIndex.get(keys[i] as string);
-    if (index === undefined || index <= previous) {
-      const indices: number[] = [];
-      for (const key of keys) {
-        const found = env.flagIndex.get(key);
-        if (found !== undefined) indices.push(found);
-      }
-      indices.sort((x, y) => x - y);
-      return indices.filter((position, j) => j === 0 || position !== indices[j - 1]);
+export function selectFlags(env: CompiledEnvironment, include?: FlagSelection): number[] {
+  const positions: number[] = [];
+  if (isKeyList(include)) {
+    for (const key of include) {
+      const position = env.flagIndex.get(key);
+      if (position !== undefined) positions.push(position);
     }
-    previous = index;
+    positions.sort((x, y) => x - y);
+    return positions.filter((position, j) => j === 0 || position !== positions[j - 1]);
   }
-  return null;
+  const keys = env.flagKeys;
+  for (let i = 0; i < keys.length; i++) {
+    if (include === undefined || include(keys[i] as string)) positions.push(i);
+  }
+  return positions;
+}
+
+/**
+ * Evaluates the flags at `positions` for one context, in that order: the cheapest way to evaluate
+ * many flags, as an array rather than an object keyed by flag. Conditions the flags share are
+ * matched once per call.
+ *
+ * @param positions - from {@link selectFlags} on the same `env`
+ */
+export function evaluateSelected(
+  env: CompiledEnvironment,
+  context: EvaluationContext,
+  positions: readonly number[],
+): EvaluationResult[] {
+  const ctx = asContext(context);
+  const generation = nextGeneration(env.conditionMemo);
+  const results = new Array<EvaluationResult>(positions.length);
+  for (let i = 0; i < positions.length; i++) {
+    const flag = compiledFlag(env, positions[i] as number);
+    results[i] = evaluateCompiled(env, flag, ctx, 0, generation);
+  }
+  return results;
 }
 
 /**
@@ -367,31 +388,9 @@ export function evaluateAll(
   context: EvaluationContext,
   include?: FlagSelection,
 ): Record<string, EvaluationResult> {
-  const ctx = asContext(context);
-  const generation = nextGeneration(env.conditionMemo);
   const results: Record<string, EvaluationResult> = {};
-  if (isKeyList(include)) {
-    const indices = sortedIndices(env, include);
-    if (indices === null) {
-      // Already unique, known and in configuration order.
-      for (let i = 0; i < include.length; i++) {
-        const flag = compiledFlag(env, env.flagIndex.get(include[i] as string) as number);
-        store(results, flag.key, evaluateCompiled(env, flag, ctx, 0, generation));
-      }
-    } else {
-      for (const index of indices) {
-        const flag = compiledFlag(env, index);
-        store(results, flag.key, evaluateCompiled(env, flag, ctx, 0, generation));
-      }
-    }
-    return results;
-  }
-  const keys = env.flagKeys;
-  for (let i = 0; i < keys.length; i++) {
-    // Flags left out are not compiled at all.
-    if (include !== undefined && !include(keys[i] as string)) continue;
-    const flag = compiledFlag(env, i);
-    store(results, flag.key, evaluateCompiled(env, flag, ctx, 0, generation));
+  for (const result of evaluateSelected(env, context, selectFlags(env, include))) {
+    store(results, result.key, result);
   }
   return results;
 }

@@ -7,7 +7,13 @@ export { compileEnvironment, compileLazily } from './compile.js';
 export type { CompiledEnvironment, LazyConfiguration } from './compile.js';
 export { validateCondition } from './conditions.js';
 export type { ConditionInput } from './conditions.js';
-export { evaluateAll, evaluateFlag, hasRolloutFallthrough } from './evaluate.js';
+export {
+  evaluateAll,
+  evaluateFlag,
+  evaluateSelected,
+  hasRolloutFallthrough,
+  selectFlags,
+} from './evaluate.js';
 export type { FlagSelection } from './evaluate.js';
 export { normalizeOperator } from './operators.js';
 export { findPrerequisiteProblem, MAX_PREREQUISITE_DEPTH } from './prerequisites.js';

@@ -1,4 +1,4 @@
-import { evaluateAll, type EvaluationContext, type EvaluationResult } from '@vexil/engine';
+import { evaluateSelected, type EvaluationContext, type EvaluationResult } from '@vexil/engine';
 import type { UsageAggregator } from '../usage/aggregator.js';
 import type { Snapshot } from './snapshots.js';
 
@@ -16,6 +16,18 @@ export interface ClientUsage {
   nowMs: number;
 }
 
+/**
+ * One outcome a client-visible flag has been served with, and its serialized `"key":{...}` entry.
+ * A flag's entry depends only on its variation, reason and prerequisite (the value is the
+ * variation's), and a flag has few of those, so each is serialized once per snapshot.
+ */
+export interface ServedEntry {
+  variation: string | null;
+  reason: string;
+  prerequisiteKey: string | undefined;
+  json: string;
+}
+
 function clientResult(result: EvaluationResult): ClientFlagResult {
   return {
     value: result.value,
@@ -25,81 +37,78 @@ function clientResult(result: EvaluationResult): ClientFlagResult {
   };
 }
 
-function recordServed(
+/**
+ * Evaluates every client-visible flag of the snapshot for a context, in configuration order.
+ * Served flags are counted in `usage`, unless it is null (the client reports its own reads:
+ * spec Evaluation API rule 1).
+ */
+function evaluateClientSide(
   snapshot: Snapshot,
-  key: string,
-  variation: string | null,
+  context: EvaluationContext,
   usage: ClientUsage | null,
-): void {
-  if (usage && variation !== null) {
-    usage.aggregator.recordEvaluation(snapshot.environmentId, key, variation, usage.nowMs);
-  }
+): EvaluationResult[] {
+  const results = evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
+  usage?.aggregator.recordEvaluations(snapshot.environmentId, results, usage.nowMs);
+  return results;
 }
 
-/**
- * Evaluates every client-visible flag of the snapshot for a context: the `flags` events of client
- * streams. Served flags are counted in `usage` at `nowMs`, unless `usage` is null (the client
- * reports its own reads: spec Evaluation API rule 1).
- */
+/** The client evaluation as an object: the `flags` events of client streams. */
 export function evaluateClientFlags(
   snapshot: Snapshot,
   context: EvaluationContext,
   usage: ClientUsage | null,
 ): { flags: Record<string, ClientFlagResult> } {
-  const results = evaluateAll(snapshot.compiled, context, snapshot.clientSideKeyList);
   const flags: Record<string, ClientFlagResult> = {};
-  for (const key in results) {
-    const result = results[key]!;
-    flags[key] = clientResult(result);
-    recordServed(snapshot, key, result.variation, usage);
+  for (const result of evaluateClientSide(snapshot, context, usage)) {
+    // defineProperty: a flag keyed "__proto__" is a plain key, not the object's prototype.
+    Object.defineProperty(flags, result.key, {
+      value: clientResult(result),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return { flags };
 }
 
-/** The serialized `"key":{...}` entry of a result, from the snapshot's cache when it has it. */
-function serializedEntry(snapshot: Snapshot, result: EvaluationResult): string {
-  // Looked up by the result's own strings (the flag and variation keys are the compiled
-  // configuration's, the reason a constant), so no lookup key has to be built per flag.
-  let byVariation = snapshot.clientFlagEntries.get(result.key);
-  if (byVariation === undefined) {
-    byVariation = new Map();
-    snapshot.clientFlagEntries.set(result.key, byVariation);
+/** The serialized entry of the `i`-th client-visible flag's result, cached in the snapshot. */
+function servedEntry(snapshot: Snapshot, i: number, result: EvaluationResult): string {
+  const served = snapshot.clientEntries[i] as ServedEntry[];
+  // Compared by identity in the common case: variation keys are the compiled configuration's
+  // strings and reasons are constants.
+  for (const entry of served) {
+    if (
+      entry.variation === result.variation &&
+      entry.reason === result.reason &&
+      entry.prerequisiteKey === result.prerequisiteKey
+    )
+      return entry.json;
   }
-  let byReason = byVariation.get(result.variation);
-  if (byReason === undefined) {
-    byReason = new Map();
-    byVariation.set(result.variation, byReason);
-  }
-  // A prerequisite's key only comes with PREREQUISITE_FAILED and some ERROR results.
-  const prerequisite = result.prerequisiteKey;
-  const outcome = prerequisite === undefined ? result.reason : `${result.reason}:${prerequisite}`;
-  let entry = byReason.get(outcome);
-  if (entry === undefined) {
-    entry = `${JSON.stringify(result.key)}:${JSON.stringify(clientResult(result))}`;
-    byReason.set(outcome, entry);
-  }
-  return entry;
+  const json = `${JSON.stringify(result.key)}:${JSON.stringify(clientResult(result))}`;
+  served.push({
+    variation: result.variation,
+    reason: result.reason,
+    prerequisiteKey: result.prerequisiteKey,
+    json,
+  });
+  return json;
 }
 
 /**
  * {@link evaluateClientFlags} as its JSON text: the body of `POST /v1/client/evaluate` and
- * `identify`. A flag's entry depends only on its key, variation, reason and prerequisite (the
- * value is the variation's), so each distinct entry is serialized once per snapshot and reused:
- * serializing 50 flags anew cost more than evaluating them.
+ * `identify`, built from each flag's cached entry: serializing 50 flags anew cost more than
+ * evaluating them.
  */
 export function clientFlagsJson(
   snapshot: Snapshot,
   context: EvaluationContext,
   usage: ClientUsage | null,
 ): string {
-  const results = evaluateAll(snapshot.compiled, context, snapshot.clientSideKeyList);
+  const results = evaluateClientSide(snapshot, context, usage);
   let body = '{"flags":{';
-  let separator = '';
-  for (const key in results) {
-    const result = results[key]!;
-    body += separator + serializedEntry(snapshot, result);
-    separator = ',';
-    recordServed(snapshot, key, result.variation, usage);
+  for (let i = 0; i < results.length; i++) {
+    if (i > 0) body += ',';
+    body += servedEntry(snapshot, i, results[i] as EvaluationResult);
   }
   return `${body}}}`;
 }

@@ -1,4 +1,5 @@
-import { compileLazily, type CompiledEnvironment, type SdkFlag } from '@vexil/engine';
+import { compileLazily, selectFlags, type CompiledEnvironment, type SdkFlag } from '@vexil/engine';
+import type { ServedEntry } from './client-flags.js';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.js';
 import {
@@ -18,14 +19,14 @@ export interface Snapshot {
   /** The `GET /v1/sdk/flags` body: the only copy of the configuration the snapshot holds. */
   document: ConfigurationDocument;
   clientSideKeys: ReadonlySet<string>;
-  /** The same keys in configuration order: the engine's cheapest selection form. */
-  clientSideKeyList: readonly string[];
+  /** The client-visible flags' positions in {@link compiled}, as the engine selects them. */
+  clientFlags: readonly number[];
   /**
-   * Serialized client evaluation entries (`"key":{...}`) by flag key, variation key and outcome
-   * (reason, and prerequisite if any), filled as they are first served (see clientFlagsJson).
-   * Bounded by the configuration: a flag has few variations, reasons and prerequisites.
+   * For each of {@link clientFlags}, the outcomes served so far with their serialized entries
+   * (see clientFlagsJson). Bounded by the configuration: a flag has few variations, reasons and
+   * prerequisites.
    */
-  clientFlagEntries: Map<string, Map<string | null, Map<string, string>>>;
+  clientEntries: ServedEntry[][];
 }
 
 /**
@@ -116,22 +117,24 @@ export class SnapshotStore {
     const read = await readDocument(this.db, environmentId);
     if (!read) return undefined;
     const { loaded, flagKeys, document } = read;
+    const compiled = compileLazily({
+      environment: loaded.environment,
+      version: loaded.version,
+      flagKeys,
+      segments: loaded.segments,
+      flag: (index) => JSON.parse(document.flagJson(index).toString()) as SdkFlag,
+    });
+    const clientFlags = selectFlags(compiled, loaded.clientSideKeys);
     return {
       environmentId,
       organizationId: loaded.organizationId,
       projectId: loaded.projectId,
       version: loaded.version,
-      compiled: compileLazily({
-        environment: loaded.environment,
-        version: loaded.version,
-        flagKeys,
-        segments: loaded.segments,
-        flag: (index) => JSON.parse(document.flagJson(index).toString()) as SdkFlag,
-      }),
+      compiled,
       document,
       clientSideKeys: new Set(loaded.clientSideKeys),
-      clientSideKeyList: loaded.clientSideKeys,
-      clientFlagEntries: new Map(),
+      clientFlags,
+      clientEntries: clientFlags.map(() => []),
     };
   }
 }

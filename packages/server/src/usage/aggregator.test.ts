@@ -29,4 +29,26 @@ describe('usage aggregation: one bucket per variation and hour', () => {
       { variationKey: 'on', hourMs: hour, count: 2, lastEvaluatedMs: hour + 3000 },
     ]);
   });
+
+  it('recordEvaluations counts each result that served a variation, as recordEvaluation does', () => {
+    const batched = new UsageAggregator(database.db, () => undefined);
+    const single = new UsageAggregator(database.db, () => undefined);
+    const at = Date.UTC(2026, 5, 1, 11, 30);
+    const results = [
+      { key: 'a', variation: 'on' },
+      { key: 'b', variation: null },
+      { key: 'a', variation: 'off' },
+      { key: 'c', variation: 'on' },
+    ];
+    batched.recordEvaluations('env', results, at);
+    batched.recordEvaluations('env', results, at + 1000);
+    for (const atMs of [at, at + 1000]) {
+      for (const { key, variation } of results)
+        if (variation !== null) single.recordEvaluation('env', key, variation, atMs);
+    }
+    for (const flag of ['a', 'b', 'c'])
+      expect(batched.pendingUsage('env', flag)).toEqual(single.pendingUsage('env', flag));
+    expect(batched.pendingUsage('env', 'a').map((bucket) => bucket.count)).toEqual([2, 2]);
+    expect(batched.pendingUsage('env', 'b')).toEqual([]);
+  });
 });

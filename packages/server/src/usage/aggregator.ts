@@ -52,6 +52,37 @@ function startOfHour(ms: number): number {
   return ms - (ms % HOUR_MS);
 }
 
+/** Adds `count` evaluations serving `variationKey` in the hour starting at `hourMs` to a flag's buckets. */
+function addToFlag(
+  flags: Map<string, Map<string, EvaluationBucket>>,
+  flagKey: string,
+  variationKey: string,
+  hourMs: number,
+  count: number,
+  lastMs: number,
+): void {
+  let buckets = flags.get(flagKey);
+  if (!buckets) {
+    buckets = new Map();
+    flags.set(flagKey, buckets);
+  }
+  // The hot path builds no key: within one flush interval a variation almost always counts
+  // into one hour, so the variation key alone names that bucket. Only across an hour boundary
+  // does a second bucket take the composite `variation\nhour` key.
+  let id = variationKey;
+  let bucket = buckets.get(id);
+  if (bucket !== undefined && bucket.hourMs !== hourMs) {
+    id = `${variationKey}\n${hourMs}`;
+    bucket = buckets.get(id);
+  }
+  if (bucket) {
+    bucket.count += count;
+    if (lastMs > bucket.lastMs) bucket.lastMs = lastMs;
+  } else {
+    buckets.set(id, { variationKey, hourMs, count, lastMs });
+  }
+}
+
 /**
  * Usage recording (design record 008): evaluation counts per flag × environment × variation ×
  * hour with the last evaluation time, and custom event counts per environment × key × hour.
@@ -93,6 +124,22 @@ export class UsageAggregator {
     this.addEvaluation(environmentId, flagKey, variationKey, startOfHour(atMs), 1, atMs);
   }
 
+  /**
+   * Counts one evaluation of each result that served a variation (results with a null variation
+   * served none), at `atMs`: a client evaluation's flags, counted in one call.
+   */
+  recordEvaluations(
+    environmentId: string,
+    results: readonly { key: string; variation: string | null }[],
+    atMs: number,
+  ): void {
+    const flags = this.flagsOf(environmentId);
+    const hourMs = startOfHour(atMs);
+    for (const { key, variation } of results) {
+      if (variation !== null) addToFlag(flags, key, variation, hourMs, 1, atMs);
+    }
+  }
+
   /** Counts one custom event (a `track()` call) named `eventKey`, at `atMs`. */
   recordCustomEvent(environmentId: string, eventKey: string, atMs: number): void {
     this.addCustomEvent(environmentId, eventKey, startOfHour(atMs), 1);
@@ -106,31 +153,17 @@ export class UsageAggregator {
     count: number,
     lastMs: number,
   ): void {
+    addToFlag(this.flagsOf(environmentId), flagKey, variationKey, hourMs, count, lastMs);
+  }
+
+  /** The environment's pending evaluation counts, by flag key. */
+  private flagsOf(environmentId: string): Map<string, Map<string, EvaluationBucket>> {
     let flags = this.pending.evaluations.get(environmentId);
     if (!flags) {
       flags = new Map();
       this.pending.evaluations.set(environmentId, flags);
     }
-    let buckets = flags.get(flagKey);
-    if (!buckets) {
-      buckets = new Map();
-      flags.set(flagKey, buckets);
-    }
-    // The hot path builds no key: within one flush interval a variation almost always counts
-    // into one hour, so the variation key alone names that bucket. Only across an hour boundary
-    // does a second bucket take the composite `variation\nhour` key.
-    let id = variationKey;
-    let bucket = buckets.get(id);
-    if (bucket !== undefined && bucket.hourMs !== hourMs) {
-      id = `${variationKey}\n${hourMs}`;
-      bucket = buckets.get(id);
-    }
-    if (bucket) {
-      bucket.count += count;
-      if (lastMs > bucket.lastMs) bucket.lastMs = lastMs;
-    } else {
-      buckets.set(id, { variationKey, hourMs, count, lastMs });
-    }
+    return flags;
   }
 
   private addCustomEvent(environmentId: string, eventKey: string, hourMs: number, count: number) {
