@@ -9,6 +9,19 @@ export interface RouteMeasurement {
   /** Minimum ratio to the Fastify ceiling (issue 3), or null when the route has none. */
   target: number | null;
   results: LoadResult[];
+  /** For routes with a target: their ratio to the ceiling measured in paired rounds. */
+  paired?: PairedRatio[];
+}
+
+/**
+ * A route's ratio to the bare Fastify ceiling at one connection count, from rounds that each load
+ * the ceiling and then the route (or the other way round) for a few seconds.
+ */
+export interface PairedRatio {
+  connections: number;
+  /** Each round's route req/s divided by its ceiling req/s. */
+  rounds: number[];
+  median: number;
 }
 
 /** One route with and without usage recording (issue 5); rates are medians in req/s. */
@@ -48,7 +61,13 @@ export interface BenchReport {
     /** One-minute load average before and after the run: other work skews every figure. */
     loadAverage: { start: number; end: number };
   };
-  settings: { connections: number[]; durationSeconds: number; warmUpSeconds: number };
+  settings: {
+    connections: number[];
+    durationSeconds: number;
+    warmUpSeconds: number;
+    pairedRounds: number;
+    pairedSeconds: number;
+  };
   /** `git rev-parse --short HEAD`, noting uncommitted changes. */
   commit: string;
   /** Wall-clock time of the whole run. */
@@ -92,7 +111,7 @@ function verdict(ratio: number | undefined, target: number | null): string {
 function routeRows(report: BenchReport, route: RouteMeasurement, withRatio: boolean): string[] {
   return route.results.map((result) => {
     const ceiling = ceilingAt(report, result.connections);
-    const ratio = ceiling ? result.requestsPerSecond / ceiling : undefined;
+    const paired = route.paired?.find((ratio) => ratio.connections === result.connections);
     const cells = [
       route.name,
       String(result.connections),
@@ -103,9 +122,11 @@ function routeRows(report: BenchReport, route: RouteMeasurement, withRatio: bool
       String(result.errors),
     ];
     if (withRatio) {
+      const ratio = paired?.median ?? (ceiling ? result.requestsPerSecond / ceiling : undefined);
       cells.push(
         ceiling ? number(ceiling) : '',
         ratio !== undefined ? ratio.toFixed(2) : '',
+        paired ? paired.rounds.map((round) => round.toFixed(2)).join(', ') : '',
         verdict(ratio, route.target),
       );
     }
@@ -114,7 +135,7 @@ function routeRows(report: BenchReport, route: RouteMeasurement, withRatio: bool
 }
 
 const HEADER = '| Route | Connections | req/s | p50 ms | p99 ms | p99.9 ms | Errors |';
-const RATIO_HEADER = `${HEADER} Ceiling req/s | Ratio | Target |`;
+const RATIO_HEADER = `${HEADER} Ceiling req/s | Ratio | Paired rounds | Target |`;
 const rule = (header: string) => header.replace(/[^|]+/g, '---');
 
 /** Renders the run as the Markdown of docs/benchmarks.md. */
@@ -143,7 +164,13 @@ export function renderReport(report: BenchReport): string {
       '`Accept-Encoding: gzip` (sent as held).',
     '',
     'Ratio is req/s divided by the bare Fastify ceiling’s req/s at the same connection count. ' +
-      'Targets (issue 3): server evaluate and 304 downloads ≥ 0.6, client evaluate of 50 flags ≥ 1/3.',
+      'Targets (issue 3): server evaluate and 304 downloads ≥ 0.6, client evaluate of 50 flags ≥ 1/3. ' +
+      'For the routes with a target the ratio is measured in pairs (design record 013): this ' +
+      'machine’s own speed drifts by a third or more within minutes, more than the effects ' +
+      `measured, so ${settings.pairedRounds} rounds each load the ceiling and the route for ` +
+      `${settings.pairedSeconds} s one after the other (alternating which goes first), and the ` +
+      'ratio is the median of the rounds’ ratios. Ceiling req/s is from the ceiling’s own run ' +
+      'below.',
     '',
     `Commit ${report.commit}; the whole run took ${(report.runSeconds / 60).toFixed(1)} min. ` +
       `Reproduce with \`npm run bench\` (needs \`wrk\`, and PostgreSQL at ` +

@@ -19,11 +19,13 @@ import {
   startService,
   waitUntilAnswering,
   withCleanup,
+  type Service,
 } from './processes.js';
 import {
   renderReport,
   type BenchReport,
   type DatabaseMeasurement,
+  type PairedRatio,
   type RouteMeasurement,
   type UsageCostMeasurement,
 } from './report.js';
@@ -59,6 +61,9 @@ const WARM_UP_CONNECTIONS = 50;
 const USAGE_ROUNDS = 4;
 const USAGE_ROUND_SECONDS = 2;
 const USAGE_CONNECTIONS = 50;
+/** Paired ceiling-and-route rounds per connection count for the routes with a target. */
+const PAIRED_ROUNDS = 5;
+const PAIRED_SECONDS = 2;
 
 const here = dirname(fileURLToPath(import.meta.url));
 const HELLO_SERVER = join(here, 'hello-server.js');
@@ -99,21 +104,69 @@ async function measureRoute(
   return { name, target, results };
 }
 
+/** Starts a hello server (hello-server.ts) of `flavour` and waits until it answers. */
+async function startCeiling(
+  flavour: 'fastify' | 'node',
+): Promise<{ url: string; server: Service }> {
+  const port = await freePort();
+  const server = startService(process.execPath, [HELLO_SERVER, String(port), flavour]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntilAnswering(url + HELLO_SCENARIO.path, server);
+  return { url, server };
+}
+
 async function measureCeiling(
   flavour: 'fastify' | 'node',
   scenario: LoadScenario,
   scratchDir: string,
 ): Promise<RouteMeasurement> {
-  const port = await freePort();
-  const server = startService(process.execPath, [HELLO_SERVER, String(port), flavour]);
+  const { url, server } = await startCeiling(flavour);
   try {
-    const baseUrl = `http://127.0.0.1:${port}`;
-    await waitUntilAnswering(baseUrl + HELLO_SCENARIO.path, server);
     const name = `bare ${flavour} ${scenario.method} ${scenario.path}`;
-    return await measureRoute(baseUrl, name, scenario, null, scratchDir);
+    return await measureRoute(url, name, scenario, null, scratchDir);
   } finally {
     await server.stop();
   }
+}
+
+/**
+ * The route's ratio to the bare Fastify ceiling (running at `ceilingUrl`) at every connection
+ * count, in rounds that load both one after the other, so that both see the same machine: the
+ * speed of a shared VM drifts by a third or more within minutes (design record 013). The order
+ * alternates between rounds; the ratio is the median of the rounds' ratios.
+ */
+async function measurePairedRatios(
+  ceilingUrl: string,
+  baseUrl: string,
+  route: RouteScenario,
+  scratchDir: string,
+): Promise<PairedRatio[]> {
+  const paired: PairedRatio[] = [];
+  for (const connections of CONNECTIONS) {
+    const load = async (url: string, scenario: LoadScenario) =>
+      (await runWrk(url, scenario, { connections, durationSeconds: PAIRED_SECONDS, scratchDir }))
+        .requestsPerSecond;
+    const rounds: number[] = [];
+    for (let round = 0; round < PAIRED_ROUNDS; round++) {
+      let ceiling: number;
+      let measured: number;
+      if (round % 2 === 0) {
+        ceiling = await load(ceilingUrl, HELLO_SCENARIO);
+        measured = await load(baseUrl, route.scenario);
+      } else {
+        measured = await load(baseUrl, route.scenario);
+        ceiling = await load(ceilingUrl, HELLO_SCENARIO);
+      }
+      rounds.push(measured / ceiling);
+    }
+    const ratio = { connections, rounds, median: median(rounds) };
+    progress(
+      `${route.name} @${connections}: paired ratio ${ratio.median.toFixed(2)} ` +
+        `(${rounds.map((value) => value.toFixed(2)).join(', ')})`,
+    );
+    paired.push(ratio);
+  }
+  return paired;
 }
 
 /**
@@ -169,14 +222,18 @@ async function measureUsageCost(
  */
 function measureService(
   database: BenchDatabase,
+  ceilingUrl: string,
   scratchDir: string,
   withScale: boolean,
 ): Promise<{ measurement: DatabaseMeasurement; scale: ScaleMeasurement | null }> {
-  return withCleanup(database.drop, () => measureServiceOn(database, scratchDir, withScale));
+  return withCleanup(database.drop, () =>
+    measureServiceOn(database, ceilingUrl, scratchDir, withScale),
+  );
 }
 
 async function measureServiceOn(
   database: BenchDatabase,
+  ceilingUrl: string,
   scratchDir: string,
   withScale: boolean,
 ): Promise<{ measurement: DatabaseMeasurement; scale: ScaleMeasurement | null }> {
@@ -202,9 +259,17 @@ async function measureServiceOn(
     const routes = [];
     for (const route of scenarios) {
       await checkScenario(baseUrl, route);
-      routes.push(
-        await measureRoute(baseUrl, route.name, route.scenario, route.target, scratchDir),
+      const measured = await measureRoute(
+        baseUrl,
+        route.name,
+        route.scenario,
+        route.target,
+        scratchDir,
       );
+      if (route.target !== null) {
+        measured.paired = await measurePairedRatios(ceilingUrl, baseUrl, route, scratchDir);
+      }
+      routes.push(measured);
     }
     const usageCost = [];
     for (const route of scenarios.filter((scenario) => scenario.recordsUsage)) {
@@ -275,17 +340,32 @@ async function main(): Promise<void> {
       const databases: DatabaseMeasurement[] = [];
       const skipped: string[] = [];
       let scale: ScaleMeasurement | null = null;
-      const sqlite = await measureService(sqliteDatabase(scratchDir, 'routes'), scratchDir, false);
-      databases.push(sqlite.measurement);
-      const postgres = await postgresDatabase();
-      if ('unavailable' in postgres) {
-        skipped.push(postgres.unavailable, 'two nodes, SSE fan-out and webhooks: need PostgreSQL');
-        progress(`skipping PostgreSQL: ${postgres.unavailable}`);
-      } else {
-        const measured = await measureService(postgres, scratchDir, true);
-        databases.push(measured.measurement);
-        scale = measured.scale;
-      }
+      // The ceiling the routes are paired with; idle while a route is loaded.
+      const ceiling = await startCeiling('fastify');
+      await withCleanup(
+        () => ceiling.server.stop(),
+        async () => {
+          const sqlite = await measureService(
+            sqliteDatabase(scratchDir, 'routes'),
+            ceiling.url,
+            scratchDir,
+            false,
+          );
+          databases.push(sqlite.measurement);
+          const postgres = await postgresDatabase();
+          if ('unavailable' in postgres) {
+            skipped.push(
+              postgres.unavailable,
+              'two nodes, SSE fan-out and webhooks: need PostgreSQL',
+            );
+            progress(`skipping PostgreSQL: ${postgres.unavailable}`);
+          } else {
+            const measured = await measureService(postgres, ceiling.url, scratchDir, true);
+            databases.push(measured.measurement);
+            scale = measured.scale;
+          }
+        },
+      );
       // On SQLite: seeding 235,000 rows there takes seconds, on PostgreSQL half a minute; its
       // page cache (2 MB by default) hardly counts next to the snapshots.
       const memory = await measureMemory(sqliteDatabase(scratchDir, 'memory'), progress);
@@ -304,6 +384,8 @@ async function main(): Promise<void> {
           connections: CONNECTIONS,
           durationSeconds: DURATION_SECONDS,
           warmUpSeconds: WARM_UP_SECONDS,
+          pairedRounds: PAIRED_ROUNDS,
+          pairedSeconds: PAIRED_SECONDS,
         },
         seeded: {
           flags: FLAG_COUNT,
