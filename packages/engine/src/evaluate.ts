@@ -80,8 +80,8 @@ const NO_MEMO = 0;
 
 /**
  * Starts an evaluation: the generation that stamps its memoised condition results. The generation
- * is passed down rather than read back from the memo, so that an evaluation started meanwhile (by
- * an `evaluateAll` predicate, say) cannot make the outer one trust the inner one's results.
+ * is passed down rather than read back from the memo, so that an evaluation can only ever trust
+ * results stamped by itself, whatever else started in between.
  */
 function nextGeneration(memo: ConditionMemo): number {
   let generation = memo.generation + 1;

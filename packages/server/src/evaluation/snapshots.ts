@@ -1,7 +1,7 @@
 import { compileLazily, selectFlags, type CompiledEnvironment, type SdkFlag } from '@vexil/engine';
-import type { ServedEntry } from './client-flags.js';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.js';
+import type { ServedEntry } from './client-flags.js';
 import {
   ConfigurationDocumentWriter,
   type ConfigurationDocument,
