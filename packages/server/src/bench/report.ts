@@ -103,9 +103,18 @@ const table = (header: string, rows: string[][]) => [
   ...rows.map((cells) => `| ${cells.join(' | ')} |`),
 ];
 
+/** Targets as written in issue 3: 0.6, 1/3 (0.333). */
+const targetText = (target: number) => String(Number(target.toFixed(3)));
+
 function verdict(ratio: number | undefined, target: number | null): string {
   if (target === null || ratio === undefined) return '';
-  return `${ratio >= target ? 'met' : '**missed**'} (≥ ${target.toFixed(2)})`;
+  return `${ratio >= target ? 'met' : '**missed**'} (≥ ${targetText(target)})`;
+}
+
+/** A ratio to two decimals, or three when two would hide which side of `target` it is on. */
+function ratioText(ratio: number, target: number | null): string {
+  const shown = ratio.toFixed(2);
+  return target !== null && Number(shown) >= target !== ratio >= target ? ratio.toFixed(3) : shown;
 }
 
 function routeRows(report: BenchReport, route: RouteMeasurement, withRatio: boolean): string[] {
@@ -125,7 +134,7 @@ function routeRows(report: BenchReport, route: RouteMeasurement, withRatio: bool
       const ratio = paired?.median ?? (ceiling ? result.requestsPerSecond / ceiling : undefined);
       cells.push(
         ceiling ? number(ceiling) : '',
-        ratio !== undefined ? ratio.toFixed(2) : '',
+        ratio !== undefined ? ratioText(ratio, route.target) : '',
         paired ? paired.rounds.map((round) => round.toFixed(2)).join(', ') : '',
         verdict(ratio, route.target),
       );
