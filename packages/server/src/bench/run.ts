@@ -130,6 +130,28 @@ async function measureCeiling(
 }
 
 /**
+ * Runs `a` and `b` once per round, alternating which goes first (ABBA order cancels drift in the
+ * machine's speed), and returns each one's results in round order.
+ */
+async function alternatingRounds<T>(
+  rounds: number,
+  a: () => Promise<T>,
+  b: () => Promise<T>,
+): Promise<{ a: T[]; b: T[] }> {
+  const results = { a: [] as T[], b: [] as T[] };
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2 === 0) {
+      results.a.push(await a());
+      results.b.push(await b());
+    } else {
+      results.b.push(await b());
+      results.a.push(await a());
+    }
+  }
+  return results;
+}
+
+/**
  * The route's ratio to the bare Fastify ceiling (running at `ceilingUrl`) at every connection
  * count, in rounds that load both one after the other, so that both see the same machine: the
  * speed of a shared VM drifts by a third or more within minutes (design record 013). The order
@@ -143,22 +165,15 @@ async function measurePairedRatios(
 ): Promise<PairedRatio[]> {
   const paired: PairedRatio[] = [];
   for (const connections of CONNECTIONS) {
-    const load = async (url: string, scenario: LoadScenario) =>
+    const load = (url: string, scenario: LoadScenario) => async () =>
       (await runWrk(url, scenario, { connections, durationSeconds: PAIRED_SECONDS, scratchDir }))
         .requestsPerSecond;
-    const rounds: number[] = [];
-    for (let round = 0; round < PAIRED_ROUNDS; round++) {
-      let ceiling: number;
-      let measured: number;
-      if (round % 2 === 0) {
-        ceiling = await load(ceilingUrl, HELLO_SCENARIO);
-        measured = await load(baseUrl, route.scenario);
-      } else {
-        measured = await load(baseUrl, route.scenario);
-        ceiling = await load(ceilingUrl, HELLO_SCENARIO);
-      }
-      rounds.push(measured / ceiling);
-    }
+    const { a: ceilings, b: measured } = await alternatingRounds(
+      PAIRED_ROUNDS,
+      load(ceilingUrl, HELLO_SCENARIO),
+      load(baseUrl, route.scenario),
+    );
+    const rounds = measured.map((rate, round) => rate / ceilings[round]!);
     const ratio = { connections, rounds, median: median(rounds) };
     progress(
       `${route.name} @${connections}: paired ratio ${ratio.median.toFixed(2)} ` +
@@ -180,23 +195,22 @@ async function measureUsageCost(
 ): Promise<UsageCostMeasurement> {
   const withoutRecording = withoutUsageRecording(route);
   await checkScenario(baseUrl, withoutRecording);
-  const rates = { recording: [] as number[], skipped: [] as number[] };
-  const run = async (side: 'recording' | 'skipped') => {
-    const result = await runWrk(
-      baseUrl,
-      side === 'recording' ? route.scenario : withoutRecording.scenario,
-      { connections: USAGE_CONNECTIONS, durationSeconds: USAGE_ROUND_SECONDS, scratchDir },
-    );
+  const run = (scenario: LoadScenario) => async () => {
+    const result = await runWrk(baseUrl, scenario, {
+      connections: USAGE_CONNECTIONS,
+      durationSeconds: USAGE_ROUND_SECONDS,
+      scratchDir,
+    });
     if (result.errors > 0) throw new Error(`${route.name}: ${result.errors} errors`);
-    rates[side].push(result.requestsPerSecond);
+    return result.requestsPerSecond;
   };
-  for (let round = 0; round < USAGE_ROUNDS; round++) {
-    const order =
-      round % 2 === 0 ? (['recording', 'skipped'] as const) : (['skipped', 'recording'] as const);
-    for (const side of order) await run(side);
-  }
-  const recording = median(rates.recording);
-  const skipped = median(rates.skipped);
+  const { a: recordingRates, b: skippedRates } = await alternatingRounds(
+    USAGE_ROUNDS,
+    run(route.scenario),
+    run(withoutRecording.scenario),
+  );
+  const recording = median(recordingRates);
+  const skipped = median(skippedRates);
   const costPercent = (1 - recording / skipped) * 100;
   progress(
     `${route.name}: recording ${Math.round(recording)} req/s, not recording ` +
@@ -210,8 +224,8 @@ async function measureUsageCost(
     recording,
     skipped,
     costPercent,
-    recordingRange: [Math.min(...rates.recording), Math.max(...rates.recording)],
-    skippedRange: [Math.min(...rates.skipped), Math.max(...rates.skipped)],
+    recordingRange: [Math.min(...recordingRates), Math.max(...recordingRates)],
+    skippedRange: [Math.min(...skippedRates), Math.max(...skippedRates)],
   };
 }
 

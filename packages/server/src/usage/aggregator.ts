@@ -121,7 +121,7 @@ export class UsageAggregator {
     variationKey: string,
     atMs: number,
   ): void {
-    this.addEvaluation(environmentId, flagKey, variationKey, startOfHour(atMs), 1, atMs);
+    addToFlag(this.flagsOf(environmentId), flagKey, variationKey, startOfHour(atMs), 1, atMs);
   }
 
   /**
@@ -143,17 +143,6 @@ export class UsageAggregator {
   /** Counts one custom event (a `track()` call) named `eventKey`, at `atMs`. */
   recordCustomEvent(environmentId: string, eventKey: string, atMs: number): void {
     this.addCustomEvent(environmentId, eventKey, startOfHour(atMs), 1);
-  }
-
-  private addEvaluation(
-    environmentId: string,
-    flagKey: string,
-    variationKey: string,
-    hourMs: number,
-    count: number,
-    lastMs: number,
-  ): void {
-    addToFlag(this.flagsOf(environmentId), flagKey, variationKey, hourMs, count, lastMs);
   }
 
   /** The environment's pending evaluation counts, by flag key. */
@@ -279,9 +268,10 @@ export class UsageAggregator {
   /** Puts a batch that could not be written back in front of newer counts. */
   private restore(batch: Pending): void {
     for (const [environmentId, flags] of batch.evaluations) {
+      const pending = this.flagsOf(environmentId);
       for (const [flagKey, buckets] of flags) {
         for (const b of buckets.values()) {
-          this.addEvaluation(environmentId, flagKey, b.variationKey, b.hourMs, b.count, b.lastMs);
+          addToFlag(pending, flagKey, b.variationKey, b.hourMs, b.count, b.lastMs);
         }
       }
     }
