@@ -152,15 +152,17 @@ async function alternatingRounds<T>(
 }
 
 /**
- * The route's ratio to the bare Fastify ceiling (running at `ceilingUrl`) at every connection
- * count, in rounds that load both one after the other, so that both see the same machine: the
- * speed of a shared VM drifts by a third or more within minutes (design record 013). The order
- * alternates between rounds; the ratio is the median of the rounds' ratios.
+ * The ratio of `scenario` (named `name`, served at `baseUrl`) to the bare Fastify ceiling (running
+ * at `ceilingUrl`) at every connection count, in rounds that load both one after the other, so
+ * that both see the same machine: the speed of a shared VM drifts by a third or more within
+ * minutes (design record 013). The order alternates between rounds; the ratio is the median of
+ * the rounds' ratios.
  */
 async function measurePairedRatios(
   ceilingUrl: string,
   baseUrl: string,
-  route: RouteScenario,
+  name: string,
+  scenario: LoadScenario,
   scratchDir: string,
 ): Promise<PairedRatio[]> {
   const paired: PairedRatio[] = [];
@@ -171,12 +173,12 @@ async function measurePairedRatios(
     const { a: ceilings, b: measured } = await alternatingRounds(
       PAIRED_ROUNDS,
       load(ceilingUrl, HELLO_SCENARIO),
-      load(baseUrl, route.scenario),
+      load(baseUrl, scenario),
     );
     const rounds = measured.map((rate, round) => rate / ceilings[round]!);
     const ratio = { connections, rounds, median: median(rounds) };
     progress(
-      `${route.name} @${connections}: paired ratio ${ratio.median.toFixed(2)} ` +
+      `${name} @${connections}: paired ratio ${ratio.median.toFixed(2)} ` +
         `(${rounds.map((value) => value.toFixed(2)).join(', ')})`,
     );
     paired.push(ratio);
@@ -281,7 +283,13 @@ async function measureServiceOn(
         scratchDir,
       );
       if (route.target !== null) {
-        measured.paired = await measurePairedRatios(ceilingUrl, baseUrl, route, scratchDir);
+        measured.paired = await measurePairedRatios(
+          ceilingUrl,
+          baseUrl,
+          route.name,
+          route.scenario,
+          scratchDir,
+        );
       }
       routes.push(measured);
     }
@@ -359,6 +367,14 @@ async function main(): Promise<void> {
       await withCleanup(
         () => ceiling.server.stop(),
         async () => {
+          // What any schema-validated JSON POST reaches on this machine (design record 014).
+          fastifyPost.paired = await measurePairedRatios(
+            ceiling.url,
+            ceiling.url,
+            'bare Fastify POST',
+            BARE_EVALUATE_SCENARIO,
+            scratchDir,
+          );
           const sqlite = await measureService(
             sqliteDatabase(scratchDir, 'routes'),
             ceiling.url,
