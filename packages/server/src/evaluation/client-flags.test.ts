@@ -5,7 +5,7 @@ import {
   type SdkFlag,
 } from '@vexil/engine';
 import { describe, expect, it } from 'vitest';
-import { clientFlagsJson, evaluateClientFlags } from './client-flags.js';
+import { clientFlagsBody, evaluateClientFlags } from './client-flags.js';
 import { ConfigurationDocumentWriter } from './configuration-document.js';
 import type { Snapshot } from './snapshots.js';
 
@@ -60,7 +60,7 @@ async function snapshotOf(configuration: SdkConfiguration, visible: string[]): P
   };
 }
 
-describe('clientFlagsJson', async () => {
+describe('clientFlagsBody', async () => {
   const snapshot = await snapshotOf(
     {
       environment: 'production',
@@ -72,23 +72,30 @@ describe('clientFlagsJson', async () => {
         flag('c', { prerequisites: [{ prerequisiteFlagKey: 'b', expectedVariationKey: 'on' }] }),
         flag('d', { fallthrough: { type: 'Fixed', variation: 'missing' } }),
         flag('we"ird\\key'),
+        flag('drapeau-🚩-été'),
       ],
       segments: [],
     },
-    ['a', 'b', 'c', 'd', 'we"ird\\key'],
+    ['a', 'b', 'c', 'd', 'we"ird\\key', 'drapeau-🚩-été'],
   );
 
-  it('is the JSON of evaluateClientFlags, for every outcome and again from its cache', () => {
+  it('is the UTF-8 JSON of evaluateClientFlags, for every outcome and again from its cache', () => {
+    const outcomes = new Set<string>();
     for (let round = 0; round < 2; round++) {
       for (let i = 0; i < 40; i++) {
         const context = { userId: `user-${i}`, plan: i % 3 === 0 ? 'pro' : 'free' };
-        const json = clientFlagsJson(snapshot, context, null);
-        expect(JSON.parse(json)).toEqual(evaluateClientFlags(snapshot, context, null));
-        expect(json).toBe(JSON.stringify(evaluateClientFlags(snapshot, context, null)));
+        const json = clientFlagsBody(snapshot, context, null).toString();
+        const expected = evaluateClientFlags(snapshot, context, null);
+        expect(JSON.parse(json)).toEqual(expected);
+        expect(json).toBe(JSON.stringify(expected));
+        for (const [key, result] of Object.entries(expected.flags))
+          outcomes.add(
+            JSON.stringify([key, result.variation, result.reason, result.prerequisiteKey]),
+          );
       }
     }
     // One entry per distinct outcome, not per request.
     const entries = snapshot.clientEntries.reduce((sum, served) => sum + served.length, 0);
-    expect(entries).toBeLessThan(12);
+    expect(entries).toBe(outcomes.size);
   });
 });

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import type { App } from '../app.js';
 import type { Services } from '../services.js';
 import { registerEventRoutes } from '../usage/events-routes.js';
-import { clientFlagsJson } from './client-flags.js';
+import { clientFlagsBody } from './client-flags.js';
 import { ProblemError, problemErrorHandler } from './problem.js';
 import type { SdkKeyResolver } from './sdk-keys.js';
 import { flagDocument, type Snapshot, type SnapshotStore } from './snapshots.js';
@@ -206,14 +206,14 @@ export async function registerEvaluationApi(
       response: { 200: ClientResponse },
     },
   };
-  // The body is serialized by clientFlagsJson (in the response schema's shape), which reuses each
+  // The body is serialized by clientFlagsBody (in the response schema's shape), which reuses each
   // flag's serialized entry: through the schema, 50 flags took longer to serialize than to evaluate.
   const evaluateClient = async (
     request: FastifyRequest<{ Body: { context: Record<string, unknown> } }>,
     reply: FastifyReply,
   ) => {
     const snapshot = await snapshotFor(request, 'ClientSide');
-    const body = clientFlagsJson(
+    const body = clientFlagsBody(
       snapshot,
       request.body.context,
       reportsOwnEvaluations(request)

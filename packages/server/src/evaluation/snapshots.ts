@@ -23,7 +23,7 @@ export interface Snapshot {
   clientFlags: readonly number[];
   /**
    * For each of {@link clientFlags}, the outcomes served so far with their serialized entries
-   * (see clientFlagsJson). Bounded by the configuration: a flag has few variations, reasons and
+   * (see clientFlagsBody). Bounded by the configuration: a flag has few variations, reasons and
    * prerequisites.
    */
   clientEntries: ServedEntry[][];
