@@ -93,6 +93,7 @@ export async function createVexil(
     config,
     clock,
     onConfigChange: (ids) => changeFeed.configChanged(ids),
+    onDeliveriesQueued: () => changeFeed.deliveriesQueued(),
     onSdkKeyRevoked: (hash) => changeFeed.keyRevoked(hash),
     usage,
   };
@@ -229,6 +230,7 @@ export async function createVexil(
 
   usage.start(config.usageFlushIntervalMs);
   const webhookWorker = new DeliveryWorker(services, app.log);
+  changeFeed.onDeliveriesQueued(() => webhookWorker.wake());
   if (options.startWorkers !== false && roles.has('worker')) webhookWorker.start();
   await changeFeed.start();
 

@@ -23,6 +23,11 @@ export interface Config {
     timeoutMs: number;
     /** Development only: allow `http://` and private-network targets. */
     allowPrivateTargets: boolean;
+    /**
+     * How often the delivery worker looks for due retries, in milliseconds. New deliveries do not
+     * wait for it: their commit wakes the worker (design record 005).
+     */
+    pollIntervalMs: number;
   };
   /** How often in-memory usage counts are written to the database, in milliseconds (design record 008). */
   usageFlushIntervalMs: number;
@@ -94,6 +99,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         .map((part) => parseDuration(part, 'VEXIL_WEBHOOK_RETRY_SCHEDULE')),
       timeoutMs: parseDuration(env.VEXIL_WEBHOOK_TIMEOUT || '10s', 'VEXIL_WEBHOOK_TIMEOUT'),
       allowPrivateTargets: env.VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
+      pollIntervalMs: parseDuration(
+        env.VEXIL_WEBHOOK_POLL_INTERVAL || '1s',
+        'VEXIL_WEBHOOK_POLL_INTERVAL',
+      ),
     },
     usageFlushIntervalMs: parseDuration(
       env.VEXIL_USAGE_FLUSH_INTERVAL || '5s',

@@ -14,6 +14,8 @@ export interface Services {
   clock: Clock;
   /** Told, after commit, which environments' SDK configuration changed. */
   onConfigChange: ConfigChangeListener;
+  /** Told, after commit, that webhook deliveries were queued (the delivery worker wakes). */
+  onDeliveriesQueued: () => void;
   /** Told, after commit, that an SDK key (by hash) was revoked. */
   onSdkKeyRevoked: (keyHash: string) => void;
   /** In-memory evaluation and custom-event counts, flushed in batches (design record 008). */

@@ -10,6 +10,8 @@ export interface Mutation {
   now: string;
   /** Records an event in the outbox now, inside the transaction (order matters for deletions). */
   emit(event: NewEvent): Promise<void>;
+  /** Marks webhook deliveries queued by hand (not through {@link emit}): the worker is woken on commit. */
+  deliveriesQueued(): void;
   /** Marks environments whose SDK configuration changed; their versions are bumped on commit. */
   touchEnvironments(environmentIds: Iterable<string>): void;
   /** Marks every environment of a project (a flag-level change affects them all). */
@@ -31,14 +33,22 @@ export type ConfigChangeListener = (environmentIds: string[]) => void;
 /**
  * The one way to change data: runs `work` in a transaction, bumps the version of every
  * touched environment, writes the emitted events to the outbox in the same transaction, and
- * after commit tells `onConfigChange` which environments changed.
+ * after commit tells `onConfigChange` which environments changed and `onDeliveriesQueued` that
+ * webhook deliveries await their first attempt.
  */
 export async function mutate<T>(
   db: Kysely<Schema>,
-  scope: { organizationId: string; actor: Actor; now: Date; onConfigChange: ConfigChangeListener },
+  scope: {
+    organizationId: string;
+    actor: Actor;
+    now: Date;
+    onConfigChange: ConfigChangeListener;
+    onDeliveriesQueued: () => void;
+  },
   work: (mutation: Mutation) => Promise<T>,
 ): Promise<T> {
   const touched = new Set<string>();
+  let deliveriesQueued = false;
   const now = scope.now.toISOString();
   const result = await db.transaction().execute(async (trx) => {
     const touchProject = async (projectId: string) => {
@@ -53,7 +63,11 @@ export async function mutate<T>(
       trx,
       now,
       emit: async (event) => {
-        await writeEvents(trx, scope.organizationId, scope.actor, now, [event]);
+        const queued = await writeEvents(trx, scope.organizationId, scope.actor, now, [event]);
+        if (queued > 0) deliveriesQueued = true;
+      },
+      deliveriesQueued: () => {
+        deliveriesQueued = true;
       },
       touchEnvironments: (ids) => {
         for (const id of ids) touched.add(id);
@@ -80,5 +94,6 @@ export async function mutate<T>(
     return value;
   });
   if (touched.size > 0) scope.onConfigChange([...touched]);
+  if (deliveriesQueued) scope.onDeliveriesQueued();
   return result;
 }

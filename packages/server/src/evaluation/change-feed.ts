@@ -25,11 +25,13 @@ export type StreamIdentifier = (
 /**
  * A notice between nodes: a configuration version or a revoked SDK key (by hash), never the data
  * itself; or a client stream to switch to a new context (`identify` answered by another node
- * than the one holding the stream), and its confirmation.
+ * than the one holding the stream), and its confirmation; or that webhook deliveries were queued
+ * (by the node named).
  */
 type Notice =
   | { environmentId: string; version: number }
   | { revokedKeyHash: string }
+  | { deliveriesQueuedBy: string }
   | { identify: { requestId: string; environmentId: string; streamId: string; context: Context } }
   | { identified: string };
 
@@ -43,6 +45,8 @@ type Notice =
  *   followed by a full resync (every snapshot and cached key dropped).
  * - A periodic version check is the safety net for a notice lost in between.
  * - `identify` for a client stream held by another node travels as a notice too.
+ * - Queued webhook deliveries wake the delivery worker here at once, and on every other node
+ *   through a notice, so they need not wait for a worker's next poll.
  * On SQLite (one node) only the local path and the periodic check run.
  */
 export class ChangeFeed {
@@ -51,6 +55,9 @@ export class ChangeFeed {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private identifyHere: StreamIdentifier = () => false;
+  private wakeDeliveryWorker: () => void = () => {};
+  /** Names this node in its own notices, which its listener receives too. */
+  private readonly nodeId = randomUUID();
   /** Confirmations awaited by `identifyElsewhere`, by request id. */
   private readonly awaitingIdentified = new Map<string, (confirmed: boolean) => void>();
 
@@ -90,6 +97,20 @@ export class ChangeFeed {
   keyRevoked(keyHash: string): void {
     this.sdkKeys.forget(keyHash);
     if (this.postgresUrl) void this.notify({ revokedKeyHash: keyHash });
+  }
+
+  /** After commit: webhook deliveries were queued. */
+  deliveriesQueued(): void {
+    this.wakeDeliveryWorker();
+    if (!this.postgresUrl) return;
+    this.notify({ deliveriesQueuedBy: this.nodeId }).catch((error: unknown) =>
+      this.log.warn({ err: error }, 'delivery notice not sent; workers find it at their next poll'),
+    );
+  }
+
+  /** Lets this node's queued deliveries, and other nodes' notices of theirs, wake its worker. */
+  onDeliveriesQueued(wake: () => void): void {
+    this.wakeDeliveryWorker = wake;
   }
 
   /** Lets notices from other nodes switch the client streams this node holds. */
@@ -164,6 +185,10 @@ export class ChangeFeed {
     try {
       notice = JSON.parse(payload) as Notice;
     } catch {
+      return;
+    }
+    if ('deliveriesQueuedBy' in notice) {
+      if (notice.deliveriesQueuedBy !== this.nodeId) this.wakeDeliveryWorker();
       return;
     }
     if ('revokedKeyHash' in notice) {

@@ -8,6 +8,7 @@ import type { Actor, EventPayload, NewEvent } from './types.js';
  * Writes events into the outbox inside the caller's transaction, so a change and its events
  * commit together or not at all; the deliveries to matching subscriptions are queued in the
  * same transaction.
+ * @returns how many deliveries were queued
  */
 export async function writeEvents(
   trx: Transaction<Schema>,
@@ -15,8 +16,8 @@ export async function writeEvents(
   actor: Actor,
   occurredAt: string,
   events: NewEvent[],
-): Promise<string[]> {
-  const ids: string[] = [];
+): Promise<number> {
+  let queued = 0;
   for (const event of events) {
     const payload: EventPayload = {
       type: event.type,
@@ -44,8 +45,7 @@ export async function writeEvents(
         occurred_at: occurredAt,
       })
       .execute();
-    await enqueueDeliveries(trx, { id, ...payload });
-    ids.push(id);
+    queued += await enqueueDeliveries(trx, { id, ...payload });
   }
-  return ids;
+  return queued;
 }

@@ -551,7 +551,12 @@ function sweep(dialect: Dialect, numRuns: number) {
         config: {
           rateLimit: { points: 10_000_000, windowSeconds: 60 },
           clientEventsRateLimit: { points: 10_000_000, windowSeconds: 60 },
-          webhooks: { retryScheduleMs: [1000], timeoutMs: 1000, allowPrivateTargets: true },
+          webhooks: {
+            retryScheduleMs: [1000],
+            timeoutMs: 1000,
+            allowPrivateTargets: true,
+            pollIntervalMs: 500,
+          },
         },
       });
       seeded = await seed(vexil);

@@ -136,7 +136,12 @@ describe.each(testDialects())(
     beforeAll(async () => {
       vexil = await createTestVexil(dialect, {
         config: {
-          webhooks: { retryScheduleMs: [10], timeoutMs: 1000, allowPrivateTargets: true },
+          webhooks: {
+            retryScheduleMs: [10],
+            timeoutMs: 1000,
+            allowPrivateTargets: true,
+            pollIntervalMs: 500,
+          },
         },
       });
       org = await createOrg(vexil);

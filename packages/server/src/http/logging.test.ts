@@ -43,7 +43,12 @@ describe.each(testDialects())('secrets never appear in logs on %s', (dialect) =>
       databaseUrl,
       // The most verbose level: whatever any code path logs is captured.
       logLevel: 'trace',
-      webhooks: { retryScheduleMs: [1000], timeoutMs: 1000, allowPrivateTargets: true },
+      webhooks: {
+        retryScheduleMs: [1000],
+        timeoutMs: 1000,
+        allowPrivateTargets: true,
+        pollIntervalMs: 500,
+      },
     };
     vexil = await createVexil(config, {
       database: openDatabase(databaseUrl),

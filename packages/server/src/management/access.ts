@@ -185,6 +185,7 @@ export function mutateAs<T>(
       actor: actorOf(access.caller),
       now: services.clock.now(),
       onConfigChange: services.onConfigChange,
+      onDeliveriesQueued: services.onDeliveriesQueued,
     },
     work,
   );

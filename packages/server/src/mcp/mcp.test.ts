@@ -34,7 +34,14 @@ const TOOLS = [
 async function startVexil(dialect: Dialect) {
   const vexil = await createTestVexil(dialect, {
     clock: new TestClock(),
-    config: { webhooks: { retryScheduleMs: [10], timeoutMs: 1000, allowPrivateTargets: true } },
+    config: {
+      webhooks: {
+        retryScheduleMs: [10],
+        timeoutMs: 1000,
+        allowPrivateTargets: true,
+        pollIntervalMs: 500,
+      },
+    },
   });
   const address = await vexil.app.listen({ port: 0, host: '127.0.0.1' });
   const url = new URL(`${address}/mcp`);

@@ -103,6 +103,7 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
             created_at: m.now,
           })
           .execute();
+        m.deliveriesQueued();
         return { webhookEventId, webhookDeliveryId };
       });
       return reply.status(202).send(result);
@@ -190,8 +191,8 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
           "The subscription's current filters no longer cover this delivery's event.",
         );
       // The retry schedule restarts: a fresh round of attempts, due now.
-      const requeued = await mutateAs(services, access, async (m) =>
-        m.trx
+      const requeued = await mutateAs(services, access, async (m) => {
+        const update = await m.trx
           .updateTable('webhook_deliveries')
           .set({
             status: 'Pending',
@@ -203,8 +204,10 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
           })
           .where('id', '=', delivery.id)
           .where('status', '!=', 'Pending')
-          .executeTakeFirst(),
-      );
+          .executeTakeFirst();
+        if (Number(update.numUpdatedRows) > 0) m.deliveriesQueued();
+        return update;
+      });
       if (Number(requeued.numUpdatedRows) === 0)
         throw new ApiError('bad_request', 'The delivery is still pending; it cannot be resent.');
       return reply.status(204).send();

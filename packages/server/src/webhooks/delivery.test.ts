@@ -16,8 +16,10 @@ import {
 import { WebhookReceiver, closedPort } from '../test-support/webhook-receiver.js';
 
 const SCHEDULE = [10, 10, 10, 10, 10];
-const webhooks = (allowPrivateTargets = true): Partial<Config> => ({
-  webhooks: { retryScheduleMs: SCHEDULE, timeoutMs: 1000, allowPrivateTargets },
+/** Longer than any test: a delivery made within one was woken, not polled for. */
+const NEVER_POLL_MS = 10 * 60_000;
+const webhooks = (allowPrivateTargets = true, pollIntervalMs = 500): Partial<Config> => ({
+  webhooks: { retryScheduleMs: SCHEDULE, timeoutMs: 1000, allowPrivateTargets, pollIntervalMs },
 });
 
 interface Setup {
@@ -568,6 +570,54 @@ describe.each(testDialects())('webhook delivery on %s', (dialect: Dialect) => {
     await toggle(s, true);
     await vi.waitFor(() => expect(s.receiver.received).toHaveLength(1), { timeout: 5000 });
   });
+
+  it('queued deliveries wake the worker: no wait for its next poll', async () => {
+    const live = await createTestVexil(dialect, {
+      config: webhooks(true, NEVER_POLL_MS),
+      startWorkers: true,
+    });
+    cleanups.push(() => live.close());
+    const s = await setup(live);
+    const { id } = await subscribe(s);
+    // The worker's first pass, at start, has long found nothing: it now waits for its next poll.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await toggle(s, true);
+    await vi.waitFor(() => expect(s.receiver.received).toHaveLength(1), { timeout: 5000 });
+    const test = await call(live, 'POST', `${s.base}/${id}/test`, { token: s.token });
+    expect(test.status).toBe(202);
+    await vi.waitFor(() => expect(s.receiver.received).toHaveLength(2), { timeout: 5000 });
+    const testDelivery = test.body.webhookDeliveryId as string;
+    await vi.waitFor(async () =>
+      expect((await detail(s, id, testDelivery)).status).toBe('Succeeded'),
+    );
+    const redeliver = await call(
+      live,
+      'POST',
+      `${s.base}/${id}/deliveries/${testDelivery}/redeliver`,
+      { token: s.token },
+    );
+    expect(redeliver.status, redeliver.text).toBe(204);
+    await vi.waitFor(() => expect(s.receiver.received).toHaveLength(3), { timeout: 5000 });
+  });
+
+  it.runIf(dialect === 'postgres')(
+    "a delivery queued through one node wakes another node's worker",
+    async () => {
+      const s = await setup();
+      await subscribe(s);
+      const worker = await createVexil(
+        {
+          ...s.vexil.config,
+          webhooks: { ...s.vexil.config.webhooks, pollIntervalMs: NEVER_POLL_MS },
+        },
+        { database: openDatabase(s.vexil.databaseUrl), logger: false, roles: ['worker'] },
+      );
+      cleanups.push(() => worker.close());
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await toggle(s, true);
+      await vi.waitFor(() => expect(s.receiver.received).toHaveLength(1), { timeout: 5000 });
+    },
+  );
 
   it.runIf(dialect === 'postgres')(
     'two workers on one database never attempt a delivery twice',

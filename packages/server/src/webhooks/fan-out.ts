@@ -31,11 +31,12 @@ export function subscriptionCovers(
 /**
  * Queues one `Pending` delivery per enabled subscription of the organization that covers the
  * event, inside the transaction that records the event.
+ * @returns how many deliveries were queued
  */
 export async function enqueueDeliveries(
   trx: Transaction<Schema>,
   event: { id: string } & EventPayload,
-): Promise<void> {
+): Promise<number> {
   const subscriptions = await trx
     .selectFrom('webhook_subscriptions')
     .select(['id', 'event_types', 'project_ids', 'environment_ids'])
@@ -54,4 +55,5 @@ export async function enqueueDeliveries(
       created_at: event.occurredAt,
     }));
   if (rows.length > 0) await trx.insertInto('webhook_deliveries').values(rows).execute();
+  return rows.length;
 }

@@ -12,7 +12,12 @@ import {
 
 /** Private targets are refused here, as in production; nothing in this file sends a delivery. */
 const strictWebhooks = {
-  webhooks: { retryScheduleMs: [10, 10, 10, 10, 10], timeoutMs: 300, allowPrivateTargets: false },
+  webhooks: {
+    retryScheduleMs: [10, 10, 10, 10, 10],
+    timeoutMs: 300,
+    allowPrivateTargets: false,
+    pollIntervalMs: 500,
+  },
 };
 
 // A public IP literal needs no DNS; no worker runs in these tests, so nothing is ever sent to it.

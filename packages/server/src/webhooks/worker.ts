@@ -14,8 +14,8 @@ export const AUTO_DISABLE_AFTER = 20;
 
 /** How long past the attempt time-out a lease lasts, covering the bookkeeping around it. */
 const LEASE_MARGIN_MS = 5_000;
-const DEFAULT_POLL_INTERVAL_MS = 500;
-const DEFAULT_BATCH_SIZE = 20;
+/** Deliveries claimed per pass. */
+const BATCH_SIZE = 20;
 
 type Logger = Pick<FastifyBaseLogger, 'warn' | 'error'>;
 
@@ -24,7 +24,8 @@ type Logger = Pick<FastifyBaseLogger, 'warn' | 'error'>;
  * table is the queue: each pass claims due `Pending` deliveries with a lease, sends one signed
  * attempt per delivery, and records the outcome. No transaction is held across the HTTP call;
  * a worker that dies mid-attempt leaves a lease that expires, and another worker retries
- * (at-least-once delivery, deduplicated by receivers through `webhook-id`).
+ * (at-least-once delivery, deduplicated by receivers through `webhook-id`). A commit that queues
+ * deliveries wakes the worker ({@link wake}); polling finds retries as they fall due.
  */
 export class DeliveryWorker {
   /** Identifies this worker's leases. */
@@ -33,11 +34,12 @@ export class DeliveryWorker {
   private running = false;
   private timer: NodeJS.Timeout | null = null;
   private pass: Promise<number> | null = null;
+  /** Set by a wake-up during a pass: deliveries may have been queued after its claim. */
+  private passAgain = false;
 
   constructor(
     private readonly services: Services,
     private readonly log: Logger,
-    private readonly options: { pollIntervalMs?: number; batchSize?: number } = {},
   ) {
     this.agent = createGuardedAgent(services.config.webhooks);
   }
@@ -61,6 +63,17 @@ export class DeliveryWorker {
     this.timer = null;
     await this.pass;
     await this.agent.close();
+  }
+
+  /** Runs a pass now instead of at the next poll: deliveries have just been queued. */
+  wake(): void {
+    if (!this.running) return;
+    if (this.pass) {
+      this.passAgain = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.schedule(0);
   }
 
   /**
@@ -96,12 +109,10 @@ export class DeliveryWorker {
     });
     const claimed = await this.pass;
     this.pass = null;
-    // A full batch suggests a backlog: go again at once.
-    this.schedule(
-      claimed >= (this.options.batchSize ?? DEFAULT_BATCH_SIZE)
-        ? 0
-        : (this.options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS),
-    );
+    // A full batch suggests a backlog: go again at once, as after a wake-up during the pass.
+    const again = claimed >= BATCH_SIZE || this.passAgain;
+    this.passAgain = false;
+    this.schedule(again ? 0 : this.services.config.webhooks.pollIntervalMs);
   }
 
   /**
@@ -129,7 +140,7 @@ export class DeliveryWorker {
             inner.or([inner('lease_until', 'is', null), inner('lease_until', '<', nowIso)]),
           )
           .orderBy('next_attempt_at')
-          .limit(this.options.batchSize ?? DEFAULT_BATCH_SIZE)
+          .limit(BATCH_SIZE)
           .$if(dialect === 'postgres', (q) => q.forUpdate().skipLocked()),
       )
       .returningAll()

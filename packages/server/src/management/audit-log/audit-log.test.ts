@@ -27,7 +27,14 @@ describe.each(testDialects())('audit log on %s', (dialect) => {
   beforeAll(async () => {
     vexil = await createTestVexil(dialect, {
       clock,
-      config: { webhooks: { retryScheduleMs: [1000], timeoutMs: 1000, allowPrivateTargets: true } },
+      config: {
+        webhooks: {
+          retryScheduleMs: [1000],
+          timeoutMs: 1000,
+          allowPrivateTargets: true,
+          pollIntervalMs: 500,
+        },
+      },
     });
     org = await createOrg(vexil);
     admin = await createMember(vexil, org.orgId, 'Admin');
