@@ -28,6 +28,11 @@ export interface Config {
      * wait for it: their commit wakes the worker (design record 005).
      */
     pollIntervalMs: number;
+    /**
+     * How long finished deliveries (and their attempts) stay in the delivery log after their last
+     * attempt, in milliseconds. Their events stay: they are the audit log.
+     */
+    deliveryRetentionMs: number;
   };
   /** How often in-memory usage counts are written to the database, in milliseconds (design record 008). */
   usageFlushIntervalMs: number;
@@ -102,6 +107,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pollIntervalMs: parseDuration(
         env.VEXIL_WEBHOOK_POLL_INTERVAL || '1s',
         'VEXIL_WEBHOOK_POLL_INTERVAL',
+      ),
+      deliveryRetentionMs: parseDuration(
+        env.VEXIL_WEBHOOK_DELIVERY_RETENTION || '90d',
+        'VEXIL_WEBHOOK_DELIVERY_RETENTION',
       ),
     },
     usageFlushIntervalMs: parseDuration(

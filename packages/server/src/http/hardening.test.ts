@@ -556,6 +556,7 @@ function sweep(dialect: Dialect, numRuns: number) {
             timeoutMs: 1000,
             allowPrivateTargets: true,
             pollIntervalMs: 500,
+            deliveryRetentionMs: 86_400_000,
           },
         },
       });

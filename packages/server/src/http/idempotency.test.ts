@@ -141,6 +141,7 @@ describe.each(testDialects())(
             timeoutMs: 1000,
             allowPrivateTargets: true,
             pollIntervalMs: 500,
+            deliveryRetentionMs: 86_400_000,
           },
         },
       });

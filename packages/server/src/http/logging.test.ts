@@ -48,6 +48,7 @@ describe.each(testDialects())('secrets never appear in logs on %s', (dialect) =>
         timeoutMs: 1000,
         allowPrivateTargets: true,
         pollIntervalMs: 500,
+        deliveryRetentionMs: 86_400_000,
       },
     };
     vexil = await createVexil(config, {

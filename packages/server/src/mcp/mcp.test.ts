@@ -40,6 +40,7 @@ async function startVexil(dialect: Dialect) {
         timeoutMs: 1000,
         allowPrivateTargets: true,
         pollIntervalMs: 500,
+        deliveryRetentionMs: 86_400_000,
       },
     },
   });

@@ -18,8 +18,15 @@ import { WebhookReceiver, closedPort } from '../test-support/webhook-receiver.js
 const SCHEDULE = [10, 10, 10, 10, 10];
 /** Longer than any test: a delivery made within one was woken, not polled for. */
 const NEVER_POLL_MS = 10 * 60_000;
+const RETENTION_MS = 24 * 60 * 60_000;
 const webhooks = (allowPrivateTargets = true, pollIntervalMs = 500): Partial<Config> => ({
-  webhooks: { retryScheduleMs: SCHEDULE, timeoutMs: 1000, allowPrivateTargets, pollIntervalMs },
+  webhooks: {
+    retryScheduleMs: SCHEDULE,
+    timeoutMs: 1000,
+    allowPrivateTargets,
+    pollIntervalMs,
+    deliveryRetentionMs: RETENTION_MS,
+  },
 });
 
 interface Setup {
@@ -569,6 +576,38 @@ describe.each(testDialects())('webhook delivery on %s', (dialect: Dialect) => {
     await subscribe(s);
     await toggle(s, true);
     await vi.waitFor(() => expect(s.receiver.received).toHaveLength(1), { timeout: 5000 });
+  });
+
+  it('finished deliveries leave the log after their retention; pending ones and events stay', async () => {
+    const s = await setup();
+    const { id } = await subscribe(s);
+    await toggle(s, true);
+    expect(await s.vexil.webhookWorker.runOnce()).toBe(1);
+    const [old] = await deliveries(s, id);
+    s.clock.advance(RETENTION_MS - 60_000);
+    await toggle(s, false);
+    expect(await s.vexil.webhookWorker.runOnce()).toBe(1);
+    await toggle(s, true); // left pending
+    s.clock.advance(120_000);
+
+    expect(await s.vexil.webhookWorker.prune()).toBe(1);
+    const kept = await deliveries(s, id);
+    expect(kept.map((delivery) => delivery.status).sort()).toEqual(['Pending', 'Succeeded']);
+    expect(kept.map((delivery) => delivery.id)).not.toContain(old!.id);
+    const { db } = s.vexil.services;
+    const attempts = await db
+      .selectFrom('webhook_attempts')
+      .select('delivery_id')
+      .where('delivery_id', '=', old!.id)
+      .execute();
+    expect(attempts).toEqual([]);
+    const event = await db
+      .selectFrom('webhook_events')
+      .select('id')
+      .where('id', '=', old!.webhookEventId)
+      .execute();
+    expect(event).toHaveLength(1);
+    expect(await s.vexil.webhookWorker.prune()).toBe(0);
   });
 
   it('queued deliveries wake the worker: no wait for its next poll', async () => {

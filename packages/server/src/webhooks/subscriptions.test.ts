@@ -17,6 +17,7 @@ const strictWebhooks = {
     timeoutMs: 300,
     allowPrivateTargets: false,
     pollIntervalMs: 500,
+    deliveryRetentionMs: 86_400_000,
   },
 };
 

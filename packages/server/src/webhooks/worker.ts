@@ -16,6 +16,10 @@ export const AUTO_DISABLE_AFTER = 20;
 const LEASE_MARGIN_MS = 5_000;
 /** Deliveries claimed per pass. */
 const BATCH_SIZE = 20;
+/** How often finished deliveries past their retention are removed. */
+const PRUNE_INTERVAL_MS = 60 * 60_000;
+/** Deliveries removed per statement, so that no prune holds its locks for long. */
+const PRUNE_BATCH_SIZE = 1_000;
 
 type Logger = Pick<FastifyBaseLogger, 'warn' | 'error'>;
 
@@ -25,7 +29,8 @@ type Logger = Pick<FastifyBaseLogger, 'warn' | 'error'>;
  * attempt per delivery, and records the outcome. No transaction is held across the HTTP call;
  * a worker that dies mid-attempt leaves a lease that expires, and another worker retries
  * (at-least-once delivery, deduplicated by receivers through `webhook-id`). A commit that queues
- * deliveries wakes the worker ({@link wake}); polling finds retries as they fall due.
+ * deliveries wakes the worker ({@link wake}); polling finds retries as they fall due. Once an
+ * hour a pass also removes the deliveries finished longer ago than their retention ({@link prune}).
  */
 export class DeliveryWorker {
   /** Identifies this worker's leases. */
@@ -36,6 +41,8 @@ export class DeliveryWorker {
   private pass: Promise<number> | null = null;
   /** Set by a wake-up during a pass: deliveries may have been queued after its claim. */
   private passAgain = false;
+  /** When the next pass prunes the delivery log (epoch ms); the first pass does. */
+  private nextPruneAtMs = 0;
 
   constructor(
     private readonly services: Services,
@@ -102,11 +109,54 @@ export class DeliveryWorker {
     this.timer.unref();
   }
 
+  /**
+   * Removes the deliveries, with their attempts, whose last attempt finished longer ago than
+   * `VEXIL_WEBHOOK_DELIVERY_RETENTION`. Pending deliveries stay, as do all events (the audit log).
+   * @returns how many deliveries were removed
+   */
+  async prune(): Promise<number> {
+    const { db, clock, config } = this.services;
+    const cutoff = new Date(
+      clock.now().getTime() - config.webhooks.deliveryRetentionMs,
+    ).toISOString();
+    let removed = 0;
+    for (;;) {
+      const result = await db
+        .deleteFrom('webhook_deliveries')
+        .where('id', 'in', (eb) =>
+          eb
+            .selectFrom('webhook_deliveries')
+            .select('id')
+            // Set when a delivery finishes; a redelivery clears it.
+            .where('completed_at', '<', cutoff)
+            .limit(PRUNE_BATCH_SIZE),
+        )
+        .executeTakeFirst();
+      const count = Number(result.numDeletedRows);
+      removed += count;
+      if (count < PRUNE_BATCH_SIZE) return removed;
+    }
+  }
+
+  private async pruneWhenDue(): Promise<void> {
+    const nowMs = this.services.clock.now().getTime();
+    if (nowMs < this.nextPruneAtMs) return;
+    this.nextPruneAtMs = nowMs + PRUNE_INTERVAL_MS;
+    await this.prune().catch((error: unknown) =>
+      this.log.error({ err: error }, 'webhook delivery log pruning failed; retrying in an hour'),
+    );
+  }
+
   private async tick(): Promise<void> {
-    this.pass = this.runOnce().catch((error: unknown) => {
-      this.log.error({ err: error }, 'webhook worker pass failed; retrying');
-      return 0;
-    });
+    this.pass = this.runOnce()
+      .catch((error: unknown) => {
+        this.log.error({ err: error }, 'webhook worker pass failed; retrying');
+        return 0;
+      })
+      .then(async (claimed) => {
+        await this.pruneWhenDue();
+        return claimed;
+      });
     const claimed = await this.pass;
     this.pass = null;
     // A full batch suggests a backlog: go again at once, as after a wake-up during the pass.

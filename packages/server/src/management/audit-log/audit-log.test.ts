@@ -33,6 +33,7 @@ describe.each(testDialects())('audit log on %s', (dialect) => {
           timeoutMs: 1000,
           allowPrivateTargets: true,
           pollIntervalMs: 500,
+          deliveryRetentionMs: 86_400_000,
         },
       },
     });
