@@ -12,6 +12,7 @@ import {
   TestClock,
   testDialects,
   type TestVexil,
+  testWebhookSettings,
 } from '../test-support/harness.js';
 
 /**
@@ -551,13 +552,7 @@ function sweep(dialect: Dialect, numRuns: number) {
         config: {
           rateLimit: { points: 10_000_000, windowSeconds: 60 },
           clientEventsRateLimit: { points: 10_000_000, windowSeconds: 60 },
-          webhooks: {
-            retryScheduleMs: [1000],
-            timeoutMs: 1000,
-            allowPrivateTargets: true,
-            pollIntervalMs: 500,
-            deliveryRetentionMs: 86_400_000,
-          },
+          webhooks: testWebhookSettings({ retryScheduleMs: [1000] }),
         },
       });
       seeded = await seed(vexil);

@@ -7,6 +7,7 @@ import {
   TestClock,
   testDialects,
   type TestVexil,
+  testWebhookSettings,
 } from '../test-support/harness.js';
 
 describe.each(testDialects())('Idempotency-Key on %s', (dialect) => {
@@ -136,13 +137,7 @@ describe.each(testDialects())(
     beforeAll(async () => {
       vexil = await createTestVexil(dialect, {
         config: {
-          webhooks: {
-            retryScheduleMs: [10],
-            timeoutMs: 1000,
-            allowPrivateTargets: true,
-            pollIntervalMs: 500,
-            deliveryRetentionMs: 86_400_000,
-          },
+          webhooks: testWebhookSettings(),
         },
       });
       org = await createOrg(vexil);

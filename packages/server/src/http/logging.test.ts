@@ -3,7 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVexil, type Vexil } from '../app.js';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
-import { call, createOrg, createPostgresDatabase, testDialects } from '../test-support/harness.js';
+import {
+  call,
+  createOrg,
+  createPostgresDatabase,
+  testDialects,
+  testWebhookSettings,
+} from '../test-support/harness.js';
 import { redactUrl } from './logging.js';
 
 /** Collects every log line the service writes. */
@@ -43,13 +49,7 @@ describe.each(testDialects())('secrets never appear in logs on %s', (dialect) =>
       databaseUrl,
       // The most verbose level: whatever any code path logs is captured.
       logLevel: 'trace',
-      webhooks: {
-        retryScheduleMs: [1000],
-        timeoutMs: 1000,
-        allowPrivateTargets: true,
-        pollIntervalMs: 500,
-        deliveryRetentionMs: 86_400_000,
-      },
+      webhooks: testWebhookSettings({ retryScheduleMs: [1000] }),
     };
     vexil = await createVexil(config, {
       database: openDatabase(databaseUrl),

@@ -15,6 +15,7 @@ import {
   createTestVexil,
   testDialects,
   type TestVexil,
+  testWebhookSettings,
 } from '../test-support/harness.js';
 import { WebhookReceiver } from '../test-support/webhook-receiver.js';
 
@@ -35,13 +36,7 @@ async function startVexil(dialect: Dialect) {
   const vexil = await createTestVexil(dialect, {
     clock: new TestClock(),
     config: {
-      webhooks: {
-        retryScheduleMs: [10],
-        timeoutMs: 1000,
-        allowPrivateTargets: true,
-        pollIntervalMs: 500,
-        deliveryRetentionMs: 86_400_000,
-      },
+      webhooks: testWebhookSettings(),
     },
   });
   const address = await vexil.app.listen({ port: 0, host: '127.0.0.1' });

@@ -95,6 +95,22 @@ export async function createTestVexil(
   };
 }
 
+/**
+ * Webhook settings for tests: the defaults, with local receivers allowed, quick retries and a
+ * short time-out; `overrides` replace single settings.
+ */
+export function testWebhookSettings(
+  overrides: Partial<Config['webhooks']> = {},
+): Config['webhooks'] {
+  return {
+    ...loadConfig({}).webhooks,
+    retryScheduleMs: [10],
+    timeoutMs: 1000,
+    allowPrivateTargets: true,
+    ...overrides,
+  };
+}
+
 /** A response as tests read it. */
 export interface TestResponse {
   status: number;

@@ -11,6 +11,7 @@ import {
   createProjectWithFlag,
   createTestVexil,
   testDialects,
+  testWebhookSettings,
   type TestVexil,
 } from '../test-support/harness.js';
 import { WebhookReceiver, closedPort } from '../test-support/webhook-receiver.js';
@@ -20,13 +21,12 @@ const SCHEDULE = [10, 10, 10, 10, 10];
 const NEVER_POLL_MS = 10 * 60_000;
 const RETENTION_MS = 24 * 60 * 60_000;
 const webhooks = (allowPrivateTargets = true, pollIntervalMs = 500): Partial<Config> => ({
-  webhooks: {
+  webhooks: testWebhookSettings({
     retryScheduleMs: SCHEDULE,
-    timeoutMs: 1000,
     allowPrivateTargets,
     pollIntervalMs,
     deliveryRetentionMs: RETENTION_MS,
-  },
+  }),
 });
 
 interface Setup {

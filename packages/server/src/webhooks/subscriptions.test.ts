@@ -8,17 +8,16 @@ import {
   createTestVexil,
   testDialects,
   type TestVexil,
+  testWebhookSettings,
 } from '../test-support/harness.js';
 
 /** Private targets are refused here, as in production; nothing in this file sends a delivery. */
 const strictWebhooks = {
-  webhooks: {
+  webhooks: testWebhookSettings({
     retryScheduleMs: [10, 10, 10, 10, 10],
     timeoutMs: 300,
     allowPrivateTargets: false,
-    pollIntervalMs: 500,
-    deliveryRetentionMs: 86_400_000,
-  },
+  }),
 };
 
 // A public IP literal needs no DNS; no worker runs in these tests, so nothing is ever sent to it.

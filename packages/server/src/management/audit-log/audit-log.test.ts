@@ -8,6 +8,7 @@ import {
   TestClock,
   testDialects,
   type TestVexil,
+  testWebhookSettings,
 } from '../../test-support/harness.js';
 import { TEST_EVENT_ENTITY_ID } from './routes.js';
 
@@ -28,13 +29,7 @@ describe.each(testDialects())('audit log on %s', (dialect) => {
     vexil = await createTestVexil(dialect, {
       clock,
       config: {
-        webhooks: {
-          retryScheduleMs: [1000],
-          timeoutMs: 1000,
-          allowPrivateTargets: true,
-          pollIntervalMs: 500,
-          deliveryRetentionMs: 86_400_000,
-        },
+        webhooks: testWebhookSettings({ retryScheduleMs: [1000] }),
       },
     });
     org = await createOrg(vexil);
