@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.js';
+
+const DAY_MS = 86_400_000;
+
+describe('loadConfig: webhook delivery settings', () => {
+  it('polls every second and keeps finished deliveries 90 days by default', () => {
+    const { webhooks } = loadConfig({});
+    expect(webhooks.pollIntervalMs).toBe(1000);
+    expect(webhooks.deliveryRetentionMs).toBe(90 * DAY_MS);
+  });
+
+  it('reads VEXIL_WEBHOOK_POLL_INTERVAL and VEXIL_WEBHOOK_DELIVERY_RETENTION as durations', () => {
+    const { webhooks } = loadConfig({
+      VEXIL_WEBHOOK_POLL_INTERVAL: '250ms',
+      VEXIL_WEBHOOK_DELIVERY_RETENTION: '7d',
+    });
+    expect(webhooks.pollIntervalMs).toBe(250);
+    expect(webhooks.deliveryRetentionMs).toBe(7 * DAY_MS);
+  });
+
+  it('refuses a malformed duration, naming the variable', () => {
+    expect(() => loadConfig({ VEXIL_WEBHOOK_DELIVERY_RETENTION: '90 days' })).toThrow(ConfigError);
+    expect(() => loadConfig({ VEXIL_WEBHOOK_POLL_INTERVAL: 'often' })).toThrow(
+      /VEXIL_WEBHOOK_POLL_INTERVAL/,
+    );
+  });
+});
