@@ -236,8 +236,8 @@ function barePostText(report: BenchReport): string {
       .join('; ');
     return (
       `In paired rounds it reaches ${medians} of the \`GET /hello\` ceiling at ${connections} ` +
-      `connections (rounds: ${rounds}). No route that reads a JSON body does better, so server ` +
-      'evaluate’s target of 0.6 leaves it the difference for everything Vexil does.'
+      `connections (rounds: ${rounds}). No Fastify route that reads a JSON body does better, so ` +
+      'server evaluate’s target of 0.6 leaves it the difference for everything Vexil does.'
     );
   }
   const ratios = fastifyPost.results
