@@ -85,7 +85,10 @@ export async function createVexil(
   const snapshots = new SnapshotStore(database.db);
   const sdkKeys = new SdkKeyResolver(database.db);
   const usage = new UsageAggregator(database.db, (error) =>
-    app.log.error({ err: error }, 'usage flush failed; counts kept for the next flush'),
+    app.log.error(
+      { err: error },
+      'usage counts not written or pruned; unwritten counts kept for the next flush',
+    ),
   );
   const services: Services = {
     db: database.db,
@@ -228,7 +231,7 @@ export async function createVexil(
     }),
   );
 
-  usage.start(config.usageFlushIntervalMs);
+  usage.start(config.usageFlushIntervalMs, config.usageRetentionMs);
   const webhookWorker = new DeliveryWorker(services, app.log);
   changeFeed.onDeliveriesQueued(() => webhookWorker.wake());
   if (options.startWorkers !== false && roles.has('worker')) webhookWorker.start();

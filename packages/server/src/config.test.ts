@@ -26,3 +26,11 @@ describe('loadConfig: webhook delivery settings', () => {
     );
   });
 });
+
+describe('loadConfig: usage retention', () => {
+  it('keeps hourly usage counts 90 days unless VEXIL_USAGE_RETENTION says otherwise', () => {
+    expect(loadConfig({}).usageRetentionMs).toBe(90 * DAY_MS);
+    expect(loadConfig({ VEXIL_USAGE_RETENTION: '400d' }).usageRetentionMs).toBe(400 * DAY_MS);
+    expect(() => loadConfig({ VEXIL_USAGE_RETENTION: 'forever' })).toThrow(/VEXIL_USAGE_RETENTION/);
+  });
+});

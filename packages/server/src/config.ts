@@ -36,6 +36,11 @@ export interface Config {
   };
   /** How often in-memory usage counts are written to the database, in milliseconds (design record 008). */
   usageFlushIntervalMs: number;
+  /**
+   * How long hourly usage counts are kept, in milliseconds; each flag's newest count in each
+   * environment stays, for its "last evaluated" time (design record 008).
+   */
+  usageRetentionMs: number;
   /** `VEXIL_FLAG_EXPIRATION_ENABLED`: whether passed `expiresAtUtc` dates surface as expired flags. */
   flagExpirationEnabled: boolean;
   /** How often held snapshots are checked against the database's versions, in milliseconds (design record 010). */
@@ -117,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.VEXIL_USAGE_FLUSH_INTERVAL || '5s',
       'VEXIL_USAGE_FLUSH_INTERVAL',
     ),
+    usageRetentionMs: parseDuration(env.VEXIL_USAGE_RETENTION || '90d', 'VEXIL_USAGE_RETENTION'),
     flagExpirationEnabled: env.VEXIL_FLAG_EXPIRATION_ENABLED !== 'false',
     snapshotCheckIntervalMs: parseDuration(
       env.VEXIL_SNAPSHOT_CHECK_INTERVAL || '5s',

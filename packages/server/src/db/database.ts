@@ -4,7 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
 import pg from 'pg';
 import * as initial from './migrations/0001-initial.js';
-import * as deliveryRetention from './migrations/0002-delivery-retention.js';
+import * as retention from './migrations/0002-retention.js';
 import type { Schema } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -46,7 +46,7 @@ export function openDatabase(url: string): Database {
 /** Migrations in order. Each file is frozen once landed; new changes are new files. */
 const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Promise<void>> = {
   '0001-initial': initial.up,
-  '0002-delivery-retention': deliveryRetention.up,
+  '0002-retention': retention.up,
 };
 
 /** Applies pending migrations. On PostgreSQL Kysely holds an advisory lock, so nodes may race. */

@@ -1,6 +1,13 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
-import { UsageAggregator } from './aggregator.js';
+import {
+  createOrg,
+  createProjectWithFlag,
+  testDialects,
+  type TestVexil,
+  createTestVexil,
+} from '../test-support/harness.js';
+import { HOUR_MS, UsageAggregator } from './aggregator.js';
 
 describe('usage aggregation: one bucket per variation and hour', () => {
   const database = openDatabase(':memory:');
@@ -50,5 +57,95 @@ describe('usage aggregation: one bucket per variation and hour', () => {
       expect(batched.pendingUsage('env', flag)).toEqual(single.pendingUsage('env', flag));
     expect(batched.pendingUsage('env', 'a').map((bucket) => bucket.count)).toEqual([2, 2]);
     expect(batched.pendingUsage('env', 'b')).toEqual([]);
+  });
+});
+
+describe.each(testDialects())('usage retention on %s', (dialect) => {
+  let vexil: TestVexil;
+  beforeAll(async () => {
+    vexil = await createTestVexil(dialect);
+  });
+  afterAll(() => vexil.close());
+
+  it('removes counts before the cutoff, except each flag’s newest per environment', async () => {
+    const { db } = vexil.services;
+    const org = await createOrg(vexil);
+    await createProjectWithFlag(vexil, org);
+    await createProjectWithFlag(vexil, org, { project: 'shop', flag: { key: 'quiet' } });
+    const flags = await db.selectFrom('flags').select(['id', 'key', 'project_id']).execute();
+    const active = flags.find((flag) => flag.key === 'new-checkout')!;
+    const quiet = flags.find((flag) => flag.key === 'quiet')!;
+    const environmentOf = async (projectId: string) =>
+      (
+        await db
+          .selectFrom('environments')
+          .select('id')
+          .where('project_id', '=', projectId)
+          .where('key', '=', 'production')
+          .executeTakeFirstOrThrow()
+      ).id;
+    const activeEnvironment = await environmentOf(active.project_id);
+    const quietEnvironment = await environmentOf(quiet.project_id);
+
+    const cutoff = Date.UTC(2026, 5, 1, 12);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const row = (
+      flag: string,
+      environment: string,
+      variation: string,
+      hourMs: number,
+      last: number,
+    ) => ({
+      flag_id: flag,
+      environment_id: environment,
+      variation_key: variation,
+      hour: iso(hourMs),
+      count: 3,
+      last_evaluated_at: iso(last),
+    });
+    const old = cutoff - 100 * HOUR_MS;
+    await db
+      .insertInto('flag_usage')
+      .values([
+        // Evaluated since the cutoff: its old counts go.
+        row(active.id, activeEnvironment, 'on', old, old + 60_000),
+        row(active.id, activeEnvironment, 'on', cutoff + HOUR_MS, cutoff + HOUR_MS + 1),
+        // Last evaluated long before the cutoff: only its newest count stays.
+        row(quiet.id, quietEnvironment, 'on', old - HOUR_MS, old - HOUR_MS + 5),
+        row(quiet.id, quietEnvironment, 'on', old, old + 10),
+        row(quiet.id, quietEnvironment, 'off', old, old + 20),
+      ])
+      .execute();
+    await db
+      .insertInto('custom_event_usage')
+      .values([
+        { environment_id: activeEnvironment, event_key: 'checkout', hour: iso(old), count: 1 },
+        { environment_id: activeEnvironment, event_key: 'checkout', hour: iso(cutoff), count: 1 },
+      ])
+      .execute();
+
+    const usage = new UsageAggregator(db, (error) => {
+      throw error;
+    });
+    expect(await usage.prune(cutoff + 30 * 60_000)).toBe(4);
+    const kept = await db
+      .selectFrom('flag_usage')
+      .select(['flag_id', 'variation_key', 'hour', 'last_evaluated_at'])
+      .orderBy('last_evaluated_at')
+      .execute();
+    expect(
+      kept.map((r) => [
+        r.flag_id,
+        r.variation_key,
+        new Date(r.hour).getTime(),
+        new Date(r.last_evaluated_at).getTime(),
+      ]),
+    ).toEqual([
+      [quiet.id, 'off', old, old + 20],
+      [active.id, 'on', cutoff + HOUR_MS, cutoff + HOUR_MS + 1],
+    ]);
+    const events = await db.selectFrom('custom_event_usage').select('hour').execute();
+    expect(events.map((r) => new Date(r.hour).getTime())).toEqual([cutoff]);
+    expect(await usage.prune(cutoff)).toBe(0);
   });
 });

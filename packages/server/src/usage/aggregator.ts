@@ -9,6 +9,8 @@ const ROWS_PER_STATEMENT = 500;
  * so without a bound a flood of invented keys could grow memory until the next flush.
  */
 const MAX_PENDING_CUSTOM_BUCKETS = 100_000;
+/** How often counts past their retention are removed. */
+const PRUNE_INTERVAL_MS = HOUR_MS;
 
 /** Why an analytics event was dropped (design record 008); each reason is counted. */
 export type DiscardReason =
@@ -98,6 +100,7 @@ export class UsageAggregator {
   private flushing: Pending | null = null;
   private flushChain: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
+  private pruneTimer: NodeJS.Timeout | null = null;
   /** When the last flush completed with everything written (epoch ms), for the flush-lag metric. */
   private lastCompleteFlushMs = Date.now();
   private readonly discards: Record<DiscardReason, number> = {
@@ -217,11 +220,68 @@ export class UsageAggregator {
     return result;
   }
 
-  /** Flushes every `intervalMs` until {@link close}. The timer never keeps the process alive. */
-  start(intervalMs: number): void {
+  /**
+   * Flushes every `intervalMs`, and every hour removes the counts older than `retentionMs`
+   * ({@link prune}), until {@link close}. The timers never keep the process alive.
+   */
+  start(intervalMs: number, retentionMs: number): void {
     if (this.timer) return;
     this.timer = setInterval(() => void this.flush(), intervalMs);
     this.timer.unref();
+    this.pruneTimer = setInterval(
+      () => void this.prune(Date.now() - retentionMs),
+      PRUNE_INTERVAL_MS,
+    );
+    this.pruneTimer.unref();
+  }
+
+  /**
+   * Removes the hourly counts of hours that ended before `beforeMs` (epoch ms): custom events all,
+   * and flag evaluations except each flag's newest count in each environment, which holds its
+   * "last evaluated" time (design record 008). One statement per hour, between flushes; a failure
+   * goes to the flush-error callback. Never rejects.
+   * @returns how many rows were removed
+   */
+  prune(beforeMs: number): Promise<number> {
+    const pruning = this.flushChain.then(() => this.pruneOnce(startOfHour(beforeMs)));
+    const settled = pruning.catch((error: unknown) => {
+      this.onFlushError(error);
+      return 0;
+    });
+    this.flushChain = settled.then(() => undefined);
+    return settled;
+  }
+
+  private async pruneOnce(beforeHourMs: number): Promise<number> {
+    const before = new Date(beforeHourMs).toISOString();
+    const hours = await this.db
+      .selectFrom('flag_usage')
+      .select('hour')
+      .distinct()
+      .where('hour', '<', before)
+      .execute();
+    let removed = 0;
+    for (const { hour } of hours) {
+      const result = await this.db
+        .deleteFrom('flag_usage')
+        .where('hour', '=', hour)
+        .where(({ exists, selectFrom }) =>
+          exists(
+            selectFrom('flag_usage as newer')
+              .select('newer.hour')
+              .whereRef('newer.flag_id', '=', 'flag_usage.flag_id')
+              .whereRef('newer.environment_id', '=', 'flag_usage.environment_id')
+              .whereRef('newer.last_evaluated_at', '>', 'flag_usage.last_evaluated_at'),
+          ),
+        )
+        .executeTakeFirst();
+      removed += Number(result.numDeletedRows);
+    }
+    const custom = await this.db
+      .deleteFrom('custom_event_usage')
+      .where('hour', '<', before)
+      .executeTakeFirst();
+    return removed + Number(custom.numDeletedRows);
   }
 
   /**
@@ -237,7 +297,9 @@ export class UsageAggregator {
   /** Stops the timer and writes what is pending; call before the database closes. */
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
     this.timer = null;
+    this.pruneTimer = null;
     await this.flush();
   }
 
