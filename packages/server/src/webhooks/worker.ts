@@ -41,7 +41,7 @@ export class DeliveryWorker {
   private pass: Promise<number> | null = null;
   /** Set by a wake-up during a pass: deliveries may have been queued after its claim. */
   private passAgain = false;
-  /** When the next pass prunes the delivery log (epoch ms); the first pass does. */
+  /** When the next pass prunes the delivery log (epoch ms): an hour after start, then hourly. */
   private nextPruneAtMs = 0;
 
   constructor(
@@ -60,6 +60,8 @@ export class DeliveryWorker {
       );
     }
     this.running = true;
+    // Not at start-up: a node starting adds no delete to its first second.
+    this.nextPruneAtMs = this.services.clock.now().getTime() + PRUNE_INTERVAL_MS;
     this.schedule(0);
   }
 
