@@ -32,6 +32,11 @@ export type Caller = UserCaller | ServiceCaller;
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/** The credential in an `Authorization: Bearer …` header, or undefined when there is none. */
+export function bearerCredential(authorization: string | undefined): string | undefined {
+  return authorization ? BEARER.exec(authorization)?.[1] : undefined;
+}
+
 /**
  * Resolves the `Authorization: Bearer …` header to a caller.
  * @throws ApiError `unauthorized` (401) when the credential is missing, unknown, expired or revoked.
@@ -41,7 +46,7 @@ export async function authenticate(
   authorization: string | undefined,
   now: Date,
 ): Promise<Caller> {
-  const token = authorization ? BEARER.exec(authorization)?.[1] : undefined;
+  const token = bearerCredential(authorization);
   if (!token)
     throw new ApiError('unauthorized', 'Send a bearer token: Authorization: Bearer <token>.');
   const row = await db

@@ -5,6 +5,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from
 import pg from 'pg';
 import * as initial from './migrations/0001-initial.js';
 import * as retention from './migrations/0002-retention.js';
+import * as sealedIdempotentResponses from './migrations/0003-sealed-idempotent-responses.js';
 import type { Schema } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -47,6 +48,7 @@ export function openDatabase(url: string): Database {
 const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Promise<void>> = {
   '0001-initial': initial.up,
   '0002-retention': retention.up,
+  '0003-sealed-idempotent-responses': sealedIdempotentResponses.up,
 };
 
 /** Applies pending migrations. On PostgreSQL Kysely holds an advisory lock, so nodes may race. */

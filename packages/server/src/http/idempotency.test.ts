@@ -60,6 +60,38 @@ describe.each(testDialects())('Idempotency-Key on %s', (dialect) => {
     expect(await sdkKeyCount('replayed')).toBe(1);
   });
 
+  it('the stored response is sealed: the database alone does not yield the created key', async () => {
+    const created = await post(sdkKeys, 'sdk-key-sealed', { name: 'sealed', type: 'ServerSide' });
+    expect(created.status).toBe(201);
+    const row = await vexil.services.db
+      .selectFrom('idempotency_keys')
+      .select('response_body')
+      .where('key', '=', 'sdk-key-sealed')
+      .executeTakeFirstOrThrow();
+    expect(row.response_body).toMatch(/^v1\./);
+    expect(row.response_body).not.toContain(created.body.key);
+    expect(row.response_body).not.toContain('vxl_srv_');
+  });
+
+  it('a sealed response moved to another row does not replay there', async () => {
+    const body = { name: 'moved', type: 'ServerSide' };
+    await post(sdkKeys, 'sdk-key-source', body);
+    await post(sdkKeys, 'sdk-key-target', body);
+    const source = await vexil.services.db
+      .selectFrom('idempotency_keys')
+      .select('response_body')
+      .where('key', '=', 'sdk-key-source')
+      .executeTakeFirstOrThrow();
+    await vexil.services.db
+      .updateTable('idempotency_keys')
+      .set({ response_body: source.response_body })
+      .where('key', '=', 'sdk-key-target')
+      .execute();
+    const retry = await post(sdkKeys, 'sdk-key-target', body);
+    expect(retry.status).toBe(500);
+    expect(await sdkKeyCount('moved')).toBe(2);
+  });
+
   it('the same key with a different body is 422 idempotency_key_reused', async () => {
     await post(sdkKeys, 'sdk-key-2', { name: 'a', type: 'ServerSide' });
     const reused = await post(sdkKeys, 'sdk-key-2', { name: 'b', type: 'ServerSide' });
@@ -176,6 +208,12 @@ describe.each(testDialects())(
       expect(secret.status).toBe(201);
       const secretRetry = await post(secrets, 'secret-1');
       expect(secretRetry.body).toEqual(secret.body);
+      const stored = await vexil.services.db
+        .selectFrom('idempotency_keys')
+        .select('response_body')
+        .execute();
+      expect(stored).toHaveLength(2);
+      for (const { response_body } of stored) expect(response_body).not.toContain('whsec_');
       const detail = await call(vexil, 'GET', `${webhooks}/${first.body.id}`, { token: org.token });
       expect(detail.body.secrets).toHaveLength(2);
     });

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { bearerCredential } from '../auth/caller.js';
+import { deriveKey, seal, unseal } from '../auth/sealing.js';
 import { isUniqueViolation } from '../db/unique.js';
 import type { Services } from '../services.js';
 import { ApiError, invalidField } from './errors.js';
@@ -20,6 +22,13 @@ interface Claim {
   callerId: string;
   route: string;
   key: string;
+  /** Seals the stored response; derived from the caller's credential, which is never stored. */
+  sealingKey: Buffer;
+}
+
+/** What a stored response is bound to: a sealed body copied to another row does not open. */
+function rowIdentity(claim: Claim): string {
+  return JSON.stringify([claim.callerId, claim.route, claim.key]);
 }
 
 const claims = new WeakMap<FastifyRequest, Claim>();
@@ -48,7 +57,9 @@ function requestHash(request: FastifyRequest): string {
  * - the first request with a key claims it (a row with a null status; the primary key
  *   `(caller_id, route, key)` decides between concurrent requests) and runs;
  * - a 2xx response is stored, and a retry within 24 h with the same body replays its status
- *   and body with `idempotent-replayed: true`, without running the handler again;
+ *   and body with `idempotent-replayed: true`, without running the handler again. The body is
+ *   sealed with a key derived from the caller's credential (design record 015): it may hold a
+ *   created token or secret, and the database alone must not yield it;
  * - a 4xx/5xx response releases the key, so a corrected retry can run;
  * - the same key with a different body is 422 `idempotency_key_reused`; while the first
  *   request still runs, a second is 409 `idempotency_key_in_use`; a key over 255 characters
@@ -57,7 +68,8 @@ function requestHash(request: FastifyRequest): string {
 export function registerIdempotency(app: FastifyInstance, services: Services): void {
   app.addHook('preHandler', async (request, reply) => {
     const header = request.headers[HEADER];
-    if (header === undefined || !request.caller || !createsResource(request)) return;
+    const credential = bearerCredential(request.headers.authorization);
+    if (header === undefined || !request.caller || !credential || !createsResource(request)) return;
     const key = Array.isArray(header) ? header.join(',') : header;
     if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
       throw invalidField('Idempotency-Key', `must be 1 to ${MAX_KEY_LENGTH} characters`);
@@ -66,6 +78,7 @@ export function registerIdempotency(app: FastifyInstance, services: Services): v
       callerId: request.caller.tokenId,
       route: `POST ${request.url.split('?')[0]}`,
       key,
+      sealingKey: deriveKey(credential, 'idempotent-responses'),
     };
     const hash = requestHash(request);
     const now = services.clock.now();
@@ -100,7 +113,10 @@ export function registerIdempotency(app: FastifyInstance, services: Services): v
       const body = typeof payload === 'string' || Buffer.isBuffer(payload) ? String(payload) : null;
       await services.db
         .updateTable('idempotency_keys')
-        .set({ response_status: reply.statusCode, response_body: body })
+        .set({
+          response_status: reply.statusCode,
+          response_body: body === null ? null : seal(claim.sealingKey, body, rowIdentity(claim)),
+        })
         .where((eb) => eb.and(match))
         .execute();
     } else {
@@ -163,5 +179,9 @@ async function replay(
     .status(row.response_status)
     .header('idempotent-replayed', 'true')
     .type('application/json; charset=utf-8')
-    .send(row.response_body ?? undefined);
+    .send(
+      row.response_body === null
+        ? undefined
+        : unseal(claim.sealingKey, row.response_body, rowIdentity(claim)),
+    );
 }
