@@ -5,6 +5,7 @@ import addFormatsModule from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { authenticate, type Caller } from './auth/caller.js';
+import { secretsKey } from './auth/secrets-key.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/database.js';
@@ -27,6 +28,7 @@ import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
 import { trackUnusedConnections } from './ops/unused-connections.js';
 import type { Services } from './services.js';
+import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 import { UsageAggregator } from './usage/aggregator.js';
 
@@ -81,6 +83,8 @@ export async function createVexil(
 ): Promise<Vexil> {
   const database = options.database ?? openDatabase(config.databaseUrl);
   await migrate(database);
+  const signingSecrets = new SigningSecretVault(secretsKey(config, database.dialect));
+  await signingSecrets.sealStoredSecrets(database.db);
   const clock = options.clock ?? systemClock;
   const snapshots = new SnapshotStore(database.db);
   const sdkKeys = new SdkKeyResolver(database.db);
@@ -99,6 +103,7 @@ export async function createVexil(
     onDeliveriesQueued: () => changeFeed.deliveriesQueued(),
     onSdkKeyRevoked: (hash) => changeFeed.keyRevoked(hash),
     usage,
+    signingSecrets,
   };
 
   // Bodies are validated strictly (no coercion: a null `enabled` must not become false);

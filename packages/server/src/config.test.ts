@@ -34,3 +34,16 @@ describe('loadConfig: usage retention', () => {
     expect(() => loadConfig({ VEXIL_USAGE_RETENTION: 'forever' })).toThrow(/VEXIL_USAGE_RETENTION/);
   });
 });
+
+describe('loadConfig: secrets key', () => {
+  it('is unset unless VEXIL_SECRETS_KEY is given', () => {
+    expect(loadConfig({}).secretsKey).toBeNull();
+    const key = 'k'.repeat(32);
+    expect(loadConfig({ VEXIL_SECRETS_KEY: key }).secretsKey).toBe(key);
+  });
+
+  it('refuses a key shorter than 32 characters, naming the variable', () => {
+    expect(() => loadConfig({ VEXIL_SECRETS_KEY: 'too-short' })).toThrow(ConfigError);
+    expect(() => loadConfig({ VEXIL_SECRETS_KEY: 'too-short' })).toThrow(/VEXIL_SECRETS_KEY/);
+  });
+});

@@ -16,6 +16,12 @@ export interface Config {
   rateLimit: { points: number; windowSeconds: number };
   /** `VEXIL_REDIS_URL`: when set, every node shares one rate-limit quota per caller in Redis. */
   redisUrl: string | null;
+  /**
+   * `VEXIL_SECRETS_KEY`: seals stored webhook signing secrets (design record 015); at least
+   * {@link MIN_SECRETS_KEY_LENGTH} characters. Required on PostgreSQL; with SQLite, when unset, a
+   * key is generated beside the database file.
+   */
+  secretsKey: string | null;
   webhooks: {
     /** Delays before each retry, in milliseconds (spec: Limits, 6 attempts in total). */
     retryScheduleMs: number[];
@@ -62,6 +68,19 @@ export interface Config {
 /** Thrown for a malformed environment variable; the CLI prints it and exits non-zero. */
 export class ConfigError extends Error {}
 
+/** The shortest `VEXIL_SECRETS_KEY` accepted: 32 characters, as `openssl rand -base64 32` gives 44. */
+export const MIN_SECRETS_KEY_LENGTH = 32;
+
+function secretsKey(value: string | undefined): string | null {
+  if (value === undefined || value === '') return null;
+  if (value.length < MIN_SECRETS_KEY_LENGTH) {
+    throw new ConfigError(
+      `VEXIL_SECRETS_KEY: must be at least ${MIN_SECRETS_KEY_LENGTH} characters (e.g. openssl rand -base64 32)`,
+    );
+  }
+  return value;
+}
+
 const DURATION = /^(\d+)(ms|s|m|h|d)$/;
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
@@ -102,6 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ),
     },
     redisUrl: env.VEXIL_REDIS_URL || null,
+    secretsKey: secretsKey(env.VEXIL_SECRETS_KEY),
     webhooks: {
       retryScheduleMs: schedule
         .split(',')

@@ -5,6 +5,7 @@ import type { ConfigChangeListener } from './db/mutate.js';
 import type { Dialect } from './db/database.js';
 import type { Schema } from './db/schema.js';
 import type { UsageAggregator } from './usage/aggregator.js';
+import type { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 
 /** What route modules and workers are given: passed explicitly, never looked up. */
 export interface Services {
@@ -20,4 +21,6 @@ export interface Services {
   onSdkKeyRevoked: (keyHash: string) => void;
   /** In-memory evaluation and custom-event counts, flushed in batches (design record 008). */
   usage: UsageAggregator;
+  /** Seals and opens webhook signing secrets, which are stored sealed (design record 015). */
+  signingSecrets: SigningSecretVault;
 }

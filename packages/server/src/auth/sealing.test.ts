@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { deriveKey, isSealed, seal, unseal } from './sealing.js';
+import { deriveKey, seal, unseal } from './sealing.js';
 
 describe('sealing', () => {
   const key = deriveKey('vxl_pat_' + randomBytes(32).toString('base64url'), 'test');
 
   it('opens with the same key and associated data', () => {
     const sealed = seal(key, '{"secret":"whsec_abc"}', 'row-1');
-    expect(isSealed(sealed)).toBe(true);
+    expect(sealed).toMatch(/^v1\./);
     expect(sealed).not.toContain('whsec_abc');
     expect(unseal(key, sealed, 'row-1')).toBe('{"secret":"whsec_abc"}');
   });
@@ -33,6 +33,5 @@ describe('sealing', () => {
     expect(deriveKey('secret', 'a').equals(deriveKey('secret', 'a'))).toBe(true);
     expect(deriveKey('secret', 'a').equals(deriveKey('secret', 'b'))).toBe(false);
     expect(deriveKey('secret', 'a').equals(deriveKey('secret2', 'a'))).toBe(false);
-    expect(isSealed('whsec_dGVzdA==')).toBe(false);
   });
 });

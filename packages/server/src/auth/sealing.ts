@@ -29,11 +29,6 @@ export function seal(key: Buffer, plaintext: string, associatedData: string): st
     .join('.');
 }
 
-/** Whether `value` is in the sealed form (rather than stored as given before sealing existed). */
-export function isSealed(value: string): boolean {
-  return value.startsWith(`${VERSION}.`);
-}
-
 /**
  * The plaintext of a value {@link seal} produced with the same key and associated data.
  * @throws Error when the key or associated data differ, or the value was altered

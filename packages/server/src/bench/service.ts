@@ -14,6 +14,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = resolve(here, '../../../..');
 const CLI = join(REPO_ROOT, 'packages/server/dist/cli.js');
 
+/** Every benchmarked node holds the same secrets key, as PostgreSQL nodes must (design record 015). */
+const SECRETS_KEY = 'bench-secrets-key-0123456789abcdefghijklmnopqrstuvwxyz';
+
 /** High enough that seeding never meets the management API's rate limit. */
 const RATE_LIMIT = '100000000';
 
@@ -30,6 +33,7 @@ export function nodeEnvironment(database: BenchDatabase): Record<string, string>
     VEXIL_HOST: '127.0.0.1',
     VEXIL_LOG_LEVEL: 'warn',
     VEXIL_RATE_LIMIT: RATE_LIMIT,
+    VEXIL_SECRETS_KEY: SECRETS_KEY,
     // The webhook benchmark delivers to a receiver on 127.0.0.1 over http.
     VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   };

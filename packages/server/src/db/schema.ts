@@ -204,7 +204,10 @@ export interface WebhookSubscriptionsTable {
 export interface WebhookSecretsTable {
   id: string;
   subscription_id: string;
-  /** The `whsec_…` secret. HMAC signing needs it in plain form (design record 005). */
+  /**
+   * The `whsec_…` secret, sealed (design record 015): HMAC signing needs the secret itself, so it
+   * cannot be hashed. Only rows from before sealing hold it plain, until the next start seals them.
+   */
   secret: string;
   created_at: string;
   retired_at: string | null;

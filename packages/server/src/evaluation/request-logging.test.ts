@@ -1,9 +1,14 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVexil, type Vexil } from '../app.js';
-import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
-import { call, createOrg, createPostgresDatabase, testDialects } from '../test-support/harness.js';
+import {
+  call,
+  createOrg,
+  createPostgresDatabase,
+  testDialects,
+  testConfig,
+} from '../test-support/harness.js';
 
 /** Collects every log line the service writes, parsed. */
 class CapturedLog extends Writable {
@@ -25,10 +30,11 @@ describe.each(testDialects())('request logging on %s', (dialect) => {
     const postgres = dialect === 'postgres' ? await createPostgresDatabase() : undefined;
     dropDatabase = postgres?.drop;
     const databaseUrl = postgres?.url ?? ':memory:';
-    vexil = await createVexil(
-      { ...loadConfig({}), databaseUrl, logLevel: 'info' },
-      { database: openDatabase(databaseUrl), logStream: log, startWorkers: false },
-    );
+    vexil = await createVexil(testConfig({ databaseUrl, logLevel: 'info' }), {
+      database: openDatabase(databaseUrl),
+      logStream: log,
+      startWorkers: false,
+    });
   });
   afterAll(async () => {
     await vexil.close();

@@ -1,7 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVexil, type Vexil } from '../app.js';
-import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/database.js';
 import {
   call,
@@ -9,6 +8,7 @@ import {
   createPostgresDatabase,
   testDialects,
   testWebhookSettings,
+  testConfig,
 } from '../test-support/harness.js';
 import { redactUrl } from './logging.js';
 
@@ -44,13 +44,12 @@ describe.each(testDialects())('secrets never appear in logs on %s', (dialect) =>
     const postgres = dialect === 'postgres' ? await createPostgresDatabase() : undefined;
     dropDatabase = postgres?.drop;
     const databaseUrl = postgres?.url ?? ':memory:';
-    const config = {
-      ...loadConfig({}),
+    const config = testConfig({
       databaseUrl,
       // The most verbose level: whatever any code path logs is captured.
       logLevel: 'trace',
       webhooks: testWebhookSettings({ retryScheduleMs: [1000] }),
-    };
+    });
     vexil = await createVexil(config, {
       database: openDatabase(databaseUrl),
       logStream: log,

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVexil } from '../app.js';
 import { issueToken } from '../auth/tokens.js';
-import { loadConfig } from '../config.js';
 import type { Role } from '../db/schema.js';
 import {
   call,
@@ -13,6 +12,7 @@ import {
   testDialects,
   type TestResponse,
   type TestVexil,
+  testConfig,
 } from '../test-support/harness.js';
 
 /**
@@ -184,10 +184,7 @@ interface ManagementRoute {
  * Deletions come last, deepest first, so that they never remove a fixture a later route needs.
  */
 async function managementRoutes(): Promise<ManagementRoute[]> {
-  const vexil = await createVexil(
-    { ...loadConfig({}), databaseUrl: ':memory:' },
-    { logger: false },
-  );
+  const vexil = await createVexil(testConfig({ databaseUrl: ':memory:' }), { logger: false });
   await vexil.app.ready();
   const paths = (vexil.app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths;
   await vexil.close();

@@ -13,6 +13,14 @@ import { bootstrap } from '../management/orgs/bootstrap.js';
 export const POSTGRES_ADMIN_URL =
   process.env.VEXIL_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
+/** The secrets key of test services (PostgreSQL requires one; design record 015). */
+export const TEST_SECRETS_KEY = 'test-secrets-key-0123456789abcdefghijklmnopqrstuvwxyz';
+
+/** The configuration of test services: `env` read as the service reads it, then `overrides`. */
+export function testConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}): Config {
+  return { ...loadConfig({ VEXIL_SECRETS_KEY: TEST_SECRETS_KEY, ...env }), ...overrides };
+}
+
 /** Every storage test runs on both dialects. */
 export function testDialects(): Dialect[] {
   return ['sqlite', 'postgres'];
@@ -75,7 +83,7 @@ export async function createTestVexil(
 ): Promise<TestVexil> {
   const postgres = dialect === 'postgres' ? await createPostgresDatabase() : undefined;
   const databaseUrl = postgres?.url ?? ':memory:';
-  const config: Config = { ...loadConfig({ ...options.env }), databaseUrl, ...options.config };
+  const config = testConfig({ databaseUrl, ...options.config }, options.env);
   const database = openDatabase(databaseUrl);
   // Background workers stay off unless asked for: tests drive them (e.g. `webhookWorker.runOnce()`).
   const vexil = await createVexil(config, {

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { TEST_SECRETS_KEY } from './harness.js';
 
 /** The built CLI (`npm test` builds before running the suite). */
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
@@ -49,6 +50,7 @@ export class ServeProcess {
         VEXIL_HOST: '127.0.0.1',
         VEXIL_PORT: String(port),
         VEXIL_LOG_LEVEL: 'warn',
+        VEXIL_SECRETS_KEY: TEST_SECRETS_KEY,
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -104,12 +104,13 @@ export function registerWebhookRoutes(app: App, services: Services): void {
             updated_at: m.now,
           })
           .execute();
+        const secretId = uuid();
         await m.trx
           .insertInto('webhook_secrets')
           .values({
-            id: uuid(),
+            id: secretId,
             subscription_id: subscriptionId,
-            secret,
+            secret: services.signingSecrets.seal(secretId, secret),
             created_at: m.now,
             retired_at: null,
           })
@@ -253,7 +254,13 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         const id = uuid();
         await m.trx
           .insertInto('webhook_secrets')
-          .values({ id, subscription_id: row.id, secret, created_at: m.now, retired_at: null })
+          .values({
+            id,
+            subscription_id: row.id,
+            secret: services.signingSecrets.seal(id, secret),
+            created_at: m.now,
+            retired_at: null,
+          })
           .execute();
         return id;
       });

@@ -201,7 +201,7 @@ export class DeliveryWorker {
 
   /** Sends one attempt of a leased delivery and records it. */
   private async attempt(delivery: WebhookDeliveriesTable): Promise<void> {
-    const { db, clock, config } = this.services;
+    const { db, clock, config, signingSecrets } = this.services;
     const event = await db
       .selectFrom('webhook_events')
       .select(['id', 'payload'])
@@ -214,7 +214,7 @@ export class DeliveryWorker {
       .executeTakeFirstOrThrow();
     const secrets = await db
       .selectFrom('webhook_secrets')
-      .select('secret')
+      .select(['id', 'secret'])
       .where('subscription_id', '=', subscription.id)
       .where('retired_at', 'is', null)
       .orderBy('created_at')
@@ -235,7 +235,7 @@ export class DeliveryWorker {
               event.id,
               sentAt,
               event.payload,
-              secrets.map((row) => row.secret),
+              secrets.map((row) => signingSecrets.open(row.id, row.secret)),
             ),
             event.payload,
             config.webhooks.timeoutMs,

@@ -1,3 +1,4 @@
+import type { Kysely } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestVexil, testDialects, type TestVexil } from '../../test-support/harness.js';
 import { up } from './0003-sealed-idempotent-responses.js';
@@ -21,7 +22,7 @@ describe.each(testDialects())('migration 0003 on %s', (dialect) => {
         { ...row, key: 'running', response_status: null, response_body: null },
       ])
       .execute();
-    await up(vexil.services.db);
+    await up(vexil.services.db as unknown as Kysely<unknown>);
     const left = await vexil.services.db.selectFrom('idempotency_keys').select('key').execute();
     expect(left).toEqual([{ key: 'running' }]);
   });

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createVexil } from '../app.js';
+import { ConfigError } from '../config.js';
+import { openDatabase } from '../db/database.js';
+import {
+  call,
+  createOrg,
+  createTestVexil,
+  testDialects,
+  type TestVexil,
+} from '../test-support/harness.js';
+import { SigningSecretVault } from './secrets-at-rest.js';
+
+const OTHER_KEY = 'another-secrets-key-0123456789abcdefghijkl';
+
+describe.each(testDialects())('webhook signing secrets at rest on %s', (dialect) => {
+  let vexil: TestVexil;
+  let org: Awaited<ReturnType<typeof createOrg>>;
+  let subscriptionId: string;
+  let secret: string;
+
+  beforeAll(async () => {
+    vexil = await createTestVexil(dialect);
+    org = await createOrg(vexil);
+    const created = await call(vexil, 'POST', '/api/v1/orgs/acme/webhooks', {
+      token: org.token,
+      body: { name: 'Receiver', url: 'https://93.184.215.14/hooks', provider: 'GenericHttp' },
+    });
+    expect(created.status).toBe(201);
+    subscriptionId = created.body.id;
+    secret = created.body.secret;
+  });
+  afterAll(() => vexil.close());
+
+  const storedSecrets = () =>
+    vexil.services.db
+      .selectFrom('webhook_secrets')
+      .select(['id', 'secret'])
+      .where('subscription_id', '=', subscriptionId)
+      .orderBy('created_at')
+      .execute();
+
+  it('stores created and added secrets sealed; they open to what the caller was shown', async () => {
+    const added = await call(
+      vexil,
+      'POST',
+      `/api/v1/orgs/acme/webhooks/${subscriptionId}/secrets`,
+      {
+        token: org.token,
+      },
+    );
+    const rows = await storedSecrets();
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      expect(row.secret).not.toContain('whsec_');
+      expect(row.secret).not.toContain(secret.slice(6));
+    }
+    const vault = vexil.services.signingSecrets;
+    expect(vault.open(rows[0]!.id, rows[0]!.secret)).toBe(secret);
+    expect(vault.open(rows[1]!.id, rows[1]!.secret)).toBe(added.body.secret);
+    // Bound to its row: a sealed secret moved to another row does not open there.
+    expect(() => vault.open(rows[1]!.id, rows[0]!.secret)).toThrow();
+  });
+
+  it('a secret stored plain before sealing is sealed at the next start, once', async () => {
+    const legacy = { id: 'legacy-secret', secret: 'whsec_bGVnYWN5LXNlY3JldC1zdG9yZWQtcGxhaW4=' };
+    await vexil.services.db
+      .insertInto('webhook_secrets')
+      .values({
+        ...legacy,
+        subscription_id: subscriptionId,
+        created_at: '2026-01-01T00:00:00.000Z',
+        retired_at: null,
+      })
+      .execute();
+    const vault = vexil.services.signingSecrets;
+    expect(await vault.sealStoredSecrets(vexil.services.db)).toBe(1);
+    const row = (await storedSecrets()).find(({ id }) => id === legacy.id)!;
+    expect(row.secret).not.toContain('whsec_');
+    expect(vault.open(legacy.id, row.secret)).toBe(legacy.secret);
+    expect(await vault.sealStoredSecrets(vexil.services.db)).toBe(0);
+  });
+
+  it('another key does not open the stored secrets: start-up is refused', async () => {
+    await expect(
+      new SigningSecretVault(OTHER_KEY).sealStoredSecrets(vexil.services.db),
+    ).rejects.toThrow(ConfigError);
+    if (dialect !== 'postgres') return; // an in-memory SQLite database cannot be opened twice
+    const database = openDatabase(vexil.databaseUrl);
+    await expect(
+      createVexil({ ...vexil.config, secretsKey: OTHER_KEY }, { database, logger: false }),
+    ).rejects.toThrow(/does not open the stored webhook signing secrets/);
+    await database.close();
+  });
+});
