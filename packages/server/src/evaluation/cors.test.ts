@@ -48,6 +48,26 @@ describe('CORS: browsers may call the evaluation API and OFREP, not the manageme
     expect(String(response.headers['access-control-expose-headers'])).toContain('ETag');
   });
 
+  it('adds no CORS headers to requests without an Origin (server SDKs)', async () => {
+    const response = await call(vexil, 'POST', '/v1/client/evaluate', {
+      token: clientKey,
+      body: { context: { userId: 'u' } },
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers['access-control-allow-origin']).toBeUndefined();
+    expect(response.headers['access-control-expose-headers']).toBeUndefined();
+  });
+
+  it('marks error answers readable cross-origin, so browsers see the problem body', async () => {
+    const response = await call(vexil, 'POST', '/v1/client/evaluate', {
+      token: 'vxl_cli_unknown',
+      body: { context: { userId: 'u' } },
+      headers: { origin: 'https://app.example.com' },
+    });
+    expect(response.status).toBe(401);
+    expect(response.headers['access-control-allow-origin']).toBe('*');
+  });
+
   it('marks event streams readable cross-origin too', async () => {
     // A stream takes its response over from Fastify, so the headers set before must go with it.
     const origin = await vexil.app.listen({ port: 0, host: '127.0.0.1' });

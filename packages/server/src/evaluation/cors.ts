@@ -32,11 +32,16 @@ export async function allowBrowserCalls(app: App): Promise<void> {
     });
   });
   // The headers @fastify/cors adds to an actual request with a fixed origin, set in onRequest as
-  // it does, so that error answers (validation, authentication, 404) carry them too.
-  app.addHook('onRequest', (_request, reply, done) => {
-    void reply
-      .header('access-control-allow-origin', ALLOWED_ORIGIN)
-      .header('access-control-expose-headers', EXPOSED_HEADERS_VALUE);
+  // it does, so that error answers (validation, authentication, 404) carry them too. Only
+  // requests with an `Origin` get them, as with Go's rs/cors: browsers send it on every
+  // cross-origin request, and server SDKs, which make most of the calls, never read them. Two
+  // more headers on every answer cost server evaluate 12–19% of its throughput (design record 016).
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.headers.origin !== undefined) {
+      void reply
+        .header('access-control-allow-origin', ALLOWED_ORIGIN)
+        .header('access-control-expose-headers', EXPOSED_HEADERS_VALUE);
+    }
     done();
   });
 }

@@ -1,46 +1,14 @@
 import { sql } from 'kysely';
-import { Registry, collectDefaultMetrics, Gauge, Histogram } from 'prom-client';
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
 import type { App } from '../app.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
+import { RequestDurations } from './request-durations.js';
 
 /** What `/readyz` and `/metrics` look at. */
 export interface OpsState {
   /** False once shutdown has begun: load balancers stop sending traffic before the listener closes. */
   accepting: boolean;
-}
-
-type DurationObserver = (
-  request: FastifyRequest,
-  reply: FastifyReply,
-  done: HookHandlerDoneFunction,
-) => void;
-
-/**
- * An onResponse hook recording the request's duration under `route` and the route's method
- * (`null` or several: the request's), with one histogram child per method and status.
- */
-function durationObserver(
-  histogram: Histogram<'method' | 'route' | 'status'>,
-  method: string | readonly string[] | null,
-  route: string,
-): DurationObserver {
-  const children = new Map<string | number, Histogram.Internal<'method' | 'route' | 'status'>>();
-  const fixedMethod = typeof method === 'string' ? method : null;
-  return (request, reply, done) => {
-    const requestMethod = fixedMethod ?? request.method;
-    const status = reply.statusCode;
-    // With a fixed method the status alone is the key, which needs no string building.
-    const key = fixedMethod === null ? `${requestMethod} ${status}` : status;
-    let child = children.get(key);
-    if (child === undefined) {
-      child = histogram.labels({ method: requestMethod, route, status: String(status) });
-      children.set(key, child);
-    }
-    child.observe(reply.elapsedTime / 1000);
-    done();
-  };
 }
 
 /**
@@ -58,25 +26,21 @@ export function registerOpsRoutes(
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
-  const requestDuration = new Histogram({
-    name: 'vexil_http_request_duration_seconds',
-    help: 'HTTP request duration by route, method and status',
-    labelNames: ['method', 'route', 'status'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
-  // Each route gets its own onResponse hook that knows its labels and keeps the histogram child
-  // per status, so a request costs one map read and one observation: labelling every observation
-  // (building the `routeOptions` object, hashing the label set) was 2–3% of an evaluation's CPU.
+  const requestDurations = new RequestDurations();
+  registry.registerMetric(requestDurations.asMetric());
+  // Each route gets its own onResponse hook that knows its labels (design record 016).
   app.addHook('onRoute', (route) => {
-    const observe = durationObserver(requestDuration, route.method, route.url);
+    const observe = requestDurations.observer(
+      typeof route.method === 'string' ? route.method : null,
+      route.url,
+    );
     const existing = route.onResponse;
     route.onResponse = (
       existing === undefined ? [observe] : [existing, observe].flat()
     ) as typeof route.onResponse;
   });
   // Requests that matched no route, which have no route hooks.
-  const unmatched = durationObserver(requestDuration, null, 'unmatched');
+  const unmatched = requestDurations.observer(null, 'unmatched');
   app.addHook('onResponse', (request, reply, done) => {
     if (request.is404) unmatched(request, reply, done);
     else done();
