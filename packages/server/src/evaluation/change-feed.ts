@@ -248,7 +248,7 @@ export class ChangeFeed {
 
   /** The safety net: drop any snapshot whose environment version moved on without a notice. */
   async checkVersions(): Promise<void> {
-    const held = new Map(this.snapshots.heldVersions());
+    const held = this.snapshots.heldVersions();
     if (held.size === 0) return;
     try {
       const rows = await this.db

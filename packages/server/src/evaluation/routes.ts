@@ -47,6 +47,14 @@ function serverResultJson(result: EvaluationResult): string {
 const RETRY_AFTER_SECONDS = 5;
 
 /**
+ * Calls `next` with `value` at once, or once it settles when it is a promise: the evaluation
+ * routes' snapshot is almost always at hand, and a promise per request costs measurably.
+ */
+function whenReady<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Promise<R> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
+/**
  * The evaluation API (spec: Evaluation API), mounted under `/v1`. SDK keys travel in the
  * `Authorization` header, bare or after `Bearer ` (design record 006). Every answer comes from an
  * in-memory snapshot; only the first request after a change reads the database.
@@ -67,17 +75,38 @@ export async function registerEvaluationApi(
     );
   });
 
-  /** Authenticates the SDK key and returns its environment's snapshot. */
-  async function snapshotFor(
+  /**
+   * Authenticates the SDK key and returns its environment's snapshot: at once when the key's
+   * grant is cached and the snapshot built, as on nearly every request (design record 016);
+   * otherwise a promise, which rejects with the {@link ProblemError} of {@link loadSnapshot}.
+   */
+  function snapshotFor(
     request: FastifyRequest,
     type: 'ClientSide' | 'ServerSide',
-  ): Promise<Snapshot> {
+  ): Snapshot | Promise<Snapshot> {
     const key = request.headers.authorization
       ? SDK_KEY.exec(request.headers.authorization)?.[1]
       : undefined;
+    const nowMs = services.clock.now().getTime();
+    const grant = key === undefined ? undefined : keys.cached(key, nowMs);
+    const snapshot = grant?.type === type ? snapshots.ready(grant.environmentId) : undefined;
+    return snapshot ?? loadSnapshot(request, key, type, nowMs);
+  }
+
+  /**
+   * {@link snapshotFor} when it must wait: looks the key up and builds the snapshot.
+   * @throws ProblemError 401 (no key, an unknown or revoked key, a deleted environment), 403 (a
+   *   key of the other type), 503 with `Retry-After` (the configuration cannot be loaded)
+   */
+  async function loadSnapshot(
+    request: FastifyRequest,
+    key: string | undefined,
+    type: 'ClientSide' | 'ServerSide',
+    nowMs: number,
+  ): Promise<Snapshot> {
     if (!key)
       throw new ProblemError(401, 'Unauthorized', 'Send an SDK key in the Authorization header.');
-    const grant = await keys.resolve(key, services.clock.now().getTime());
+    const grant = await keys.resolve(key, nowMs);
     if (!grant)
       throw new ProblemError(401, 'Unauthorized', 'The SDK key is not valid or has been revoked.');
     if (grant.type !== type) {
@@ -175,27 +204,28 @@ export async function registerEvaluationApi(
       },
       serializerCompiler: () => (result) => serverResultJson(result as EvaluationResult),
     },
-    async (request) => {
-      const snapshot = await snapshotFor(request, 'ServerSide');
-      const result = evaluateFlag(snapshot.compiled, request.body.flagKey, request.body.context);
-      if (result.errorCode === 'FLAG_NOT_FOUND') {
-        throw new ProblemError(
-          404,
-          'Flag not found',
-          `No flag "${request.body.flagKey}" in this environment.`,
-        );
-      }
-      if (result.variation !== null && !reportsOwnEvaluations(request)) {
-        const nowMs = services.clock.now().getTime();
-        services.usage.recordEvaluation(
-          snapshot.environmentId,
-          result.key,
-          result.variation,
-          nowMs,
-        );
-      }
-      return result;
-    },
+    (request) =>
+      whenReady(snapshotFor(request, 'ServerSide'), (snapshot) => {
+        const { flagKey, context } = request.body;
+        const result = evaluateFlag(snapshot.compiled, flagKey, context);
+        if (result.errorCode === 'FLAG_NOT_FOUND') {
+          throw new ProblemError(
+            404,
+            'Flag not found',
+            `No flag "${flagKey}" in this environment.`,
+          );
+        }
+        if (result.variation !== null && !reportsOwnEvaluations(request)) {
+          const nowMs = services.clock.now().getTime();
+          services.usage.recordEvaluation(
+            snapshot.environmentId,
+            result.key,
+            result.variation,
+            nowMs,
+          );
+        }
+        return result;
+      }),
   );
 
   const clientEvaluation = {
@@ -208,20 +238,20 @@ export async function registerEvaluationApi(
   };
   // The body is serialized by clientFlagsBody (in the response schema's shape), which reuses each
   // flag's serialized entry: through the schema, 50 flags took longer to serialize than to evaluate.
-  const evaluateClient = async (
+  const evaluateClient = (
     request: FastifyRequest<{ Body: { context: Record<string, unknown> } }>,
     reply: FastifyReply,
-  ) => {
-    const snapshot = await snapshotFor(request, 'ClientSide');
-    const body = clientFlagsBody(
-      snapshot,
-      request.body.context,
-      reportsOwnEvaluations(request)
-        ? null
-        : { aggregator: services.usage, nowMs: services.clock.now().getTime() },
-    );
-    return reply.type('application/json; charset=utf-8').send(body);
-  };
+  ) =>
+    whenReady(snapshotFor(request, 'ClientSide'), (snapshot) => {
+      const body = clientFlagsBody(
+        snapshot,
+        request.body.context,
+        reportsOwnEvaluations(request)
+          ? null
+          : { aggregator: services.usage, nowMs: services.clock.now().getTime() },
+      );
+      void reply.type('application/json; charset=utf-8').send(body);
+    });
   app.post('/client/evaluate', clientEvaluation, evaluateClient);
   // Spec: Evaluation API rule 2: identify also re-targets the caller's open stream (X-Vexil-Stream-Id).
   const clientStreams = registerStreamingApi(app, services, snapshots, snapshotFor, streamRelay);

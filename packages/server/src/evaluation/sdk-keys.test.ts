@@ -41,6 +41,22 @@ describe.each(testDialects())('SDK key resolver on %s', (dialect) => {
     expect(await resolver.resolve(key, NOW + 1_000)).toBeNull();
   });
 
+  it('cached() answers without waiting only what resolve() has cached, for its time to live', async () => {
+    const key = (await createProjectWithFlag(vexil, await createOrg(vexil, 'initech'))).sdkKey;
+    const resolver = new SdkKeyResolver(vexil.services.db);
+    const unknown = 'vxl_srv_not-a-key';
+    expect(resolver.cached(key, NOW)).toBeUndefined();
+    expect(resolver.cached(unknown, NOW)).toBeUndefined();
+    const grant = await resolver.resolve(key, NOW);
+    await resolver.resolve(unknown, NOW);
+    expect(grant).toMatchObject({ type: 'ServerSide' });
+    expect(resolver.cached(key, NOW + 9_999)).toEqual(grant);
+    expect(resolver.cached(unknown, NOW + 9_999)).toBeNull();
+    expect(resolver.cached(key, NOW + 10_000)).toBeUndefined();
+    resolver.forget(hashSecret(key));
+    expect(resolver.cached(key, NOW)).toBeUndefined();
+  });
+
   it('looks keys up again after the time to live and after forgetAll', async () => {
     const fresh = (await createProjectWithFlag(vexil, await createOrg(vexil, 'globex'))).sdkKey;
     const resolver = new SdkKeyResolver(vexil.services.db);

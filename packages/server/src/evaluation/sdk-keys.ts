@@ -41,11 +41,20 @@ export class SdkKeyResolver {
 
   constructor(private readonly db: Kysely<Schema>) {}
 
+  /**
+   * The cached grant of `key` at `nowMs` (Unix milliseconds), without waiting: null for a key
+   * known to be unknown or revoked, undefined when the cache cannot say (then {@link resolve}).
+   */
+  cached(key: string, nowMs: number): SdkKeyGrant | null | undefined {
+    const cached = this.cache.get(key.length <= MAX_RAW_KEY_LENGTH ? key : hashSecret(key));
+    return cached && cached.expiresAt > nowMs ? cached.grant : undefined;
+  }
+
   /** The grant of `key` at `nowMs` (Unix milliseconds), or null for an unknown or revoked key. */
   async resolve(key: string, nowMs: number): Promise<SdkKeyGrant | null> {
+    const cached = this.cached(key, nowMs);
+    if (cached !== undefined) return cached;
     const short = key.length <= MAX_RAW_KEY_LENGTH;
-    const cached = this.cache.get(short ? key : hashSecret(key));
-    if (cached && cached.expiresAt > nowMs) return cached.grant;
     const hash = hashSecret(key);
     const row = await this.db
       .selectFrom('sdk_keys')

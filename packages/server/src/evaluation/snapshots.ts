@@ -36,8 +36,8 @@ export interface Snapshot {
  */
 export class SnapshotStore {
   private readonly snapshots = new Map<string, Promise<Snapshot | undefined>>();
-  /** Versions of the snapshots built so far, for the change feed's comparisons. */
-  private readonly versions = new Map<string, number>();
+  /** The snapshots built so far and still current: read without awaiting by {@link ready}. */
+  private readonly built = new Map<string, Snapshot>();
   /** When each held snapshot was built (epoch ms), for the snapshot-age metric. */
   private readonly builtAtMs = new Map<string, number>();
   private readonly listeners = new Set<(environmentIds: readonly string[] | 'all') => void>();
@@ -54,7 +54,7 @@ export class SnapshotStore {
       building.then(
         (built) => {
           if (built && this.snapshots.get(environmentId) === building)
-            this.versions.set(environmentId, built.version);
+            this.built.set(environmentId, built);
           this.builtAtMs.set(environmentId, Date.now());
         },
         // A failed build must not stick: the next request tries again.
@@ -66,12 +66,21 @@ export class SnapshotStore {
     return snapshot;
   }
 
+  /**
+   * The environment's snapshot when it is built and current, without waiting; otherwise
+   * undefined, and {@link get} builds it. The evaluation routes answer from here, so that the
+   * common case costs no promise (design record 016).
+   */
+  ready(environmentId: string): Snapshot | undefined {
+    return this.built.get(environmentId);
+  }
+
   /** Forgets the snapshots of environments whose configuration changed. */
   invalidate(environmentIds: Iterable<string>): void {
     const ids = [...environmentIds];
     for (const id of ids) {
       this.snapshots.delete(id);
-      this.versions.delete(id);
+      this.built.delete(id);
       this.builtAtMs.delete(id);
     }
     if (ids.length > 0) this.announce(ids);
@@ -80,7 +89,7 @@ export class SnapshotStore {
   /** Forgets every snapshot (after a lost change listener: notices may have been missed). */
   invalidateAll(): void {
     this.snapshots.clear();
-    this.versions.clear();
+    this.built.clear();
     this.builtAtMs.clear();
     this.announce('all');
   }
@@ -100,7 +109,7 @@ export class SnapshotStore {
 
   /** The version of the environment's built snapshot, if one is held. */
   heldVersion(environmentId: string): number | undefined {
-    return this.versions.get(environmentId);
+    return this.built.get(environmentId)?.version;
   }
 
   /** When the environment's held snapshot was built (epoch ms), if one is held. */
@@ -109,8 +118,8 @@ export class SnapshotStore {
   }
 
   /** Every held snapshot's version, by environment id. */
-  heldVersions(): ReadonlyMap<string, number> {
-    return this.versions;
+  heldVersions(): Map<string, number> {
+    return new Map([...this.built].map(([environmentId, { version }]) => [environmentId, version]));
   }
 
   private async build(environmentId: string): Promise<Snapshot | undefined> {

@@ -36,7 +36,7 @@ interface StreamOptions {
   environmentId: string;
   credential: string;
   /** Re-checks the SDK key the stream was opened with; throws its 401/403 problem when refused. */
-  authenticate: () => Promise<Snapshot>;
+  authenticate: () => Snapshot | Promise<Snapshot>;
   snapshots: SnapshotStore;
   response: ServerResponse;
   onError: (error: unknown) => void;
@@ -58,7 +58,7 @@ abstract class Stream {
   readonly environmentId: string;
   /** The `Authorization` value the stream was opened with; streams sharing it are re-checked together. */
   readonly credential: string;
-  readonly authenticate: () => Promise<Snapshot>;
+  readonly authenticate: () => Snapshot | Promise<Snapshot>;
   private readonly snapshots: SnapshotStore;
   private readonly response: ServerResponse;
   private readonly onError: (error: unknown) => void;

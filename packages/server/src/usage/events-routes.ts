@@ -18,11 +18,14 @@ export const MAX_CUSTOM_EVENT_KEYS_PER_REQUEST = 50;
 /** How far an event's `timestamp` may lie from the server's clock, either way. */
 export const EVENT_TIMESTAMP_TOLERANCE_MS = 24 * HOUR_MS;
 
-/** Authenticates the request's SDK key and returns its environment's snapshot. */
+/**
+ * Authenticates the request's SDK key and returns its environment's snapshot: at once when it is
+ * at hand, else as a promise (design record 016). Callers await it either way.
+ */
 export type SdkAuthenticator = (
   request: FastifyRequest,
   type: 'ClientSide' | 'ServerSide',
-) => Promise<Snapshot>;
+) => Snapshot | Promise<Snapshot>;
 
 /** Where accepted events go and which flag keys they may name. */
 export interface IntakeTarget {
