@@ -38,7 +38,6 @@ export class RequestDurations {
   readonly name = 'vexil_http_request_duration_seconds';
   readonly help = 'HTTP request duration by route, method and status';
   readonly type = 'histogram';
-  readonly aggregator = 'sum';
   private readonly series: Series[] = [];
 
   /**
