@@ -83,7 +83,10 @@ export async function createVexil(
 ): Promise<Vexil> {
   const database = options.database ?? openDatabase(config.databaseUrl);
   await migrate(database);
-  const signingSecrets = new SigningSecretVault(secretsKey(config, database.dialect));
+  const signingSecrets = new SigningSecretVault(
+    secretsKey(config, database.dialect),
+    config.previousSecretsKey,
+  );
   await signingSecrets.sealStoredSecrets(database.db);
   const clock = options.clock ?? systemClock;
   const snapshots = new SnapshotStore(database.db);

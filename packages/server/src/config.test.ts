@@ -45,5 +45,14 @@ describe('loadConfig: secrets key', () => {
   it('refuses a key shorter than 32 characters, naming the variable', () => {
     expect(() => loadConfig({ VEXIL_SECRETS_KEY: 'too-short' })).toThrow(ConfigError);
     expect(() => loadConfig({ VEXIL_SECRETS_KEY: 'too-short' })).toThrow(/VEXIL_SECRETS_KEY/);
+    expect(() => loadConfig({ VEXIL_SECRETS_KEY_PREVIOUS: 'too-short' })).toThrow(
+      /VEXIL_SECRETS_KEY_PREVIOUS/,
+    );
+  });
+
+  it('reads the key before a rotation from VEXIL_SECRETS_KEY_PREVIOUS', () => {
+    expect(loadConfig({}).previousSecretsKey).toBeNull();
+    const key = 'p'.repeat(32);
+    expect(loadConfig({ VEXIL_SECRETS_KEY_PREVIOUS: key }).previousSecretsKey).toBe(key);
   });
 });

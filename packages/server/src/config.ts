@@ -22,6 +22,11 @@ export interface Config {
    * key is generated beside the database file.
    */
   secretsKey: string | null;
+  /**
+   * `VEXIL_SECRETS_KEY_PREVIOUS`: the secrets key before a rotation. Secrets it opens are sealed
+   * again with {@link secretsKey} at start-up (design record 015).
+   */
+  previousSecretsKey: string | null;
   webhooks: {
     /** Delays before each retry, in milliseconds (spec: Limits, 6 attempts in total). */
     retryScheduleMs: number[];
@@ -71,11 +76,11 @@ export class ConfigError extends Error {}
 /** The shortest `VEXIL_SECRETS_KEY` accepted: 32 characters, as `openssl rand -base64 32` gives 44. */
 export const MIN_SECRETS_KEY_LENGTH = 32;
 
-function secretsKey(value: string | undefined): string | null {
+function secretsKey(value: string | undefined, name: string): string | null {
   if (value === undefined || value === '') return null;
   if (value.length < MIN_SECRETS_KEY_LENGTH) {
     throw new ConfigError(
-      `VEXIL_SECRETS_KEY: must be at least ${MIN_SECRETS_KEY_LENGTH} characters (e.g. openssl rand -base64 32)`,
+      `${name}: must be at least ${MIN_SECRETS_KEY_LENGTH} characters (e.g. openssl rand -base64 32)`,
     );
   }
   return value;
@@ -121,7 +126,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ),
     },
     redisUrl: env.VEXIL_REDIS_URL || null,
-    secretsKey: secretsKey(env.VEXIL_SECRETS_KEY),
+    secretsKey: secretsKey(env.VEXIL_SECRETS_KEY, 'VEXIL_SECRETS_KEY'),
+    previousSecretsKey: secretsKey(env.VEXIL_SECRETS_KEY_PREVIOUS, 'VEXIL_SECRETS_KEY_PREVIOUS'),
     webhooks: {
       retryScheduleMs: schedule
         .split(',')

@@ -6,6 +6,7 @@ import {
   call,
   createOrg,
   createTestVexil,
+  TEST_SECRETS_KEY,
   testDialects,
   type TestVexil,
 } from '../test-support/harness.js';
@@ -81,15 +82,52 @@ describe.each(testDialects())('webhook signing secrets at rest on %s', (dialect)
     expect(await vault.sealStoredSecrets(vexil.services.db)).toBe(0);
   });
 
+  it('a rotation seals every secret again with the new key, given the old one as previous', async () => {
+    const before = await storedSecrets();
+    const plainSecrets = before.map((row) =>
+      vexil.services.signingSecrets.open(row.id, row.secret),
+    );
+    const rotated = new SigningSecretVault(OTHER_KEY, TEST_SECRETS_KEY);
+    expect(await rotated.sealStoredSecrets(vexil.services.db)).toBe(before.length);
+    const after = await storedSecrets();
+    expect(after.map((row) => rotated.open(row.id, row.secret))).toEqual(plainSecrets);
+    for (const row of after)
+      expect(() => vexil.services.signingSecrets.open(row.id, row.secret)).toThrow();
+    // Done once: the next start with both keys rewrites nothing.
+    expect(await rotated.sealStoredSecrets(vexil.services.db)).toBe(0);
+    // Back, so that the tests below find the secrets under the service's key.
+    const back = new SigningSecretVault(TEST_SECRETS_KEY, OTHER_KEY);
+    expect(await back.sealStoredSecrets(vexil.services.db)).toBe(before.length);
+  });
+
   it('another key does not open the stored secrets: start-up is refused', async () => {
+    const before = await storedSecrets();
     await expect(
       new SigningSecretVault(OTHER_KEY).sealStoredSecrets(vexil.services.db),
     ).rejects.toThrow(ConfigError);
+    await expect(
+      new SigningSecretVault(
+        OTHER_KEY,
+        'a-wrong-previous-key-0123456789abcdefgh',
+      ).sealStoredSecrets(vexil.services.db),
+    ).rejects.toThrow(/VEXIL_SECRETS_KEY_PREVIOUS/);
+    // Refused before anything was written.
+    expect(await storedSecrets()).toEqual(before);
     if (dialect !== 'postgres') return; // an in-memory SQLite database cannot be opened twice
     const database = openDatabase(vexil.databaseUrl);
     await expect(
       createVexil({ ...vexil.config, secretsKey: OTHER_KEY }, { database, logger: false }),
     ).rejects.toThrow(/does not open the stored webhook signing secrets/);
     await database.close();
+    // With the old key as the previous one, the same start rotates the secrets and serves.
+    const rotating = await createVexil(
+      { ...vexil.config, secretsKey: OTHER_KEY, previousSecretsKey: TEST_SECRETS_KEY },
+      { database: openDatabase(vexil.databaseUrl), logger: false, startWorkers: false },
+    );
+    const rows = await storedSecrets();
+    expect(rows.map((row) => rotating.services.signingSecrets.open(row.id, row.secret))).toContain(
+      secret,
+    );
+    await rotating.close();
   });
 });

@@ -3,6 +3,17 @@ import { deriveKey, seal, unseal } from '../auth/sealing.js';
 import { ConfigError } from '../config.js';
 import type { Schema } from '../db/schema.js';
 
+const PURPOSE = 'webhook-signing-secrets';
+
+/** The secret of row `secretId` when `key` opens its stored form, else undefined. */
+function openWith(key: Buffer, secretId: string, stored: string): string | undefined {
+  try {
+    return unseal(key, stored, secretId);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Webhook signing secrets at rest (design record 015). HMAC signing needs each secret itself, so
  * it cannot be hashed like a token: it is sealed with a key derived from the service's secrets
@@ -11,10 +22,15 @@ import type { Schema } from '../db/schema.js';
  */
 export class SigningSecretVault {
   private readonly key: Buffer;
+  private readonly previousKey: Buffer | null;
 
-  /** @param secretsKey the service's secrets key (auth/secrets-key.ts) */
-  constructor(secretsKey: string) {
-    this.key = deriveKey(secretsKey, 'webhook-signing-secrets');
+  /**
+   * @param secretsKey the service's secrets key (auth/secrets-key.ts)
+   * @param previousSecretsKey the secrets key before a rotation, if one is under way
+   */
+  constructor(secretsKey: string, previousSecretsKey: string | null = null) {
+    this.key = deriveKey(secretsKey, PURPOSE);
+    this.previousKey = previousSecretsKey === null ? null : deriveKey(previousSecretsKey, PURPOSE);
   }
 
   /** The stored form of `secret`, the secret of row `secretId`. */
@@ -31,43 +47,43 @@ export class SigningSecretVault {
   }
 
   /**
-   * At start-up, before serving: checks that this vault's key opens the stored secrets, then
-   * seals those stored in plain form before sealing existed. Each update names the plain value it
-   * replaces, so nodes starting together seal a secret once.
+   * At start-up, before serving, brings every stored secret under the current key: secrets
+   * stored plain (before sealing existed) are sealed, and secrets the previous key opens are
+   * sealed again. Each update names the value it replaces, so nodes starting together rewrite a
+   * secret once.
    *
-   * @returns how many secrets were sealed
-   * @throws ConfigError when a stored secret does not open (the secrets key was changed)
+   * @returns how many secrets were rewritten
+   * @throws ConfigError when a stored secret opens with neither key (the secrets key was changed
+   *   without `VEXIL_SECRETS_KEY_PREVIOUS`)
    */
   async sealStoredSecrets(db: Kysely<Schema>): Promise<number> {
-    const sealed = await db
-      .selectFrom('webhook_secrets')
-      .select(['id', 'secret'])
-      .where('secret', 'not like', 'whsec_%')
-      .limit(1)
-      .executeTakeFirst();
-    if (sealed) {
-      try {
-        this.open(sealed.id, sealed.secret);
-      } catch {
-        throw new ConfigError(
-          'The secrets key does not open the stored webhook signing secrets: start with the ' +
-            'VEXIL_SECRETS_KEY (or the generated key file) they were sealed with.',
-        );
-      }
-    }
-    const plain = await db
-      .selectFrom('webhook_secrets')
-      .select(['id', 'secret'])
-      .where('secret', 'like', 'whsec_%')
-      .execute();
-    for (const row of plain) {
+    const rows = await db.selectFrom('webhook_secrets').select(['id', 'secret']).execute();
+    // Every row is checked before any is written: a key that opens nothing changes nothing.
+    const rewrites = rows.flatMap((row) => {
+      const secret = this.secretToRewrite(row.id, row.secret);
+      return secret === undefined ? [] : [{ ...row, secret, stored: row.secret }];
+    });
+    for (const { id, secret, stored } of rewrites) {
       await db
         .updateTable('webhook_secrets')
-        .set({ secret: this.seal(row.id, row.secret) })
-        .where('id', '=', row.id)
-        .where('secret', '=', row.secret)
+        .set({ secret: this.seal(id, secret) })
+        .where('id', '=', id)
+        .where('secret', '=', stored)
         .execute();
     }
-    return plain.length;
+    return rewrites.length;
+  }
+
+  /** The secret of a stored row that must be rewritten, or undefined when the current key opens it. */
+  private secretToRewrite(secretId: string, stored: string): string | undefined {
+    if (stored.startsWith('whsec_')) return stored;
+    if (openWith(this.key, secretId, stored) !== undefined) return undefined;
+    const previous = this.previousKey && openWith(this.previousKey, secretId, stored);
+    if (previous) return previous;
+    throw new ConfigError(
+      'The secrets key does not open the stored webhook signing secrets: start with the ' +
+        'VEXIL_SECRETS_KEY (or the generated key file) they were sealed with, or, to rotate, ' +
+        'with the new key and the old one as VEXIL_SECRETS_KEY_PREVIOUS.',
+    );
   }
 }
