@@ -95,6 +95,10 @@ describe.each(testDialects())('webhook signing secrets at rest on %s', (dialect)
       expect(() => vexil.services.signingSecrets.open(row.id, row.secret)).toThrow();
     // Done once: the next start with both keys rewrites nothing.
     expect(await rotated.sealStoredSecrets(vexil.services.db)).toBe(0);
+    // A secret a node still on the old key adds meanwhile opens on a node already rotated.
+    const late = vexil.services.signingSecrets.seal('late-secret', 'whsec_bGF0ZQ==');
+    expect(rotated.open('late-secret', late)).toBe('whsec_bGF0ZQ==');
+    expect(() => new SigningSecretVault(OTHER_KEY).open('late-secret', late)).toThrow();
     // Back, so that the tests below find the secrets under the service's key.
     const back = new SigningSecretVault(TEST_SECRETS_KEY, OTHER_KEY);
     expect(await back.sealStoredSecrets(vexil.services.db)).toBe(before.length);

@@ -39,11 +39,16 @@ export class SigningSecretVault {
   }
 
   /**
-   * The `whsec_…` secret of row `secretId`.
+   * The `whsec_…` secret of row `secretId`. During a rotation the previous key opens it too: a
+   * node still on the old key may have added it after this node's start-up pass.
    * @throws Error when the stored form was sealed with another key or for another row
    */
   open(secretId: string, stored: string): string {
-    return unseal(this.key, stored, secretId);
+    const secret =
+      openWith(this.key, secretId, stored) ??
+      (this.previousKey === null ? undefined : openWith(this.previousKey, secretId, stored));
+    if (secret === undefined) throw new Error(`webhook secret ${secretId} does not open`);
+    return secret;
   }
 
   /**
@@ -78,8 +83,9 @@ export class SigningSecretVault {
   private secretToRewrite(secretId: string, stored: string): string | undefined {
     if (stored.startsWith('whsec_')) return stored;
     if (openWith(this.key, secretId, stored) !== undefined) return undefined;
-    const previous = this.previousKey && openWith(this.previousKey, secretId, stored);
-    if (previous) return previous;
+    const previous =
+      this.previousKey === null ? undefined : openWith(this.previousKey, secretId, stored);
+    if (previous !== undefined) return previous;
     throw new ConfigError(
       'The secrets key does not open the stored webhook signing secrets: start with the ' +
         'VEXIL_SECRETS_KEY (or the generated key file) they were sealed with, or, to rotate, ' +
