@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { compileEnvironment, compileLazily } from './compile.js';
-import { evaluateAll, evaluateFlag, evaluateSelected, selectFlags } from './evaluate.js';
+import {
+  evaluateAll,
+  evaluateFlag,
+  evaluateSelected,
+  isStaticFlag,
+  selectFlags,
+} from './evaluate.js';
 import type { EvaluationContext, SdkConfiguration, SdkFlag } from './types.js';
 
 const flag = (key: string, over: Partial<SdkFlag> = {}): SdkFlag => ({
@@ -232,5 +238,35 @@ describe('evaluation: conditions shared between flags and segments', () => {
     });
     expect(nested).toEqual(evaluateAll(env, matching, targetedKeys));
     expect(Object.values(nested).map((result) => result.variation)).toEqual(['off', 'off', 'off']);
+  });
+});
+
+describe('isStaticFlag: whether a flag reads the context at all', () => {
+  const rule = {
+    id: 'r1',
+    priority: 1,
+    conditionGroups: [],
+    serve: { type: 'Fixed' as const, variation: 'on' },
+  };
+  const env = compileEnvironment(
+    config(
+      flag('fixed'),
+      flag('disabled', { enabled: false }),
+      flag('targeted', { rules: [rule] }),
+      flag('split', {
+        fallthrough: { type: 'Rollout', variations: [{ key: 'on', weight: 100_000 }] },
+      }),
+      flag('gated', {
+        prerequisites: [{ prerequisiteFlagKey: 'fixed', expectedVariationKey: 'on' }],
+      }),
+    ),
+  );
+
+  it('is true only for an enabled flag with a fixed default and nothing else', () => {
+    expect(
+      ['fixed', 'disabled', 'targeted', 'split', 'gated', 'unknown'].filter((key) =>
+        isStaticFlag(env, key),
+      ),
+    ).toEqual(['fixed']);
   });
 });

@@ -403,3 +403,21 @@ export function hasRolloutFallthrough(env: CompiledEnvironment, flagKey: string)
   const index = env.flagIndex.get(flagKey);
   return index !== undefined && compiledFlag(env, index).fallthrough.rollout;
 }
+
+/**
+ * Whether the flag serves every context the same variation without reading the context: it is
+ * enabled, has no prerequisites and no targeting rules, and its default serves one variation. A
+ * `DEFAULT` result of such a flag involved no dynamic evaluation (OpenFeature's reason `STATIC`).
+ * False for unknown flags.
+ */
+export function isStaticFlag(env: CompiledEnvironment, flagKey: string): boolean {
+  const index = env.flagIndex.get(flagKey);
+  if (index === undefined) return false;
+  const flag = compiledFlag(env, index);
+  return (
+    flag.enabled &&
+    flag.prerequisites.length === 0 &&
+    flag.rules.length === 0 &&
+    !flag.fallthrough.rollout
+  );
+}

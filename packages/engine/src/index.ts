@@ -12,6 +12,7 @@ export {
   evaluateFlag,
   evaluateSelected,
   hasRolloutFallthrough,
+  isStaticFlag,
   selectFlags,
 } from './evaluate.js';
 export type { FlagSelection } from './evaluate.js';

@@ -152,7 +152,7 @@ describe.each(testDialects())('OFREP on %s', (dialect) => {
       expect(await server.getStringDetails('banner-text', 'x', context)).toMatchObject({
         value: 'Hello',
         variant: 'english',
-        reason: 'DEFAULT',
+        reason: 'STATIC', // no rules, no split: nothing dynamic happened
       });
       expect(await server.getNumberValue('max-items', 0, context)).toBe(10);
       expect(await server.getObjectValue('theme', {}, context)).toEqual({
@@ -314,7 +314,7 @@ describe.each(testDialects())('OFREP on %s', (dialect) => {
         { 'x-api-key': serverKey },
       );
       expect(ok.status).toBe(200);
-      expect(await ok.json()).toMatchObject({ key: 'banner-text', reason: 'DEFAULT' });
+      expect(await ok.json()).toMatchObject({ key: 'banner-text', reason: 'STATIC' });
       expect((await post('/evaluate/flags/banner-text', { context: {} })).status).toBe(401);
       const bad = await post('/evaluate/flags', { context: {} }, { authorization: 'Bearer nope' });
       expect(bad.status).toBe(401);

@@ -3,6 +3,7 @@ import {
   evaluateAll,
   evaluateFlag,
   hasRolloutFallthrough,
+  isStaticFlag,
   type EvaluationResult,
 } from '@vexil/engine';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -73,9 +74,17 @@ const SuccessSchema = Type.Object({
 });
 
 /**
- * Maps an engine result to OFREP (design record 009): engine reasons are OpenFeature reasons
- * except `PREREQUISITE_FAILED`, sent as `DEFAULT` with `metadata.prerequisiteKey`.
+ * The OpenFeature reason for a served engine result (design records 009 and 020): `DEFAULT` from
+ * a flag that reads nothing of the context is `STATIC`; `PREREQUISITE_FAILED` is `DEFAULT` (with
+ * `metadata.prerequisiteKey`); the others are OpenFeature's own.
  */
+function ofrepReason(snapshot: Snapshot, result: EvaluationResult): string {
+  if (result.reason === 'PREREQUISITE_FAILED') return 'DEFAULT';
+  if (result.reason === 'DEFAULT' && isStaticFlag(snapshot.compiled, result.key)) return 'STATIC';
+  return result.reason;
+}
+
+/** Maps an engine result to OFREP (design record 009). */
 function toOfrep(snapshot: Snapshot, result: EvaluationResult): OfrepSuccess | OfrepFailure {
   const { key } = result;
   if (result.errorCode === 'FLAG_NOT_FOUND')
@@ -101,11 +110,10 @@ function toOfrep(snapshot: Snapshot, result: EvaluationResult): OfrepSuccess | O
   const metadata: Record<string, string> = {};
   if (result.ruleId) metadata.ruleId = result.ruleId;
   if (result.prerequisiteKey) metadata.prerequisiteKey = result.prerequisiteKey;
-  const reason = result.reason === 'PREREQUISITE_FAILED' ? 'DEFAULT' : result.reason;
   return {
     key,
     value: result.value,
-    reason,
+    reason: ofrepReason(snapshot, result),
     variant: result.variation,
     ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
   };
