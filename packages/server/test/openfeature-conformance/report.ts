@@ -1,0 +1,83 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { format, resolveConfig } from 'prettier';
+import type { Scenario } from './suites.js';
+
+export type Provider = 'server' | 'web';
+export type Outcome = 'passed' | 'failed' | 'not run';
+
+/** The outcome of one scenario (one example row) through one provider. */
+export interface Result {
+  scenario: Scenario;
+  provider: Provider;
+  outcome: Outcome;
+  /** Why the scenario was not run, or why it is expected to fail. */
+  note?: string;
+}
+
+const SDKS_DOC = fileURLToPath(new URL('../../../../docs/sdks.md', import.meta.url));
+const BEGIN = '<!-- openfeature-conformance:begin (written by the conformance test) -->';
+const END = '<!-- openfeature-conformance:end -->';
+
+/** "passed", "failed" or "not run" for one scenario's example rows, with counts for several. */
+function summarize(results: readonly Result[]): string {
+  if (results.length === 0) return '—';
+  const passed = results.filter((result) => result.outcome === 'passed').length;
+  const outcomes = new Set(results.map((result) => result.outcome));
+  if (outcomes.size === 1 && outcomes.has('not run')) return 'not run';
+  const counted = results.filter((result) => result.outcome !== 'not run').length;
+  const word = passed === counted ? 'passed' : passed === 0 ? 'failed' : 'partly passed';
+  return results.length === 1 ? word : `${word} (${passed}/${counted})`;
+}
+
+/** The conformance table: one row per scenario (outline), results per provider. */
+export function conformanceTable(results: readonly Result[]): string {
+  const rows = new Map<string, Result[]>();
+  for (const result of results) {
+    const id = `${result.scenario.file}#${result.scenario.outlineId}`;
+    rows.set(id, [...(rows.get(id) ?? []), result]);
+  }
+  const escape = (text: string) => text.replaceAll('|', '\\|');
+  const lines = [
+    '| Suite | Scenario | Server provider | Web provider | Note |',
+    '| --- | --- | --- | --- | --- |',
+  ];
+  for (const group of rows.values()) {
+    const { file, name } = group[0]!.scenario;
+    const notes = [...new Set(group.flatMap((result) => (result.note ? [result.note] : [])))];
+    const cells = [
+      file,
+      name,
+      summarize(group.filter((result) => result.provider === 'server')),
+      summarize(group.filter((result) => result.provider === 'web')),
+      notes.join(' '),
+    ];
+    lines.push(`| ${cells.map(escape).join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+/**
+ * Puts `table` between the conformance markers of docs/sdks.md, formatted as Prettier would.
+ * Writes the file only when `update` is true.
+ *
+ * @returns `current` when the document already showed this table, else `updated` or `stale`
+ */
+export async function syncSdksDoc(
+  table: string,
+  update: boolean,
+): Promise<'current' | 'updated' | 'stale'> {
+  const current = readFileSync(SDKS_DOC, 'utf8');
+  const begin = current.indexOf(BEGIN);
+  const end = current.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error(`docs/sdks.md lacks the markers ${BEGIN} … ${END}`);
+  const replaced = `${current.slice(0, begin + BEGIN.length)}\n\n${table}\n\n${current.slice(end)}`;
+  const formatted = await format(replaced, {
+    ...(await resolveConfig(SDKS_DOC)),
+    filepath: SDKS_DOC,
+  });
+  if (formatted === current) return 'current';
+  if (!update) return 'stale';
+  writeFileSync(SDKS_DOC, formatted);
+  return 'updated';
+}
