@@ -30,30 +30,47 @@ function summarize(results: readonly Result[]): string {
   return results.length === 1 ? word : `${word} (${passed}/${counted})`;
 }
 
-/** The conformance table: one row per scenario (outline), results per provider. */
+/** How many example rows had each outcome through `provider`. */
+function totals(results: readonly Result[], provider: Provider): string {
+  const mine = results.filter((result) => result.provider === provider);
+  const count = (outcome: Outcome) => mine.filter((result) => result.outcome === outcome).length;
+  return `${count('passed')} passed, ${count('failed')} failed, ${count('not run')} not run`;
+}
+
+/**
+ * The conformance section: totals per provider (counting each example row of an outline), then
+ * one table row per scenario (outline), then the notes the rows refer to.
+ */
 export function conformanceTable(results: readonly Result[]): string {
   const rows = new Map<string, Result[]>();
   for (const result of results) {
     const id = `${result.scenario.file}#${result.scenario.outlineId}`;
     rows.set(id, [...(rows.get(id) ?? []), result]);
   }
-  const escape = (text: string) => text.replaceAll('|', '\\|');
+  const notes: string[] = [];
+  const noteNumber = (note: string) => {
+    if (!notes.includes(note)) notes.push(note);
+    return notes.indexOf(note) + 1;
+  };
   const lines = [
+    `Scenarios (example rows): server provider ${totals(results, 'server')}; web provider ${totals(results, 'web')}.`,
+    '',
     '| Suite | Scenario | Server provider | Web provider | Note |',
     '| --- | --- | --- | --- | --- |',
   ];
   for (const group of rows.values()) {
     const { file, name } = group[0]!.scenario;
-    const notes = [...new Set(group.flatMap((result) => (result.note ? [result.note] : [])))];
+    const groupNotes = [...new Set(group.flatMap((result) => (result.note ? [result.note] : [])))];
     const cells = [
       file,
       name,
       summarize(group.filter((result) => result.provider === 'server')),
       summarize(group.filter((result) => result.provider === 'web')),
-      notes.join(' '),
+      groupNotes.map(noteNumber).join(', '),
     ];
-    lines.push(`| ${cells.map(escape).join(' | ')} |`);
+    lines.push(`| ${cells.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |`);
   }
+  lines.push('', ...notes.map((note, index) => `${index + 1}. ${note}`));
   return lines.join('\n');
 }
 
