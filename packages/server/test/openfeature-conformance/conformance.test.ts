@@ -1,15 +1,11 @@
-import { OFREPProvider } from '@openfeature/ofrep-provider';
-import { OFREPWebProvider } from '@openfeature/ofrep-web-provider';
-import { OpenFeature, type EvaluationContext, type FlagValue } from '@openfeature/server-sdk';
-import { OpenFeature as WebOpenFeature } from '@openfeature/web-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrg, createTestVexil, type TestVexil } from '../../src/test-support/harness.js';
 import { KNOWN_GAPS, NOT_RUN, SERVER_PROVIDER_ONLY } from './applicability.js';
 import { conformanceTable, syncSdksDoc, type Provider, type Result } from './report.js';
 import { createFlag, seedFlags } from './seed.js';
-import type { Evaluator } from './steps.js';
+import { closeEvaluators, serverEvaluator, webEvaluator, type Evaluator } from './evaluators.js';
 import { runSteps } from './steps.js';
-import { loadScenarios } from './suites.js';
+import { loadScenarios, type Scenario } from './suites.js';
 
 /**
  * OpenFeature's own Gherkin conformance suites (open-feature/spec, copied unchanged into
@@ -22,11 +18,12 @@ import { loadScenarios } from './suites.js';
 
 const PROJECT = '/api/v1/orgs/conformance/projects/suite';
 const scenarios = loadScenarios();
-const results = new Map<string, Result>();
+/** Each scenario's result per provider, in suite order (index × providers + provider). */
+const results: Result[] = [];
 const providers: Provider[] = ['server', 'web'];
 
 /** Why a scenario is not run through `provider`, if it is not. */
-function notRunBecause(scenario: (typeof scenarios)[number], provider: Provider) {
+function notRunBecause(scenario: Scenario, provider: Provider) {
   return (
     NOT_RUN[scenario.feature] ??
     NOT_RUN[scenario.name] ??
@@ -61,82 +58,24 @@ describe('OpenFeature conformance suites through OFREP (SQLite)', () => {
           type,
         })) as { key: string }
       ).key;
-    const bearer = (key: string): [string, string][] => [['Authorization', `Bearer ${key}`]];
-
-    await OpenFeature.setProviderAndWait(
-      'server',
-      new OFREPProvider({ baseUrl, headers: bearer(await sdkKey('ServerSide')) }),
-    );
-    const server = OpenFeature.getClient('server');
-    evaluators.set('server', {
-      status: () => server.providerStatus,
-      evaluate: (type, key, fallback, context) => {
-        switch (type) {
-          case 'Boolean':
-            return server.getBooleanDetails(key, fallback as boolean, context);
-          case 'String':
-            return server.getStringDetails(key, fallback as string, context);
-          case 'Integer':
-          case 'Float':
-            return server.getNumberDetails(key, fallback as number, context);
-          case 'Object':
-            return server.getObjectDetails(
-              key,
-              fallback as Exclude<FlagValue, boolean | string | number>,
-              context,
-            );
-        }
-      },
-    });
-
-    // Static context: the web SDK evaluates every flag for the context it is given, then reads.
-    await WebOpenFeature.setProviderAndWait(
-      'web',
-      new OFREPWebProvider({
-        baseUrl,
-        headers: bearer(await sdkKey('ClientSide')),
-        cacheMode: 'disabled',
-        pollInterval: 0,
-      }),
-    );
-    const web = WebOpenFeature.getClient('web');
-    evaluators.set('web', {
-      status: () => web.providerStatus,
-      evaluate: async (type, key, fallback, context: EvaluationContext) => {
-        await WebOpenFeature.setContext('web', context);
-        switch (type) {
-          case 'Boolean':
-            return web.getBooleanDetails(key, fallback as boolean);
-          case 'String':
-            return web.getStringDetails(key, fallback as string);
-          case 'Integer':
-          case 'Float':
-            return web.getNumberDetails(key, fallback as number);
-          case 'Object':
-            return web.getObjectDetails(
-              key,
-              fallback as Exclude<FlagValue, boolean | string | number>,
-            );
-        }
-      },
-    });
+    evaluators.set('server', await serverEvaluator(baseUrl, await sdkKey('ServerSide')));
+    evaluators.set('web', await webEvaluator(baseUrl, await sdkKey('ClientSide')));
   });
 
   afterAll(async () => {
-    await OpenFeature.clearProviders();
-    await WebOpenFeature.clearProviders();
+    await closeEvaluators();
     await vexil?.close();
   });
 
   scenarios.forEach((scenario, index) => {
     const title = `${scenario.file}: ${scenario.name}${scenario.example ? ` [${scenario.example}]` : ''}`;
-    for (const provider of providers) {
-      const id = `${index}:${provider}`;
+    providers.forEach((provider, providerIndex) => {
+      const slot = index * providers.length + providerIndex;
       const skipped = notRunBecause(scenario, provider);
       if (skipped !== undefined) {
-        results.set(id, { scenario, provider, outcome: 'not run', note: skipped });
+        results[slot] = { scenario, provider, outcome: 'not run', note: skipped };
         it.skip(`${title} (${provider} provider)`);
-        continue;
+        return;
       }
       const gap = KNOWN_GAPS[scenario.name];
       it(`${title} (${provider} provider)`, async () => {
@@ -144,17 +83,17 @@ describe('OpenFeature conformance suites through OFREP (SQLite)', () => {
         await runSteps(scenario.steps, evaluators.get(provider)!).catch((error: unknown) => {
           failure = error;
         });
-        results.set(id, {
+        results[slot] = {
           scenario,
           provider,
           outcome: failure === undefined ? 'passed' : 'failed',
           ...(gap ? { note: gap } : {}),
-        });
+        };
         if (gap === undefined && failure !== undefined) throw failure;
         if (gap !== undefined)
           expect(failure, `passes now: take "${scenario.name}" off KNOWN_GAPS`).toBeDefined();
       });
-    }
+    });
   });
 
   it('every scenario named in applicability.ts exists in the suites', () => {
@@ -164,12 +103,12 @@ describe('OpenFeature conformance suites through OFREP (SQLite)', () => {
   });
 
   it("docs/sdks.md shows this run's conformance table", async () => {
-    expect(results.size).toBe(scenarios.length * providers.length);
-    const ordered = [...results.entries()]
-      .sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true }))
-      .map(([, result]) => result);
+    const ran = results.filter((result) => result !== undefined);
+    expect(ran.length, 'every scenario must run for the table').toBe(
+      scenarios.length * providers.length,
+    );
     const update = process.env.VEXIL_UPDATE_CONFORMANCE === '1';
-    const state = await syncSdksDoc(conformanceTable(ordered), update);
+    const state = await syncSdksDoc(conformanceTable(ran), update);
     expect(state, 'docs/sdks.md is stale: run this test with VEXIL_UPDATE_CONFORMANCE=1').not.toBe(
       'stale',
     );

@@ -1,23 +1,8 @@
 import { CucumberExpression, ParameterTypeRegistry } from '@cucumber/cucumber-expressions';
 import type { PickleStep } from '@cucumber/messages';
-import type { EvaluationContext, EvaluationDetails, FlagValue, JsonValue } from '@openfeature/core';
+import type { EvaluationDetails, FlagValue, JsonValue } from '@openfeature/core';
 import { expect } from 'vitest';
-
-/** The flag types the suites name. */
-type FlagType = 'Boolean' | 'String' | 'Integer' | 'Float' | 'Object';
-
-/** A stock OpenFeature client, through one of the OFREP providers. */
-export interface Evaluator {
-  /** The provider's status as the SDK reports it (`READY`, …). */
-  status(): string;
-  /** Evaluates with details, for `context`; the client method is chosen by `type`. */
-  evaluate(
-    type: FlagType,
-    key: string,
-    fallback: FlagValue,
-    context: EvaluationContext,
-  ): Promise<EvaluationDetails<FlagValue>>;
-}
+import type { Evaluator, FlagType } from './evaluators.js';
 
 /** What one scenario has set up and seen so far. */
 class World {
