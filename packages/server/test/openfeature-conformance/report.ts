@@ -21,13 +21,11 @@ const END = '<!-- openfeature-conformance:end -->';
 
 /** "passed", "failed" or "not run" for one scenario's example rows, with counts for several. */
 function summarize(results: readonly Result[]): string {
-  if (results.length === 0) return '—';
-  const passed = results.filter((result) => result.outcome === 'passed').length;
-  const outcomes = new Set(results.map((result) => result.outcome));
-  if (outcomes.size === 1 && outcomes.has('not run')) return 'not run';
-  const counted = results.filter((result) => result.outcome !== 'not run').length;
-  const word = passed === counted ? 'passed' : passed === 0 ? 'failed' : 'partly passed';
-  return results.length === 1 ? word : `${word} (${passed}/${counted})`;
+  const ran = results.filter((result) => result.outcome !== 'not run');
+  if (ran.length === 0) return 'not run';
+  const passed = ran.filter((result) => result.outcome === 'passed').length;
+  const word = passed === ran.length ? 'passed' : passed === 0 ? 'failed' : 'partly passed';
+  return results.length === 1 ? word : `${word} (${passed}/${ran.length})`;
 }
 
 /** How many example rows had each outcome through `provider`. */
