@@ -17,12 +17,12 @@ import { EvaluationQuietLogController } from './evaluation/request-logging.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
-import { ApiError } from './http/errors.js';
 import { frameworkErrorHandler } from './http/framework-errors.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { loggerOptions } from './http/logging.js';
 import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
+import { answerUnmatchedRequests } from './http/unmatched-routes.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
@@ -182,12 +182,7 @@ export async function createVexil(
         management.setErrorHandler(managementErrorHandler(config.publicUrl));
         // Management bodies are JSON only (spec: Conventions): text/plain is a 415, not a string.
         management.removeContentTypeParser('text/plain');
-        management.setNotFoundHandler(async (request) => {
-          throw new ApiError(
-            'not_found',
-            `No route ${request.method} ${request.url.split('?')[0]}.`,
-          );
-        });
+        answerUnmatchedRequests(management);
         management.addHook('onRequest', async (request, reply) => {
           const now = clock.now();
           let failure: unknown = null;

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { marked } from 'marked';
 import { ApiError, ERROR_CODES, type ErrorCode } from './errors.js';
 
 /** The management API error envelope (spec: Error envelope). Null members are omitted. */
@@ -84,12 +85,12 @@ export function managementErrorHandler(publicUrl: string) {
   };
 }
 
-/** The HTML reference page every `docs_url` points into. */
+/** The HTML reference page every `docs_url` points into; entry texts are Markdown. */
 export function errorReferencePage(): string {
   const entries = Object.entries(ERROR_CODES)
     .map(
       ([code, entry]) =>
-        `<section id="${code}"><h2><code>${code}</code> — ${entry.status} ${entry.title}</h2><p>${entry.text}</p></section>`,
+        `<section id="${code}"><h2><code>${code}</code> — ${entry.status} ${entry.title}</h2><p>${marked.parseInline(entry.text, { async: false })}</p></section>`,
     )
     .join('\n');
   return `<!doctype html><html><head><meta charset="utf-8"><title>Vexil error reference</title></head><body><h1>Vexil management API errors</h1>${entries}</body></html>`;
