@@ -13,13 +13,12 @@ import { ChangeFeed } from './evaluation/change-feed.js';
 import { allowBrowserCalls } from './evaluation/cors.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
-import { EvaluationQuietLogController } from './evaluation/request-logging.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
 import { frameworkErrorHandler } from './http/framework-errors.js';
 import { registerIdempotency } from './http/idempotency.js';
-import { loggerOptions } from './http/logging.js';
+import { loggerOptions, RequestLogController } from './http/logging.js';
 import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
 import { answerUnmatchedRequests } from './http/unmatched-routes.js';
@@ -120,7 +119,7 @@ export async function createVexil(
 
   const app = Fastify({
     logger: options.logger === false ? false : loggerOptions(config.logLevel, options.logStream),
-    logController: new EvaluationQuietLogController(),
+    logController: new RequestLogController(),
     bodyLimit: 1024 * 1024,
     frameworkErrors: frameworkErrorHandler(config.publicUrl),
   }).withTypeProvider<TypeBoxTypeProvider>();
