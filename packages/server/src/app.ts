@@ -1,6 +1,7 @@
 import fastifySwagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
+import addErrorsModule from 'ajv-errors';
 import addFormatsModule from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -37,8 +38,9 @@ declare module 'fastify' {
   }
 }
 
-// ajv-formats is CommonJS with a default export; under NodeNext it arrives wrapped.
+// ajv-formats and ajv-errors are CommonJS with a default export; under NodeNext they arrive wrapped.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const addErrors = addErrorsModule as unknown as (ajv: Ajv) => Ajv;
 
 export type App = FastifyInstance<
   Server,
@@ -109,13 +111,16 @@ export async function createVexil(
   };
 
   // Bodies are validated strictly (no coercion: a null `enabled` must not become false);
-  // query strings and path parameters are strings on the wire and are coerced.
-  const bodyAjv = addFormats(
-    new Ajv({ allErrors: true, coerceTypes: false, useDefaults: true, strict: false }),
-  );
-  const queryAjv = addFormats(
-    new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, strict: false }),
-  );
+  // query strings and path parameters are strings on the wire and are coerced. Every error is
+  // reported, with its schema (`verbose`), so http/validation-messages.ts can put it in words.
+  const validator = (coerceTypes: boolean) =>
+    addErrors(
+      addFormats(
+        new Ajv({ allErrors: true, verbose: true, coerceTypes, useDefaults: true, strict: false }),
+      ),
+    );
+  const bodyAjv = validator(false);
+  const queryAjv = validator(true);
 
   const app = Fastify({
     logger: options.logger === false ? false : loggerOptions(config.logLevel, options.logStream),
