@@ -331,7 +331,10 @@ describe.each(testDialects())('OFREP on %s', (dialect) => {
       const badKey = await post('/evaluate/flags', { context: { targetingKey: 7 } }, auth);
       expect(badKey.status).toBe(400);
       const badKeyBody = await badKey.json();
-      expect(badKeyBody).toMatchObject({ errorCode: 'INVALID_CONTEXT' });
+      expect(badKeyBody).toMatchObject({
+        errorCode: 'INVALID_CONTEXT',
+        errorDetails: 'The request body is not valid: context.targetingKey must be a string.',
+      });
       expect(badKeyBody).not.toHaveProperty('key');
       const missing = await post('/evaluate/flags/nope', { context: {} }, auth);
       expect(missing.status).toBe(404);
