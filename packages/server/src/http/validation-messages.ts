@@ -5,7 +5,8 @@ import type { ErrorObject } from 'ajv';
  * design record 021): one sentence per field, naming what is expected ("must be a string or
  * null", "must be at most 100"), never the validator's vocabulary (`anyOf`, raw patterns).
  * Every API that validates with a schema maps through here: the management error envelope,
- * the evaluation API's problem bodies and, through the management API, the MCP tools.
+ * the evaluation API's problem bodies, OFREP's `errorDetails` and, through the management API,
+ * the MCP tools.
  *
  * Needs ajv's `allErrors` and `verbose` (a union's branches are described from its schema);
  * a `pattern` is described by its schema's `errorMessage` (`ajv-errors`).
@@ -28,8 +29,7 @@ export function fieldProblems(errors: readonly ErrorObject[], part: string): Fie
     const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
     const params = error.params as { missingProperty?: string; additionalProperty?: string };
     const property = params.missingProperty ?? params.additionalProperty;
-    const field =
-      [part === 'body' ? '' : part, path, property].filter(Boolean).join('.') || part || 'body';
+    const field = [part === 'body' ? '' : part, path, property].filter(Boolean).join('.') || part;
     if (!problems.has(field)) problems.set(field, sentence(error));
   }
   return [...problems].map(([field, message]) => ({ field, message }));
@@ -82,8 +82,9 @@ function resolveUnions(errors: ErrorObject[]): ErrorObject[] {
     )
     .map(([, branchErrors]) => branchErrors)
     .sort((a, b) => a.length - b.length);
+  // `unionKinds` is ours, not ajv's: "must be" followed by what each branch accepts.
   const replacement: ErrorObject[] = fitting[0] ?? [
-    { ...union, keyword: 'oneOfKinds', params: { kinds: union.schema as unknown[] } },
+    { ...union, keyword: 'unionKinds', params: { kinds: union.schema as unknown[] } },
   ];
   const ours = (error: ErrorObject) => error === union || error.schemaPath.startsWith(prefix);
   // Everything before the union's first error is someone else's: the replacement goes there.
@@ -99,7 +100,7 @@ function sentence(error: ErrorObject): string {
   switch (error.keyword) {
     case 'type':
       return `must be ${alternatives(String(params.type).split(',').flatMap(typeNames))}`;
-    case 'oneOfKinds':
+    case 'unionKinds':
       return `must be ${alternatives((params.kinds as Schema[]).flatMap(kinds))}`;
     case 'const':
       return `must be ${JSON.stringify(params.allowedValue)}`;
