@@ -404,6 +404,7 @@ async function build(manage: Manage, translation: Translation): Promise<void> {
       key: flag.key,
       type: flag.type,
       variations: flag.variations,
+      offVariationKey: flag.offVariation,
     });
     const variations = created.variations as { key: string; id: string }[];
     variationIds.set(flag.key, new Map(variations.map((v) => [v.key, v.id])));

@@ -1,6 +1,7 @@
 import fastifySwagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
+import addErrorsModule from 'ajv-errors';
 import addFormatsModule from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -13,16 +14,15 @@ import { ChangeFeed } from './evaluation/change-feed.js';
 import { allowBrowserCalls } from './evaluation/cors.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
-import { EvaluationQuietLogController } from './evaluation/request-logging.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
-import { ApiError } from './http/errors.js';
 import { frameworkErrorHandler } from './http/framework-errors.js';
 import { registerIdempotency } from './http/idempotency.js';
-import { loggerOptions } from './http/logging.js';
+import { loggerOptions, RequestLogController } from './http/logging.js';
 import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
+import { answerUnmatchedRequests } from './http/unmatched-routes.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
@@ -38,8 +38,9 @@ declare module 'fastify' {
   }
 }
 
-// ajv-formats is CommonJS with a default export; under NodeNext it arrives wrapped.
+// ajv-formats and ajv-errors are CommonJS with a default export; under NodeNext they arrive wrapped.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const addErrors = addErrorsModule as unknown as (ajv: Ajv) => Ajv;
 
 export type App = FastifyInstance<
   Server,
@@ -110,17 +111,20 @@ export async function createVexil(
   };
 
   // Bodies are validated strictly (no coercion: a null `enabled` must not become false);
-  // query strings and path parameters are strings on the wire and are coerced.
-  const bodyAjv = addFormats(
-    new Ajv({ allErrors: true, coerceTypes: false, useDefaults: true, strict: false }),
-  );
-  const queryAjv = addFormats(
-    new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, strict: false }),
-  );
+  // query strings and path parameters are strings on the wire and are coerced. Every error is
+  // reported, with its schema (`verbose`), so http/validation-messages.ts can put it in words.
+  const validator = (coerceTypes: boolean) =>
+    addErrors(
+      addFormats(
+        new Ajv({ allErrors: true, verbose: true, coerceTypes, useDefaults: true, strict: false }),
+      ),
+    );
+  const bodyAjv = validator(false);
+  const queryAjv = validator(true);
 
   const app = Fastify({
     logger: options.logger === false ? false : loggerOptions(config.logLevel, options.logStream),
-    logController: new EvaluationQuietLogController(),
+    logController: new RequestLogController(),
     bodyLimit: 1024 * 1024,
     frameworkErrors: frameworkErrorHandler(config.publicUrl),
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -182,12 +186,7 @@ export async function createVexil(
         management.setErrorHandler(managementErrorHandler(config.publicUrl));
         // Management bodies are JSON only (spec: Conventions): text/plain is a 415, not a string.
         management.removeContentTypeParser('text/plain');
-        management.setNotFoundHandler(async (request) => {
-          throw new ApiError(
-            'not_found',
-            `No route ${request.method} ${request.url.split('?')[0]}.`,
-          );
-        });
+        answerUnmatchedRequests(management);
         management.addHook('onRequest', async (request, reply) => {
           const now = clock.now();
           let failure: unknown = null;

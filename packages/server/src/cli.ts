@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
+import { createRequire } from 'node:module';
 import { createVexil, SERVICE_ROLES, type ServiceRole } from './app.js';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -8,7 +9,12 @@ import type { Plan } from './db/schema.js';
 import { bootstrap } from './management/orgs/bootstrap.js';
 import { PLANS } from './management/orgs/routes.js';
 
-const program = new Command('vexil').description('Vexil feature flag service');
+// `../package.json` from both `src/` and `dist/`: the server package's own manifest.
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+
+const program = new Command('vexil')
+  .description('Vexil feature flag service')
+  .version(version, '-V, --version', 'print the version of Vexil');
 
 program
   .command('serve')

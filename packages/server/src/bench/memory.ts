@@ -139,6 +139,7 @@ async function createTemplates(
       type: 'String',
       clientSideVisible: true,
       variations: ['control', 'treatment-a', 'treatment-b'].map((key) => ({ key, value: key })),
+      offVariationKey: 'treatment-b',
     },
   ];
   const ids: string[] = [];

@@ -127,6 +127,7 @@ function flagBody(index: number) {
     ...base,
     type: 'String',
     variations: ['control', 'treatment-a', 'treatment-b'].map((key) => ({ key, value: key })),
+    offVariationKey: 'treatment-b',
   };
 }
 

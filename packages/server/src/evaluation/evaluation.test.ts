@@ -134,6 +134,7 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
         { key: 'blue', value: 'blue' },
         { key: 'green', value: 'green' },
       ],
+      offVariationKey: 'green',
     });
     await enable('banner');
   });

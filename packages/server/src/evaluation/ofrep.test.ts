@@ -35,6 +35,7 @@ async function seedFlags(vexil: TestVexil, token: string): Promise<void> {
       { key: 'english', value: 'Hello' },
       { key: 'french', value: 'Bonjour' },
     ],
+    offVariationKey: 'french',
   });
   await create({
     key: 'max-items',
@@ -43,6 +44,7 @@ async function seedFlags(vexil: TestVexil, token: string): Promise<void> {
       { key: 'small', value: '10' },
       { key: 'large', value: '50.5' },
     ],
+    offVariationKey: 'large',
   });
   await create({
     key: 'theme',
@@ -52,6 +54,7 @@ async function seedFlags(vexil: TestVexil, token: string): Promise<void> {
       { key: 'dark', value: '{"mode":"dark","contrast":2}' },
       { key: 'light', value: '{"mode":"light"}' },
     ],
+    offVariationKey: 'light',
   });
   const experiment = await create({
     key: 'experiment',
@@ -62,6 +65,7 @@ async function seedFlags(vexil: TestVexil, token: string): Promise<void> {
       { key: 'treatment', value: 'treatment' },
       { key: 'off', value: 'off' },
     ],
+    offVariationKey: 'off',
   });
   await create({ key: 'kill-switch', type: 'Boolean', clientSideVisible: true });
 
@@ -331,7 +335,10 @@ describe.each(testDialects())('OFREP on %s', (dialect) => {
       const badKey = await post('/evaluate/flags', { context: { targetingKey: 7 } }, auth);
       expect(badKey.status).toBe(400);
       const badKeyBody = await badKey.json();
-      expect(badKeyBody).toMatchObject({ errorCode: 'INVALID_CONTEXT' });
+      expect(badKeyBody).toMatchObject({
+        errorCode: 'INVALID_CONTEXT',
+        errorDetails: 'The request body is not valid: context.targetingKey must be a string.',
+      });
       expect(badKeyBody).not.toHaveProperty('key');
       const missing = await post('/evaluate/flags/nope', { context: {} }, auth);
       expect(missing.status).toBe(404);

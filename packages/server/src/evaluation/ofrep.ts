@@ -9,6 +9,7 @@ import {
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../app.js';
+import { fieldProblems, validationSummary } from '../http/validation-messages.js';
 import type { Services } from '../services.js';
 import type { SdkKeyResolver } from './sdk-keys.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
@@ -156,7 +157,7 @@ function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: 
     failure = new OfrepError(
       400,
       inContext ? 'INVALID_CONTEXT' : 'PARSE_ERROR',
-      `The request body is not valid: ${error.message}.`,
+      `The request body is not valid: ${validationSummary(fieldProblems(error.validation, 'body'))}`,
     );
   } else if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
     // Unparseable JSON, an empty body, a media type that is not JSON, a body too large.

@@ -83,6 +83,25 @@ describe.each(testDialects())('management conventions on %s', (dialect) => {
     expectEnvelope(response, 404, 'not_found');
   });
 
+  it('a known path with a wrong method is 405 method_not_allowed with Allow', async () => {
+    const me = await call(vexil, 'DELETE', '/api/v1/me', { token: org.token });
+    expectEnvelope(me, 405, 'method_not_allowed');
+    expect(me.headers.allow).toBe('GET, HEAD');
+    expect(me.body.message).toBe('DELETE is not allowed on /api/v1/me; it accepts GET, HEAD.');
+    // Path parameters match too, and the query string is ignored.
+    const projectsPut = await call(vexil, 'PUT', `${projects}?limit=5`, { token: org.token });
+    expectEnvelope(projectsPut, 405, 'method_not_allowed');
+    expect(String(projectsPut.headers.allow).split(', ').sort()).toEqual(['GET', 'HEAD', 'POST']);
+    const project = await call(vexil, 'POST', `${projects}/no-such-project`, { token: org.token });
+    expectEnvelope(project, 405, 'method_not_allowed');
+    expect(String(project.headers.allow).split(', ').sort()).toEqual([
+      'DELETE',
+      'GET',
+      'HEAD',
+      'PATCH',
+    ]);
+  });
+
   it('a missing credential is 401 unauthorized', async () => {
     expectEnvelope(await call(vexil, 'GET', projects), 401, 'unauthorized');
   });
@@ -184,5 +203,9 @@ describe.each(testDialects())('management conventions on %s', (dialect) => {
     for (const code of [...emitted, ...Object.keys(ERROR_CODES)]) {
       expect(page.text, code).toContain(`id="${code}"`);
     }
+    // Entry texts are Markdown, rendered: code spans are <code>, no backtick is left showing.
+    expect(page.text).toContain('<code>retry_after</code>');
+    expect(page.text).toContain('<code>application/*+json</code>');
+    expect(page.text).not.toContain('`');
   });
 });

@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { marked } from 'marked';
 import { ApiError, ERROR_CODES, type ErrorCode } from './errors.js';
+import { fieldProblems, validationSummary } from './validation-messages.js';
 
 /** The management API error envelope (spec: Error envelope). Null members are omitted. */
 export interface ErrorEnvelope {
@@ -18,25 +20,14 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
+    const problems = fieldProblems(
+      fastifyError.validation,
+      fastifyError.validationContext ?? 'body',
+    );
     // No prototype: a body property named `toString` or `__proto__` is just a field name.
-    const fields: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
-    for (const issue of fastifyError.validation) {
-      const path = issue.instancePath.replace(/^\//, '').replaceAll('/', '.');
-      const field =
-        (issue.params as { missingProperty?: string; additionalProperty?: string })
-          .missingProperty ?? (issue.params as { additionalProperty?: string }).additionalProperty;
-      const name = [
-        fastifyError.validationContext === 'body' ? '' : fastifyError.validationContext,
-        path,
-        field,
-      ]
-        .filter(Boolean)
-        .join('.');
-      (fields[name || fastifyError.validationContext || 'body'] ??= []).push(
-        issue.message ?? 'is invalid',
-      );
-    }
-    return new ApiError('validation_failed', 'The request is invalid.', { fields });
+    const fields = Object.create(null) as Record<string, string[]>;
+    for (const { field, message } of problems) fields[field] = [message];
+    return new ApiError('validation_failed', validationSummary(problems), { fields });
   }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -84,12 +75,12 @@ export function managementErrorHandler(publicUrl: string) {
   };
 }
 
-/** The HTML reference page every `docs_url` points into. */
+/** The HTML reference page every `docs_url` points into; entry texts are Markdown. */
 export function errorReferencePage(): string {
   const entries = Object.entries(ERROR_CODES)
     .map(
       ([code, entry]) =>
-        `<section id="${code}"><h2><code>${code}</code> — ${entry.status} ${entry.title}</h2><p>${entry.text}</p></section>`,
+        `<section id="${code}"><h2><code>${code}</code> — ${entry.status} ${entry.title}</h2><p>${marked.parseInline(entry.text, { async: false })}</p></section>`,
     )
     .join('\n');
   return `<!doctype html><html><head><meta charset="utf-8"><title>Vexil error reference</title></head><body><h1>Vexil management API errors</h1>${entries}</body></html>`;

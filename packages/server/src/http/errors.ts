@@ -13,7 +13,7 @@ export const ERROR_CODES = {
   validation_failed: {
     status: 400,
     title: 'Validation failed',
-    text: 'The body, query or path is invalid. `fields` maps each offending field to its problems.',
+    text: 'The body, query or path is invalid. `fields` maps each offending field to one sentence saying what it must be; `message` names them all.',
   },
   malformed_json: {
     status: 400,

@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVexil, type Vexil } from '../app.js';
@@ -10,7 +12,7 @@ import {
   testWebhookSettings,
   testConfig,
 } from '../test-support/harness.js';
-import { redactUrl } from './logging.js';
+import { loggerOptions, redactUrl } from './logging.js';
 
 /** Collects every log line the service writes. */
 class CapturedLog extends Writable {
@@ -32,6 +34,33 @@ describe('redactUrl', () => {
     expect(redactUrl('/api/v1/orgs/acme/projects?limit=5')).toBe(
       '/api/v1/orgs/acme/projects?limit=5',
     );
+  });
+});
+
+describe('log output', () => {
+  const stdout = Object.getOwnPropertyDescriptor(process.stdout, 'isTTY');
+  afterAll(() => {
+    if (stdout) Object.defineProperty(process.stdout, 'isTTY', stdout);
+    else delete (process.stdout as { isTTY?: boolean }).isTTY;
+  });
+  const withTerminal = (isTTY: boolean) => {
+    Object.defineProperty(process.stdout, 'isTTY', { value: isTTY, configurable: true });
+    return loggerOptions('info') as { transport?: { target: string } };
+  };
+
+  it('is pretty-printed by pino-pretty on a terminal and JSON otherwise', () => {
+    expect(withTerminal(true).transport?.target).toBe('pino-pretty');
+    expect(withTerminal(false).transport).toBeUndefined();
+    expect(loggerOptions('info', new CapturedLog())).not.toHaveProperty('transport');
+  });
+
+  it('pino-pretty is a runtime dependency, there after a production install', async () => {
+    const manifestUrl = new URL('../../package.json', import.meta.url);
+    const manifest = JSON.parse(await readFile(manifestUrl, 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    expect(manifest.dependencies).toHaveProperty('pino-pretty');
+    expect(createRequire(manifestUrl).resolve('pino-pretty')).toMatch(/pino-pretty/);
   });
 });
 
@@ -136,7 +165,7 @@ describe.each(testDialects())('secrets never appear in logs on %s', (dialect) =>
     }
     await call(vexil, 'DELETE', `/api/v1/me/tokens/${personal}`, owner);
 
-    expect(log.text).toContain('incoming request');
+    expect(log.text).toContain('request completed');
     // The token put in a path by mistake is logged redacted.
     expect(log.text).toContain('/api/v1/me/tokens/vxl_pat_[redacted]');
     for (const secret of secrets) {

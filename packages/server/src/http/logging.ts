@@ -1,4 +1,9 @@
-import type { FastifyRequest, FastifyServerOptions } from 'fastify';
+import {
+  LogController,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 
 /** Anything shaped like a Vexil credential or webhook signing secret (design record 004). */
 const CREDENTIAL = /\b(vxl_(?:pat|svc|srv|cli)|whsec)_[A-Za-z0-9_+/=-]+/g;
@@ -11,10 +16,11 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * The service's pino options (SECURITY.md, Secrets in logs). Fastify's request serializer logs
- * the URL but no headers; ours also strips credentials from the URL (EventSource clients must
- * put their SDK key in the query string), and `redact` keeps `Authorization` and `X-API-Key`
- * out should a log line ever include request headers.
+ * The service's pino options (SECURITY.md, Secrets in logs). Request log lines hold the method,
+ * the route and the URL with credentials stripped (EventSource clients must put their SDK key in
+ * the query string), never headers; `redact` keeps `Authorization` and `X-API-Key` out should a
+ * log line ever include them. Lines are JSON, or pretty-printed (`pino-pretty`) for a person when
+ * standard output is a terminal.
  * @param stream where log lines go (tests capture them); standard output when omitted.
  */
 export function loggerOptions(
@@ -23,7 +29,16 @@ export function loggerOptions(
 ): FastifyServerOptions['logger'] {
   return {
     level,
-    ...(stream ? { stream } : {}),
+    ...(stream
+      ? { stream }
+      : process.stdout.isTTY
+        ? {
+            transport: {
+              target: 'pino-pretty',
+              options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+            },
+          }
+        : {}),
     redact: {
       paths: [
         'req.headers.authorization',
@@ -43,4 +58,36 @@ export function loggerOptions(
       }),
     },
   };
+}
+
+/** The SDK-facing APIs: the evaluation API (`/v1`) and OFREP (`/ofrep/v1`). */
+const EVALUATION_PATH = /^\/(?:ofrep\/)?v1\//;
+
+/**
+ * One log line per request, when it completes: `method`, `route` (the matched route pattern, null
+ * when none matched), `url` (credentials stripped), `statusCode` and `durationMs` — at `info`
+ * ("request completed"), or at `error` with `err` when sending failed ("request errored").
+ * Answered requests of the evaluation APIs, which SDKs call tens of thousands of times a second,
+ * are not logged: at `info` the line would cost more than the evaluation itself. Their failures
+ * still are (their error handlers log 5xx answers, and a failure while sending is logged here).
+ */
+export class RequestLogController extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
+    if (!error && EVALUATION_PATH.test(request.url)) return;
+    const line = {
+      method: request.method,
+      route: request.routeOptions.url ?? null,
+      url: redactUrl(request.url),
+      statusCode: reply.statusCode,
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
+    };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
 }

@@ -11,6 +11,11 @@ export const KeySchema = Type.String({
   maxLength: 100,
   pattern:
     '^(?![0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$)[A-Za-z0-9][A-Za-z0-9._-]*$',
+  // What a person reads instead of the pattern (ajv-errors; http/validation-messages.ts).
+  errorMessage: {
+    pattern:
+      "must start with a letter or digit, contain only letters, digits, '.', '_' and '-', and not be a UUID",
+  },
 });
 
 export const NameSchema = Type.String({ minLength: 1, maxLength: 200 });
@@ -19,6 +24,9 @@ export const NullableString = Type.Union([Type.String(), Type.Null()]);
 export const Uuid = Type.String({ format: 'uuid' });
 export const Timestamp = Type.String({ format: 'date-time' });
 export const ColorSchema = Type.Union([
-  Type.String({ pattern: '^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$' }),
+  Type.String({
+    pattern: '^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$',
+    errorMessage: { pattern: 'must be a hex color such as #1f6feb or #abc' },
+  }),
   Type.Null(),
 ]);

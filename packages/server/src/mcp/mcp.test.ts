@@ -252,10 +252,11 @@ describe('MCP tool server', () => {
       url: receiver.url(),
     });
     expect(result.isError).toBe(true);
-    const envelope = result.content[1];
+    const [summary, envelope] = result.content;
+    expect(summary).toEqual({ type: 'text', text: 'validation_failed: name is required.' });
     expect(envelope?.type === 'text' && JSON.parse(envelope.text)).toMatchObject({
       error: 'validation_failed',
-      fields: { name: expect.any(Array) },
+      fields: { name: ['is required'] },
     });
   });
 

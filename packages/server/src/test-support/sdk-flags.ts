@@ -24,6 +24,7 @@ export async function seedSdkFlags(
       { key: 'english', value: 'Hello' },
       { key: 'french', value: 'Bonjour' },
     ],
+    offVariationKey: 'french',
   });
   await manage('POST', `${base}/flags`, {
     key: 'max-items',
@@ -32,6 +33,7 @@ export async function seedSdkFlags(
       { key: 'small', value: '10' },
       { key: 'large', value: '50' },
     ],
+    offVariationKey: 'large',
   });
   await manage('POST', `${base}/flags`, {
     key: 'theme',

@@ -38,6 +38,18 @@ describe('webhook URL: must be a public https:// address', () => {
     expect(urlProblem('https://[::ffff:7f00:1]/x', false)).toMatch(/non-public/);
   });
 
+  it('refusals a development instance can lift name the setting that lifts them', () => {
+    const setting = 'VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS=true';
+    expect(urlProblem('http://hooks.example.com/vexil', false)).toBe(
+      `must be an https:// address; a development instance can allow http:// and private-network targets with ${setting}`,
+    );
+    expect(urlProblem('https://localhost/hook', false)).toContain(setting);
+    expect(urlProblem('https://10.0.0.1/hook', false)).toContain(setting);
+    // Not a development matter: no setting allows these.
+    expect(urlProblem('ftp://hooks.example.com/x', false)).not.toContain(setting);
+    expect(urlProblem('https://user:pw@hooks.example.com/x', false)).not.toContain(setting);
+  });
+
   it('with private targets allowed, http:// and private addresses pass', () => {
     expect(urlProblem('http://127.0.0.1:3000/hook', true)).toBeNull();
     expect(urlProblem('https://localhost/hook', true)).toBeNull();

@@ -41,6 +41,10 @@ function isLocalhostName(hostname: string): boolean {
   return name === 'localhost' || name.endsWith('.localhost');
 }
 
+/** Appended to refusals a development instance can lift (README: Configuration). */
+const DEVELOPMENT_HINT =
+  '; a development instance can allow http:// and private-network targets with VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS=true';
+
 /**
  * Checks what can be checked without the network: the URL parses, uses `https:` (or `http:`
  * when private targets are allowed), carries no credentials, and does not name localhost or a
@@ -55,13 +59,14 @@ export function urlProblem(url: string, allowPrivateTargets: boolean): string | 
     return 'is not a valid absolute URL';
   }
   const schemes = allowPrivateTargets ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(parsed.protocol)) return 'must be an https:// address';
+  if (!schemes.includes(parsed.protocol))
+    return `must be an https:// address${parsed.protocol === 'http:' ? DEVELOPMENT_HINT : ''}`;
   if (parsed.username || parsed.password) return 'must not carry credentials';
   if (allowPrivateTargets) return null;
   const host = bareHostname(parsed.hostname);
-  if (isLocalhostName(host)) return 'must not point at localhost';
+  if (isLocalhostName(host)) return `must not point at localhost${DEVELOPMENT_HINT}`;
   if (isIP(host) && !isPublicAddress(host))
-    return `must not point at a non-public address (${host})`;
+    return `must not point at a non-public address (${host})${DEVELOPMENT_HINT}`;
   return null;
 }
 
@@ -86,7 +91,9 @@ export async function resolvedUrlProblem(
     return `host "${host}" does not resolve`;
   }
   const refused = addresses.find((entry) => !isPublicAddress(entry.address));
-  return refused ? `host "${host}" resolves to a non-public address (${refused.address})` : null;
+  return refused
+    ? `host "${host}" resolves to a non-public address (${refused.address})${DEVELOPMENT_HINT}`
+    : null;
 }
 
 type LookupCallback = (

@@ -18,7 +18,7 @@ import {
 } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import { ColorSchema, KeySchema, NameSchema, Uuid } from '../fields.js';
-import { initialConfiguration } from '../flags/configuration.js';
+import { defaultOffVariation, initialConfiguration } from '../flags/configuration.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 
 const EnvironmentItem = Type.Object({
@@ -109,20 +109,35 @@ export async function insertEnvironment(
   const variations = await m.trx
     .selectFrom('variations')
     .innerJoin('flags', 'flags.id', 'variations.flag_id')
-    .select(['variations.flag_id', 'variations.id'])
+    .select(['variations.flag_id', 'variations.id', 'variations.value', 'flags.type'])
     .where('flags.project_id', '=', projectId)
     .orderBy('variations.flag_id')
     .orderBy('variations.sort_order')
     .execute();
-  const byFlag = new Map<string, string[]>();
+  // Each flag keeps the off variation it has in the project's first environment (design record 021).
+  const configurations = await m.trx
+    .selectFrom('flag_environments')
+    .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
+    .select(['flag_environments.flag_id', 'flag_environments.off_variation_id'])
+    .where('environments.project_id', '=', projectId)
+    .orderBy('environments.sort_order', 'desc')
+    .orderBy('environments.id', 'desc')
+    .execute();
+  const offVariationIds = new Map(
+    configurations.map((configuration) => [configuration.flag_id, configuration.off_variation_id]),
+  );
+  const byFlag = new Map<string, typeof variations>();
   for (const variation of variations) {
     const list = byFlag.get(variation.flag_id) ?? [];
-    list.push(variation.id);
+    list.push(variation);
     byFlag.set(variation.flag_id, list);
   }
-  const rows = [...byFlag].map(([flagId, variationIds]) =>
-    initialConfiguration(flagId, environment.id, variationIds, m.now),
-  );
+  const rows = [...byFlag].map(([flagId, flagVariations]) => {
+    const first = flagVariations[0]!;
+    const offVariationId =
+      offVariationIds.get(flagId) ?? (defaultOffVariation(first.type, flagVariations) ?? first).id;
+    return initialConfiguration(flagId, environment.id, first.id, offVariationId, m.now);
+  });
   if (rows.length > 0) await m.trx.insertInto('flag_environments').values(rows).execute();
   await m.emit({
     type: 'environment.created',

@@ -2,26 +2,42 @@ import type { FlagEnvironmentsTable, FlagsTable } from '../../db/schema.js';
 import { invalidField } from '../../http/errors.js';
 
 /**
- * A flag's configuration in a new environment: disabled, serving the first variation when on
- * and the last when off (a Boolean flag: `true` when on, `false` when off).
+ * A flag's configuration in a new environment: disabled, serving `defaultVariationId` when on and
+ * `offVariationId` when off (design record 021).
  */
 export function initialConfiguration(
   flagId: string,
   environmentId: string,
-  variationIds: string[],
+  defaultVariationId: string,
+  offVariationId: string,
   now: string,
 ): FlagEnvironmentsTable {
   return {
     flag_id: flagId,
     environment_id: environmentId,
     is_enabled: 0,
-    default_variation_id: variationIds[0]!,
-    off_variation_id: variationIds[variationIds.length - 1]!,
+    default_variation_id: defaultVariationId,
+    off_variation_id: offVariationId,
     strategy: 'SingleVariation',
     rollout: '[]',
     prerequisites: '[]',
     updated_at: now,
   };
+}
+
+/**
+ * The variation a new flag serves while off when its create request names none (design record
+ * 021): the only variation of a flag that has one; a Boolean flag's first `false` variation;
+ * otherwise none, and the caller must choose.
+ */
+export function defaultOffVariation<V extends { value: string }>(
+  type: FlagsTable['type'],
+  variations: readonly V[],
+): V | undefined {
+  if (variations.length === 1) return variations[0];
+  return type === 'Boolean'
+    ? variations.find((variation) => variation.value === 'false')
+    : undefined;
 }
 
 /**

@@ -124,6 +124,7 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
           { key: 'dark', value: '{"bg":"#000"}' },
           { key: 'light', value: '{"bg":"#fff"}' },
         ],
+        offVariationKey: 'dark',
       },
     });
     expect(good.status).toBe(201);
@@ -133,8 +134,86 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
       tags: ['ui'],
       isArchived: false,
       owner: null,
+      offVariationKey: 'dark',
     });
     expect(good.body.variations.map((v: { key: string }) => v.key)).toEqual(['dark', 'light']);
+  });
+
+  describe('the off variation of a new flag (design record 021)', () => {
+    const create = (body: Record<string, unknown>) =>
+      call(vexil, 'POST', `${base}/flags`, { token: org.token, body });
+    const offVariationKeys = async (flag: string) => {
+      const detail = await call(vexil, 'GET', `${base}/flags/${flag}`, { token: org.token });
+      const keyOf = new Map<string, string>(
+        detail.body.variations.map((v: { id: string; key: string }) => [v.id, v.key]),
+      );
+      const configurations = await call(vexil, 'GET', `${base}/flags/${flag}/environments`, {
+        token: org.token,
+      });
+      return configurations.body.map((c: { offVariationId: string }) =>
+        keyOf.get(c.offVariationId),
+      );
+    };
+    const colors = ['red', 'green', 'blue'].map((key) => ({ key, value: key }));
+
+    it('a flag with several variations, not Boolean, must name it', async () => {
+      const unnamed = await create({ key: 'color', type: 'String', variations: colors });
+      expect(unnamed.status).toBe(400);
+      expect(unnamed.body.fields).toEqual({
+        offVariationKey: [
+          'is required for a String flag with several variations: name the variation served while the flag is off',
+        ],
+      });
+      const unknown = await create({
+        key: 'color',
+        type: 'String',
+        variations: colors,
+        offVariationKey: 'pink',
+      });
+      expect(unknown.body.fields).toEqual({
+        offVariationKey: ['must be the key of one of the variations (red, green, blue)'],
+      });
+      const named = await create({
+        key: 'color',
+        type: 'String',
+        variations: colors,
+        offVariationKey: 'green',
+      });
+      expect(named.status).toBe(201);
+      expect(named.body.offVariationKey).toBe('green');
+      expect(await offVariationKeys('color')).toEqual(['green', 'green']);
+    });
+
+    it('a Boolean flag serves false while off; a flag with one variation, that one', async () => {
+      const boolean = await create({ key: 'dark-mode' });
+      expect(boolean.body.offVariationKey).toBe('false');
+      // Listed false first: still the false variation, not the last.
+      const reversed = await create({
+        key: 'reversed',
+        variations: [
+          { key: 'no', value: 'false' },
+          { key: 'yes', value: 'true' },
+        ],
+      });
+      expect(reversed.body.offVariationKey).toBe('no');
+      expect(await offVariationKeys('reversed')).toEqual(['no', 'no']);
+      const single = await create({
+        key: 'greeting',
+        type: 'String',
+        variations: [{ key: 'hello', value: 'Hello' }],
+      });
+      expect(single.body.offVariationKey).toBe('hello');
+    });
+
+    it("a new environment takes each flag's off variation from the project's first environment", async () => {
+      await create({ key: 'size', type: 'String', variations: colors, offVariationKey: 'blue' });
+      const created = await call(vexil, 'POST', `${base}/environments`, {
+        token: org.token,
+        body: { key: 'staging', name: 'Staging' },
+      });
+      expect(created.status).toBe(201);
+      expect(await offVariationKeys('size')).toEqual(['blue', 'blue', 'blue']);
+    });
   });
 
   it('flag list: filters by tag and search, paged', async () => {

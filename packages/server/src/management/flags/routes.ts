@@ -11,7 +11,7 @@ import { mutateAs, requireOrg, requireProject, type OrgAccess } from '../access.
 import { actionsFor } from '../actions.js';
 import { DescriptionSchema, KeySchema, NameSchema, Timestamp, Uuid } from '../fields.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { checkVariationValue, initialConfiguration } from './configuration.js';
+import { checkVariationValue, defaultOffVariation, initialConfiguration } from './configuration.js';
 import { expiryReference, flagDetail, flagListItem, requireFlag } from './queries.js';
 import { FlagListItem, FlagResponse, FlagTypeSchema } from './schemas.js';
 
@@ -69,6 +69,13 @@ export function registerFlagRoutes(app: App, services: Services): void {
             description: Type.Optional(DescriptionSchema),
             type: Type.Optional(FlagTypeSchema),
             variations: Type.Optional(Type.Array(VariationInput, { minItems: 1, maxItems: 100 })),
+            offVariationKey: Type.Optional(
+              Type.String({
+                minLength: 1,
+                description:
+                  'The variation served while the flag is off, in every environment. Required for a flag with several variations, except a Boolean flag (its `false` variation).',
+              }),
+            ),
             tags: Type.Optional(TagsSchema),
             clientSideVisible: Type.Optional(Type.Boolean()),
             isPermanent: Type.Optional(Type.Boolean()),
@@ -78,7 +85,16 @@ export function registerFlagRoutes(app: App, services: Services): void {
           },
           { additionalProperties: false },
         ),
-        response: { 201: FlagResponse },
+        response: {
+          201: Type.Intersect([
+            FlagResponse,
+            Type.Object({
+              offVariationKey: Type.String({
+                description: 'The variation every environment serves while the flag is off.',
+              }),
+            }),
+          ]),
+        },
       },
     },
     async (request, reply) => {
@@ -95,6 +111,19 @@ export function registerFlagRoutes(app: App, services: Services): void {
         keys.add(variation.key);
         checkVariationValue(type, variation.value, `variations.${index}.value`);
       });
+      const offVariationKey =
+        body.offVariationKey ??
+        defaultOffVariation<{ key: string; value: string }>(type, variations)?.key;
+      if (offVariationKey === undefined)
+        throw invalidField(
+          'offVariationKey',
+          `is required for a ${type} flag with several variations: name the variation served while the flag is off`,
+        );
+      if (!keys.has(offVariationKey))
+        throw invalidField(
+          'offVariationKey',
+          `must be the key of one of the variations (${[...keys].join(', ')})`,
+        );
       await checkOwner(services, access, body.ownerId);
       const flag = await mutateAs(services, access, async (m) => {
         const row: FlagsTable = {
@@ -137,13 +166,19 @@ export function registerFlagRoutes(app: App, services: Services): void {
           .select('id')
           .where('project_id', '=', project.id)
           .execute();
-        const variationIds = variationRows.map((variation) => variation.id);
+        const offVariation = variationRows.find((variation) => variation.key === offVariationKey)!;
         if (environments.length > 0) {
           await m.trx
             .insertInto('flag_environments')
             .values(
               environments.map((environment) =>
-                initialConfiguration(row.id, environment.id, variationIds, m.now),
+                initialConfiguration(
+                  row.id,
+                  environment.id,
+                  variationRows[0]!.id,
+                  offVariation.id,
+                  m.now,
+                ),
               ),
             )
             .execute();
@@ -158,7 +193,9 @@ export function registerFlagRoutes(app: App, services: Services): void {
         });
         return row;
       });
-      return reply.status(201).send(await flagDetail(services, access.role, flag));
+      return reply
+        .status(201)
+        .send({ ...(await flagDetail(services, access.role, flag)), offVariationKey });
     },
   );
 

@@ -12,7 +12,7 @@ import {
 
 /** Collects every log line the service writes, parsed. */
 class CapturedLog extends Writable {
-  readonly lines: { msg?: string; req?: { url?: string }; level?: number }[] = [];
+  readonly lines: Record<string, unknown>[] = [];
   override _write(chunk: Buffer, _encoding: string, done: () => void): void {
     for (const line of chunk.toString('utf8').split('\n')) {
       if (line.trim() !== '') this.lines.push(JSON.parse(line));
@@ -21,7 +21,7 @@ class CapturedLog extends Writable {
   }
 }
 
-describe.each(testDialects())('request logging on %s', (dialect) => {
+describe.each(testDialects())('request log on %s', (dialect) => {
   const log = new CapturedLog();
   let vexil: Vexil;
   let dropDatabase: (() => Promise<void>) | undefined;
@@ -41,15 +41,26 @@ describe.each(testDialects())('request logging on %s', (dialect) => {
     await dropDatabase?.();
   });
 
-  it('logs management requests but not each evaluation request', async () => {
+  it('one line per management request, at completion; none per answered evaluation request', async () => {
     const org = await createOrg(vexil);
+    log.lines.length = 0;
     await call(vexil, 'GET', '/api/v1/orgs/acme', { token: org.token });
+    await call(vexil, 'GET', '/api/v1/orgs/acme/no-such-thing', { token: org.token });
     await call(vexil, 'GET', '/v1/sdk/flags', { token: 'vxl_srv_unknown' });
     await call(vexil, 'POST', '/ofrep/v1/evaluate/flags', { body: {} });
-    const logged = log.lines
-      .filter((line) => line.msg === 'incoming request')
-      .map((line) => line.req?.url);
-    expect(logged).toEqual(['/api/v1/orgs/acme']);
-    expect(log.lines.filter((line) => line.msg === 'request completed')).toHaveLength(1);
+    expect(log.lines.filter((line) => line.msg === 'incoming request')).toEqual([]);
+    const completed = log.lines.filter((line) => line.msg === 'request completed');
+    expect(completed).toMatchObject([
+      {
+        level: 30,
+        method: 'GET',
+        route: '/api/v1/orgs/:org',
+        url: '/api/v1/orgs/acme',
+        statusCode: 200,
+        durationMs: expect.any(Number),
+      },
+      { method: 'GET', route: null, url: '/api/v1/orgs/acme/no-such-thing', statusCode: 404 },
+    ]);
+    expect(log.lines).toHaveLength(2);
   });
 });
