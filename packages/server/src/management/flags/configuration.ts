@@ -27,17 +27,16 @@ export function initialConfiguration(
 
 /**
  * The variation a new flag serves while off when its create request names none (design record
- * 021): the only variation of a flag that has one; a Boolean flag's first `false` variation;
- * otherwise none, and the caller must choose.
+ * 021): a Boolean flag's first `false` variation; otherwise the first variation. Undefined only
+ * for an empty list.
  */
 export function defaultOffVariation<V extends { value: string }>(
   type: FlagsTable['type'],
   variations: readonly V[],
 ): V | undefined {
-  if (variations.length === 1) return variations[0];
-  return type === 'Boolean'
-    ? variations.find((variation) => variation.value === 'false')
-    : undefined;
+  const boolFalse =
+    type === 'Boolean' ? variations.find((variation) => variation.value === 'false') : undefined;
+  return boolFalse ?? variations[0];
 }
 
 /**

@@ -156,16 +156,13 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
     };
     const colors = ['red', 'green', 'blue'].map((key) => ({ key, value: key }));
 
-    it('a flag with several variations, not Boolean, must name it', async () => {
+    it('a flag with several variations, not Boolean, serves its first unless it names one', async () => {
       const unnamed = await create({ key: 'color', type: 'String', variations: colors });
-      expect(unnamed.status).toBe(400);
-      expect(unnamed.body.fields).toEqual({
-        offVariationKey: [
-          'is required for a String flag with several variations: name the variation served while the flag is off',
-        ],
-      });
+      expect(unnamed.status).toBe(201);
+      expect(unnamed.body.offVariationKey).toBe('red');
+      expect(await offVariationKeys('color')).toEqual(['red', 'red']);
       const unknown = await create({
-        key: 'color',
+        key: 'color-2',
         type: 'String',
         variations: colors,
         offVariationKey: 'pink',
@@ -174,14 +171,14 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
         offVariationKey: ['must be the key of one of the variations (red, green, blue)'],
       });
       const named = await create({
-        key: 'color',
+        key: 'color-2',
         type: 'String',
         variations: colors,
         offVariationKey: 'green',
       });
       expect(named.status).toBe(201);
       expect(named.body.offVariationKey).toBe('green');
-      expect(await offVariationKeys('color')).toEqual(['green', 'green']);
+      expect(await offVariationKeys('color-2')).toEqual(['green', 'green']);
     });
 
     it('a Boolean flag serves false while off; a flag with one variation, that one', async () => {

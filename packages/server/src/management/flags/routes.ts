@@ -73,7 +73,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
               Type.String({
                 minLength: 1,
                 description:
-                  'The variation served while the flag is off, in every environment. Required for a flag with several variations, except a Boolean flag (its `false` variation).',
+                  'The variation served while the flag is off, in every environment. Default: a Boolean flag\'s `false` variation, otherwise the first variation.',
               }),
             ),
             tags: Type.Optional(TagsSchema),
@@ -114,12 +114,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
       const offVariationKey =
         body.offVariationKey ??
         defaultOffVariation<{ key: string; value: string }>(type, variations)?.key;
-      if (offVariationKey === undefined)
-        throw invalidField(
-          'offVariationKey',
-          `is required for a ${type} flag with several variations: name the variation served while the flag is off`,
-        );
-      if (!keys.has(offVariationKey))
+      if (offVariationKey === undefined || !keys.has(offVariationKey))
         throw invalidField(
           'offVariationKey',
           `must be the key of one of the variations (${[...keys].join(', ')})`,
