@@ -7,7 +7,7 @@ import {
 } from '@vexil/engine';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import type { Services } from '../services.js';
 import type { SdkKeyResolver } from './sdk-keys.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';

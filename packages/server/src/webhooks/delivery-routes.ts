@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import type { EventPayload, EventType } from '../events/types.js';
 import { ApiError } from '../http/errors.js';
 import { actorOf, isUuid, mutateAs, requireOrg, type OrgAccess } from '../management/access.js';

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import type { Role, WebhookSubscriptionsTable } from '../db/schema.js';
 import { EVENT_TYPES } from '../events/types.js';
 import { ApiError } from '../http/errors.js';

@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { Type } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { Dialect } from '../../db/database.js';
 import type { WebhookEventsTable } from '../../db/schema.js';
 import { EVENT_TYPES, type EventPayload } from '../../events/types.js';

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { Mutation } from '../../db/mutate.js';
 import type { EnvironmentsTable, ProjectsTable, Role } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';

@@ -2,7 +2,7 @@ import { findPrerequisiteProblem, type PrerequisiteGraphFlag } from '@vexil/engi
 import type { FastifyRequest } from 'fastify';
 import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { FlagEnvironmentsTable, Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError, invalidField } from '../../http/errors.js';

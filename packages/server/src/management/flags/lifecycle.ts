@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { ProjectsTable } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';

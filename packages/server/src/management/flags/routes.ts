@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { FlagsTable, VariationsTable } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';

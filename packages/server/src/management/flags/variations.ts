@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { Role, VariationsTable } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';

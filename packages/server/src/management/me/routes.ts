@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
 import { issueToken, tokenSummary } from '../../auth/tokens.js';
 import { ApiError } from '../../http/errors.js';

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { Type } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { OrganizationsTable, Plan, Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';

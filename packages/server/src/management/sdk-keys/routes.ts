@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import { SHOWN_ONCE_WARNING, generateSecret, hashSecret } from '../../auth/secrets.js';
 import type { Role, SdkKeysTable } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { Role, SegmentsTable, StoredCondition } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
