@@ -7,13 +7,14 @@ import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, requireOrg, requireProject, type OrgAccess } from '../access.js';
+import { mutateAs, type OrgAccess } from '../access.js';
 import { actionsFor } from '../actions.js';
 import { DescriptionSchema, KeySchema, NameSchema, Timestamp, Uuid } from '../fields.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { checkVariationValue, initialConfiguration } from './configuration.js';
-import { expiryReference, flagDetail, flagListItem, requireFlag } from './queries.js';
+import { expiryReference, flagDetail, flagListItem } from './queries.js';
 import { FlagListItem, FlagResponse, FlagTypeSchema } from './schemas.js';
+import { scopedRoutes } from '../scope.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
 const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
@@ -56,8 +57,10 @@ async function checkOwner(
 
 /** Flags: create, list, get (spec: Flag detail), update, delete (design record 001). */
 export function registerFlagRoutes(app: App, services: Services): void {
-  app.post(
+  const route = scopedRoutes(app, services);
+  route.post(
     '/orgs/:org/projects/:project/flags',
+    'Member',
     {
       schema: {
         tags: ['flags'],
@@ -81,9 +84,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
         response: { 201: FlagResponse },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, request, reply) => {
       const body = request.body;
       const type = body.type ?? 'Boolean';
       const variations = body.variations ?? (type === 'Boolean' ? BOOLEAN_VARIATIONS : undefined);
@@ -162,8 +163,9 @@ export function registerFlagRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project/flags',
+    'Viewer',
     {
       schema: {
         tags: ['flags'],
@@ -180,9 +182,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(FlagListItem) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, request) => {
       const { tag, archived, q, expired } = request.query;
       const expiryAt = expiryReference(services);
       let query = services.db
@@ -222,19 +222,18 @@ export function registerFlagRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project/flags/:flag',
+    'Viewer',
     { schema: { tags: ['flags'], params: FlagParams, response: { 200: FlagResponse } } },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ flag, ...access }) => {
       return flagDetail(services, access.role, flag);
     },
   );
 
-  app.patch(
+  route.patch(
     '/orgs/:org/projects/:project/flags/:flag',
+    'Member',
     {
       schema: {
         tags: ['flags'],
@@ -255,10 +254,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
         response: { 200: FlagResponse },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ project, flag, ...access }, request) => {
       const body = request.body;
       await checkOwner(services, access, body.ownerId);
       const updated = await mutateAs(services, access, async (m) => {
@@ -306,13 +302,11 @@ export function registerFlagRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/projects/:project/flags/:flag',
+    'Admin',
     { schema: { tags: ['flags'], params: FlagParams } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ project, flag, ...access }, _request, reply) => {
       await mutateAs(services, access, async (m) => {
         // Inside the transaction, so a prerequisite added meanwhile cannot slip past the check.
         const dependents = await m.trx
