@@ -223,6 +223,14 @@ export function registerProjectRoutes(app: App, services: Services): void {
           description: `Project "${project.key}" deleted`,
         });
         await removeFromSubscriptionFilters(m, 'project_ids', project.id);
+        // Its environments go with it, so they leave environment filters too.
+        const environments = await m.trx
+          .selectFrom('environments')
+          .select('id')
+          .where('project_id', '=', project.id)
+          .execute();
+        for (const environment of environments)
+          await removeFromSubscriptionFilters(m, 'environment_ids', environment.id);
         await m.trx.deleteFrom('projects').where('id', '=', project.id).execute();
       });
       return reply.status(204).send();
