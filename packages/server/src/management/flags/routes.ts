@@ -2,14 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
+import type { Mutation } from '../../db/mutate.js';
 import type { FlagsTable, VariationsTable } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs, type OrgAccess } from '../access.js';
 import { actionsFor } from '../actions.js';
 import { DescriptionSchema, KeySchema, NameSchema, Timestamp, Uuid } from '../fields.js';
+import { deleteUnlessReferenced } from '../deletion.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { checkVariationValue, initialConfiguration } from './configuration.js';
 import { expiryReference, flagDetail, flagListItem } from './queries.js';
@@ -53,6 +55,25 @@ async function checkOwner(
     .where('user_id', '=', ownerId)
     .executeTakeFirst();
   if (!member) throw invalidField('ownerId', 'is not a member of this organization');
+}
+
+/** `flag (environment)` for each configuration of the project that has the flag as a prerequisite. */
+async function prerequisiteUsers(m: Mutation, projectId: string, flagKey: string) {
+  const dependents = await m.trx
+    .selectFrom('flag_environments')
+    .innerJoin('flags', 'flags.id', 'flag_environments.flag_id')
+    .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
+    .select(['flags.key as flagKey', 'environments.key as environmentKey', 'prerequisites'])
+    .where('flags.project_id', '=', projectId)
+    .where('flag_environments.prerequisites', 'like', `%"prerequisiteFlagKey":"${flagKey}"%`)
+    .execute();
+  return dependents
+    .filter((row) =>
+      (JSON.parse(row.prerequisites) as { prerequisiteFlagKey: string }[]).some(
+        (p) => p.prerequisiteFlagKey === flagKey,
+      ),
+    )
+    .map((row) => `${row.flagKey} (${row.environmentKey})`);
 }
 
 /** Flags: create, list, get (spec: Flag detail), update, delete (design record 001). */
@@ -307,38 +328,18 @@ export function registerFlagRoutes(app: App, services: Services): void {
     'Admin',
     { schema: { tags: ['flags'], params: FlagParams } },
     async ({ project, flag, ...access }, _request, reply) => {
-      await mutateAs(services, access, async (m) => {
-        // Inside the transaction, so a prerequisite added meanwhile cannot slip past the check.
-        const dependents = await m.trx
-          .selectFrom('flag_environments')
-          .innerJoin('flags', 'flags.id', 'flag_environments.flag_id')
-          .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
-          .select(['flags.key as flagKey', 'environments.key as environmentKey', 'prerequisites'])
-          .where('flags.project_id', '=', project.id)
-          .where('flag_environments.prerequisites', 'like', `%"prerequisiteFlagKey":"${flag.key}"%`)
-          .execute();
-        const users = dependents
-          .filter((row) =>
-            (JSON.parse(row.prerequisites) as { prerequisiteFlagKey: string }[]).some(
-              (p) => p.prerequisiteFlagKey === flag.key,
-            ),
-          )
-          .map((row) => `${row.flagKey} (${row.environmentKey})`);
-        if (users.length > 0) {
-          throw new ApiError(
-            'conflict',
-            `Flag "${flag.key}" is a prerequisite of ${users.join(', ')}. Remove those prerequisites first.`,
-          );
-        }
-        await m.trx.deleteFrom('flags').where('id', '=', flag.id).execute();
-        await m.touchProject(project.id);
-        await m.emit({
-          type: 'flag.deleted',
-          projectId: project.id,
-          entity: { type: 'flag', id: flag.id },
-          description: `Flag "${flag.key}" deleted`,
-        });
-      });
+      await mutateAs(services, access, (m) =>
+        deleteUnlessReferenced(
+          m,
+          { kind: 'flag', id: flag.id, key: flag.key, projectId: project.id },
+          async () => {
+            const users = await prerequisiteUsers(m, project.id, flag.key);
+            return users.length > 0
+              ? `Flag "${flag.key}" is a prerequisite of ${users.join(', ')}. Remove those prerequisites first.`
+              : null;
+          },
+        ),
+      );
       return reply.status(204).send();
     },
   );

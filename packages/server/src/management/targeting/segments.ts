@@ -2,10 +2,10 @@ import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
+import type { Mutation } from '../../db/mutate.js';
 import type { ProjectsTable, Role, SegmentsTable, StoredCondition } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
-import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { isUuid, mutateAs, notFound, type OrgAccess } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
@@ -17,6 +17,7 @@ import {
   Timestamp,
   Uuid,
 } from '../fields.js';
+import { deleteUnlessReferenced } from '../deletion.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import {
   ConditionInputSchema,
@@ -91,6 +92,19 @@ function checkConditions(
   const normalized = normalizeConditions(conditions, 'conditions', problems, keepIds);
   problems.throwIfAny();
   return normalized;
+}
+
+/** The rules that target the segment, with their flag and environment keys. */
+function segmentUsers(m: Mutation, segmentId: string) {
+  return m.trx
+    .selectFrom('rules')
+    .innerJoin('flags', 'flags.id', 'rules.flag_id')
+    .innerJoin('environments', 'environments.id', 'rules.environment_id')
+    .select(['rules.id', 'flags.key as flagKey', 'environments.key as environmentKey'])
+    .where('rules.segment_id', '=', segmentId)
+    .orderBy('flags.key')
+    .orderBy('environments.key')
+    .execute();
 }
 
 /**
@@ -268,35 +282,20 @@ export function registerSegmentRoutes(app: App, services: Services): void {
     { schema: { tags: ['segments'], params: SegmentParams } },
     async ({ project, ...access }, request, reply) => {
       const segment = await requireSegment(services, access, project, request.params.segment);
-      await mutateAs(services, access, async (m) => {
-        // Checked inside the transaction, next to the delete, so the answer is current.
-        const users = await m.trx
-          .selectFrom('rules')
-          .innerJoin('flags', 'flags.id', 'rules.flag_id')
-          .innerJoin('environments', 'environments.id', 'rules.environment_id')
-          .select(['rules.id', 'flags.key as flagKey', 'environments.key as environmentKey'])
-          .where('rules.segment_id', '=', segment.id)
-          .orderBy('flags.key')
-          .orderBy('environments.key')
-          .execute();
-        if (users.length > 0) {
-          const list = users
-            .map((u) => `flag "${u.flagKey}" in "${u.environmentKey}" (rule ${u.id})`)
-            .join(', ');
-          throw new ApiError(
-            'conflict',
-            `Segment "${segment.key}" is used by ${users.length} rule(s): ${list}. Remove or change those rules first.`,
-          );
-        }
-        await m.trx.deleteFrom('segments').where('id', '=', segment.id).execute();
-        await m.touchProject(project.id);
-        await m.emit({
-          type: 'segment.deleted',
-          projectId: project.id,
-          entity: { type: 'segment', id: segment.id },
-          description: `Segment "${segment.key}" deleted`,
-        });
-      });
+      await mutateAs(services, access, (m) =>
+        deleteUnlessReferenced(
+          m,
+          { kind: 'segment', id: segment.id, key: segment.key, projectId: project.id },
+          async () => {
+            const users = await segmentUsers(m, segment.id);
+            if (users.length === 0) return null;
+            const list = users
+              .map((u) => `flag "${u.flagKey}" in "${u.environmentKey}" (rule ${u.id})`)
+              .join(', ');
+            return `Segment "${segment.key}" is used by ${users.length} rule(s): ${list}. Remove or change those rules first.`;
+          },
+        ),
+      );
       return reply.status(204).send();
     },
   );
