@@ -51,6 +51,54 @@ async function recordChange(
   });
 }
 
+/** Updates a rule: members of `body` left out keep their stored value. */
+async function updateRule(
+  services: Services,
+  { project, flag, environment, ...access }: FlagEnvironmentScope,
+  params: Static<typeof RuleParams>,
+  body: RulePatchBody,
+) {
+  checkNotArchived(flag);
+  const rule = await requireRule(services, params, flag.id, environment.id);
+  const before = ruleItem(rule);
+  const groups =
+    body.conditionGroups !== undefined
+      ? normalizeGroups(body.conditionGroups ?? [], storedIds(before.conditionGroups))
+      : before.conditionGroups;
+  const variationId = body.variationId ?? rule.variation_id;
+  const segmentId = body.userSegmentId !== undefined ? body.userSegmentId : rule.segment_id;
+  await checkReferences(services, flag, variationId, segmentId);
+  await mutateAs(services, access, async (m) => {
+    await m.touchFlag(flag, [environment.id]);
+    const updated = await m.trx
+      .updateTable('rules')
+      .set({
+        ...(body.description !== undefined ? { description: body.description } : {}),
+        variation_id: variationId,
+        ...(body.rolloutPercentage !== undefined
+          ? { rollout_percentage: body.rolloutPercentage }
+          : {}),
+        segment_id: segmentId,
+        condition_groups: JSON.stringify(groups),
+        updated_at: m.now,
+      })
+      .where('id', '=', rule.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordChange(
+      m,
+      'flag.rule.updated',
+      { projectId: project.id, environmentId: environment.id, flagId: flag.id, ruleId: rule.id },
+      `Rule ${rule.priority} of flag "${flag.key}" in "${environment.key}" updated`,
+      diffProperties(before, ruleItem(updated)),
+    );
+  });
+  return {
+    ...ruleItem(await readRule(services, rule.id)),
+    _actions: ruleActions(access.role, flag),
+  };
+}
+
 /** Registers the targeting rules of a flag in one environment (spec: Targeting rule, endpoint rules 5 and 6). */
 export function registerRuleRoutes(app: App, services: Services): void {
   const route = scopedRoutes(app, services);
@@ -153,53 +201,6 @@ export function registerRuleRoutes(app: App, services: Services): void {
     },
   );
 
-  /** Updates a rule: members of `body` left out keep their stored value. */
-  async function updateRule(
-    { project, flag, environment, ...access }: FlagEnvironmentScope,
-    params: Static<typeof RuleParams>,
-    body: RulePatchBody,
-  ) {
-    checkNotArchived(flag);
-    const rule = await requireRule(services, params, flag.id, environment.id);
-    const before = ruleItem(rule);
-    const groups =
-      body.conditionGroups !== undefined
-        ? normalizeGroups(body.conditionGroups ?? [], storedIds(before.conditionGroups))
-        : before.conditionGroups;
-    const variationId = body.variationId ?? rule.variation_id;
-    const segmentId = body.userSegmentId !== undefined ? body.userSegmentId : rule.segment_id;
-    await checkReferences(services, flag, variationId, segmentId);
-    await mutateAs(services, access, async (m) => {
-      await m.touchFlag(flag, [environment.id]);
-      const updated = await m.trx
-        .updateTable('rules')
-        .set({
-          ...(body.description !== undefined ? { description: body.description } : {}),
-          variation_id: variationId,
-          ...(body.rolloutPercentage !== undefined
-            ? { rollout_percentage: body.rolloutPercentage }
-            : {}),
-          segment_id: segmentId,
-          condition_groups: JSON.stringify(groups),
-          updated_at: m.now,
-        })
-        .where('id', '=', rule.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await recordChange(
-        m,
-        'flag.rule.updated',
-        { projectId: project.id, environmentId: environment.id, flagId: flag.id, ruleId: rule.id },
-        `Rule ${rule.priority} of flag "${flag.key}" in "${environment.key}" updated`,
-        diffProperties(before, ruleItem(updated)),
-      );
-    });
-    return {
-      ...ruleItem(await readRule(services, rule.id)),
-      _actions: ruleActions(access.role, flag),
-    };
-  }
-
   route.patch(
     `${rulesPath}/:rule`,
     'Member',
@@ -211,7 +212,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
         response: { 200: RuleResponse },
       },
     },
-    async (scope, request) => updateRule(scope, request.params, request.body),
+    async (scope, request) => updateRule(services, scope, request.params, request.body),
   );
 
   route.put(
@@ -227,7 +228,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
     },
     // A full replacement: members left out take their empty value rather than the stored one.
     async (scope, request) =>
-      updateRule(scope, request.params, {
+      updateRule(services, scope, request.params, {
         description: null,
         rolloutPercentage: null,
         userSegmentId: null,
