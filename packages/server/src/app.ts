@@ -3,9 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addErrorsModule from 'ajv-errors';
 import addFormatsModule from 'ajv-formats';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { authenticate, type Caller } from './auth/caller.js';
+import Fastify from 'fastify';
+import { authenticate } from './auth/caller.js';
 import { secretsKey } from './auth/secrets-key.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -16,6 +15,7 @@ import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
+import type { App } from './http/app-instance.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
 import { frameworkErrorHandler } from './http/framework-errors.js';
 import { registerIdempotency } from './http/idempotency.js';
@@ -32,23 +32,9 @@ import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 import { UsageAggregator } from './usage/aggregator.js';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    caller: Caller | null;
-  }
-}
-
 // ajv-formats and ajv-errors are CommonJS with a default export; under NodeNext they arrive wrapped.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const addErrors = addErrorsModule as unknown as (ajv: Ajv) => Ajv;
-
-export type App = FastifyInstance<
-  Server,
-  IncomingMessage,
-  ServerResponse,
-  FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
 
 /** What one `vexil serve` process runs (design record 010): by default everything. */
 export type ServiceRole = 'management' | 'evaluation' | 'worker';

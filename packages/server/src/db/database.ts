@@ -6,9 +6,10 @@ import pg from 'pg';
 import * as initial from './migrations/0001-initial.js';
 import * as retention from './migrations/0002-retention.js';
 import * as sealedIdempotentResponses from './migrations/0003-sealed-idempotent-responses.js';
+import type { Dialect } from './dialect.js';
 import type { Schema } from './schema.js';
 
-export type Dialect = 'sqlite' | 'postgres';
+export type { Dialect };
 
 /** An open database: the Kysely handle and which dialect it speaks. */
 export interface Database {

@@ -1,5 +1,5 @@
 import fastifyCors from '@fastify/cors';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 
 const ALLOWED_ORIGIN = '*';
 const EXPOSED_HEADERS = ['ETag', 'Retry-After', 'X-Vexil-Stream-Id', 'X-Vexil-Stream-Updated'];

@@ -8,7 +8,7 @@ import {
 } from '@vexil/engine';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import { fieldProblems, validationSummary } from '../http/validation-messages.js';
 import type { Services } from '../services.js';
 import type { SdkKeyResolver } from './sdk-keys.js';

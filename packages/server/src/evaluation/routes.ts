@@ -2,7 +2,7 @@ import { evaluateFlag, type EvaluationResult } from '@vexil/engine';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
 import { Type } from 'typebox';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import type { Services } from '../services.js';
 import { registerEventRoutes } from '../usage/events-routes.js';
 import { clientFlagsBody } from './client-flags.js';

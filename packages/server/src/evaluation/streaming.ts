@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import type { Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import type { UsageAggregator } from '../usage/aggregator.js';

@@ -1,4 +1,4 @@
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import type { Services } from '../services.js';
 import { registerAuditLogRoutes } from './audit-log/routes.js';
 import { registerEnvironmentRoutes } from './environments/routes.js';

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import type { ErrorEnvelope } from '../http/envelope.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';

@@ -1,6 +1,6 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyReply } from 'fastify';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import { authenticate } from '../auth/caller.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import { managementErrorHandler } from '../http/envelope.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 
 /** Just enough of the OpenAPI document to reach a response schema. */
 interface OpenApiDocument {

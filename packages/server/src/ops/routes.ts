@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
 import { RequestDurations } from './request-durations.js';

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { Type } from 'typebox';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import { ProblemError } from '../evaluation/problem.js';
 import type { Snapshot } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';

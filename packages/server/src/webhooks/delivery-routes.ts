@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import type { EventPayload, EventType } from '../events/types.js';
 import { ApiError } from '../http/errors.js';
-import { actorOf, isUuid, mutateAs, requireOrg, type OrgAccess } from '../management/access.js';
+import { actorOf, isUuid, mutateAs, type OrgAccess } from '../management/access.js';
 import { PageQuery, paginate, pagedSchema } from '../management/pagination.js';
 import type { Services } from '../services.js';
 import { subscriptionCovers } from './fan-out.js';
@@ -15,6 +15,7 @@ import {
   attemptItem,
   deliveryItem,
 } from './schemas.js';
+import { scopedRoutes } from '../management/scope.js';
 
 const WebhookParams = Type.Object({ org: Type.String(), id: Type.String() });
 const DeliveryParams = Type.Object({
@@ -54,13 +55,14 @@ async function requireDelivery(
 
 /** The delivery log of a subscription, test events and redelivery (spec: rules 13 and 14). */
 export function registerDeliveryRoutes(app: App, services: Services): void {
+  const route = scopedRoutes(app, services);
   const tags = ['webhooks'];
 
-  app.post(
+  route.post(
     '/orgs/:org/webhooks/:id/test',
+    'Admin',
     { schema: { tags, params: WebhookParams, response: { 202: TestEventSchema } } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       const subscription = await requireSubscription(services, access, request.params.id);
       if (subscription.enabled !== 1)
         throw new ApiError('bad_request', 'The subscription is disabled; enable it first.');
@@ -110,8 +112,9 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/webhooks/:id/deliveries',
+    'Admin',
     {
       schema: {
         tags,
@@ -120,8 +123,7 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(DeliverySchema) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request) => {
       const subscription = await requireSubscription(services, access, request.params.id);
       // Ids are UUIDv7, so id order is creation order: most recent first.
       const { rows, nextCursor } = await paginate(
@@ -136,11 +138,11 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/webhooks/:id/deliveries/:deliveryId',
+    'Admin',
     { schema: { tags, params: DeliveryParams, response: { 200: DeliveryDetailSchema } } },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request) => {
       const subscription = await requireSubscription(services, access, request.params.id);
       const delivery = await requireDelivery(
         services,
@@ -159,11 +161,11 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
     },
   );
 
-  app.post(
+  route.post(
     '/orgs/:org/webhooks/:id/deliveries/:deliveryId/redeliver',
+    'Admin',
     { schema: { tags, params: DeliveryParams } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       const subscription = await requireSubscription(services, access, request.params.id);
       const delivery = await requireDelivery(
         services,

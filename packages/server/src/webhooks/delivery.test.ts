@@ -435,6 +435,57 @@ describe.each(testDialects())('webhook delivery on %s', (dialect: Dialect) => {
     expect(event.type).toBe('project.deleted');
   });
 
+  it('deleting a project prunes its environments from environment filters and disables emptied ones', async () => {
+    const s = await setup();
+    const other = await call(s.vexil, 'POST', `${s.orgPath}/projects`, {
+      token: s.token,
+      body: { key: 'other', name: 'Other' },
+    });
+    const otherEnvironments = await call(
+      s.vexil,
+      'GET',
+      `${s.orgPath}/projects/other/environments`,
+      { token: s.token },
+    );
+    const otherProduction = otherEnvironments.body.items.find(
+      (item: { key: string }) => item.key === 'production',
+    ).id;
+    const webOnly = await subscribe(s, { environmentIds: [s.env.production] });
+    const mixed = await subscribe(s, { environmentIds: [s.env.production, otherProduction] });
+
+    const removed = await call(s.vexil, 'DELETE', `${s.orgPath}/projects/web`, { token: s.token });
+    expect(removed.status).toBe(204);
+    const webOnlyRead = await call(s.vexil, 'GET', `${s.base}/${webOnly.id}`, { token: s.token });
+    expect(webOnlyRead.body).toMatchObject({
+      enabled: false,
+      environmentIds: [],
+      disabledReason: expect.any(String),
+    });
+    const mixedRead = await call(s.vexil, 'GET', `${s.base}/${mixed.id}`, { token: s.token });
+    expect(mixedRead.body).toMatchObject({ enabled: true, environmentIds: [otherProduction] });
+
+    // The deletion is the last event the emptied subscription receives.
+    const created = await call(s.vexil, 'POST', `${s.orgPath}/projects/${other.body.key}/flags`, {
+      token: s.token,
+      body: { key: 'after-the-deletion' },
+    });
+    expect(created.status).toBe(201);
+    await s.vexil.webhookWorker.runOnce();
+    const typesOf = async (subscriptionId: string) =>
+      (
+        await s.vexil.services.db
+          .selectFrom('webhook_deliveries')
+          .innerJoin('webhook_events', 'webhook_events.id', 'webhook_deliveries.event_id')
+          .select('webhook_events.type')
+          .where('webhook_deliveries.subscription_id', '=', subscriptionId)
+          .orderBy('webhook_deliveries.id')
+          .execute()
+      ).map((row) => row.type);
+    expect(await typesOf(webOnly.id)).toEqual(['project.deleted']);
+    expect(await typesOf(mixed.id)).toEqual(['project.deleted', 'flag.created']);
+    expect((await deliveries(s, webOnly.id)).map((d) => d.status)).toEqual(['Succeeded']);
+  });
+
   it('redelivery restarts the schedule, and is refused while pending, disabled or uncovered', async () => {
     const s = await setup();
     const { id } = await subscribe(s, { eventTypes: ['flag.toggled'] });

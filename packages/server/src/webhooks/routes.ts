@@ -1,11 +1,11 @@
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../app.js';
+import type { App } from '../http/app-instance.js';
 import type { Role, WebhookSubscriptionsTable } from '../db/schema.js';
 import { EVENT_TYPES } from '../events/types.js';
 import { ApiError } from '../http/errors.js';
 import { actionsFor } from '../management/actions.js';
-import { mutateAs, requireOrg } from '../management/access.js';
+import { mutateAs } from '../management/access.js';
 import { PageQuery, paginate, pagedSchema } from '../management/pagination.js';
 import type { Services } from '../services.js';
 import { registerDeliveryRoutes } from './delivery-routes.js';
@@ -27,6 +27,7 @@ import {
   webhookItem,
 } from './schemas.js';
 import { SECRET_SHOWN_ONCE_WARNING, generateWebhookSecret } from './signing.js';
+import { scopedRoutes } from '../management/scope.js';
 
 const OrgParams = Type.Object({ org: Type.String() });
 const WebhookParams = Type.Object({ org: Type.String(), id: Type.String() });
@@ -49,13 +50,15 @@ function webhookActions(role: Role, row: WebhookSubscriptionsTable) {
  * record 005), all Admin only. Subscription changes emit no webhook events.
  */
 export function registerWebhookRoutes(app: App, services: Services): void {
+  const route = scopedRoutes(app, services);
   const tags = ['webhooks'];
 
   const readWebhook = async (row: WebhookSubscriptionsTable) =>
     webhookItem(row, await activeSecretSummaries(services.db, row.id));
 
-  app.post(
+  route.post(
     '/orgs/:org/webhooks',
+    'Admin',
     {
       schema: {
         tags,
@@ -64,8 +67,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         response: { 201: WebhookCreatedSchema },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       const body = request.body;
       await checkUrl(services, body.url);
       const filters = await checkFilters(services, access, body);
@@ -121,19 +123,18 @@ export function registerWebhookRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/webhooks/event-types',
+    'Admin',
     {
       schema: { tags, params: OrgParams, response: { 200: Type.Array(Type.String()) } },
     },
-    async (request) => {
-      await requireOrg(services, request, request.params.org, 'Admin');
-      return [...EVENT_TYPES];
-    },
+    async () => [...EVENT_TYPES],
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/webhooks',
+    'Admin',
     {
       schema: {
         tags,
@@ -142,8 +143,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(WebhookItemSchema) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('webhook_subscriptions')
@@ -170,18 +170,19 @@ export function registerWebhookRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/webhooks/:id',
+    'Admin',
     { schema: { tags, params: WebhookParams, response: { 200: WebhookSchema } } },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request) => {
       const row = await requireSubscription(services, access, request.params.id);
       return { ...(await readWebhook(row)), _actions: webhookActions(access.role, row) };
     },
   );
 
-  app.patch(
+  route.patch(
     '/orgs/:org/webhooks/:id',
+    'Admin',
     {
       schema: {
         tags,
@@ -190,8 +191,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         response: { 200: WebhookSchema },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request) => {
       const current = await requireSubscription(services, access, request.params.id);
       const body = request.body;
       if (body.url !== undefined) await checkUrl(services, body.url);
@@ -222,11 +222,11 @@ export function registerWebhookRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/webhooks/:id',
+    'Admin',
     { schema: { tags, params: WebhookParams } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       const row = await requireSubscription(services, access, request.params.id);
       // Secrets, deliveries and attempts go with it (foreign keys cascade).
       await mutateAs(services, access, async (m) => {
@@ -236,11 +236,11 @@ export function registerWebhookRoutes(app: App, services: Services): void {
     },
   );
 
-  app.post(
+  route.post(
     '/orgs/:org/webhooks/:id/secrets',
+    'Admin',
     { schema: { tags, params: WebhookParams, response: { 201: SecretCreatedSchema } } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       const row = await requireSubscription(services, access, request.params.id);
       const secret = generateWebhookSecret();
       const secretId = await mutateAs(services, access, async (m) => {
@@ -268,16 +268,16 @@ export function registerWebhookRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/webhooks/:id/secrets/:secretId',
+    'Admin',
     {
       schema: {
         tags,
         params: Type.Object({ org: Type.String(), id: Type.String(), secretId: Type.String() }),
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       const row = await requireSubscription(services, access, request.params.id);
       const { secretId } = request.params;
       await mutateAs(services, access, async (m) => {

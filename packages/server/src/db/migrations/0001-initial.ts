@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Dialect } from '../database.js';
+import type { Dialect } from '../dialect.js';
 
 /**
  * The initial schema. Frozen: once landed, a migration never changes; later changes are new

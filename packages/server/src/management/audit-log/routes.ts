@@ -1,13 +1,14 @@
 import { sql, type RawBuilder } from 'kysely';
 import { Type } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { Dialect } from '../../db/database.js';
 import type { WebhookEventsTable } from '../../db/schema.js';
 import { EVENT_TYPES, type EventPayload } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { requireOrg } from '../access.js';
+
 import { MAX_PAGE_SIZE, paginate, pagedSchema } from '../pagination.js';
+import { scopedRoutes } from '../scope.js';
 
 /**
  * The entity id of the synthetic event `POST /webhooks/{id}/test` writes (webhooks/delivery-routes.ts):
@@ -108,8 +109,10 @@ function auditItem(row: WebhookEventsTable) {
  * record 004, Audit log). Webhook test events are left out.
  */
 export function registerAuditLogRoutes(app: App, services: Services): void {
-  app.get(
+  const route = scopedRoutes(app, services);
+  route.get(
     '/orgs/:org/audit-log',
+    'Admin',
     {
       schema: {
         tags: ['audit-log'],
@@ -118,8 +121,7 @@ export function registerAuditLogRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(AuditEventSchema) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request) => {
       const { type, projectId, environmentId, entityId, actorId, from, to } = request.query;
       if (from && to && storedInstant(from) > storedInstant(to))
         throw invalidField('to', 'must not be before from');

@@ -1,25 +1,16 @@
 import type { Selectable } from 'kysely';
 import { Type } from 'typebox';
-import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
-import type { Mutation } from '../../db/mutate.js';
-import type { EnvironmentsTable, ProjectsTable, Role } from '../../db/schema.js';
-import { conflictOn } from '../../db/unique.js';
+import type { App } from '../../http/app-instance.js';
+import type { EnvironmentsTable, Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { removeFromSubscriptionFilters } from '../../webhooks/filters.js';
-import {
-  isUuid,
-  mutateAs,
-  notFound,
-  requireOrg,
-  requireProject,
-  type OrgAccess,
-} from '../access.js';
+import { mutateAs } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import { ColorSchema, KeySchema, NameSchema, Uuid } from '../fields.js';
-import { defaultOffVariation, initialConfiguration } from '../flags/configuration.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { scopedRoutes } from '../scope.js';
+import { insertEnvironment } from './queries.js';
 
 const EnvironmentItem = Type.Object({
   id: Uuid,
@@ -51,108 +42,12 @@ function environmentActions(role: Role) {
   });
 }
 
-/**
- * Resolves `{env}` (key or id) inside a project.
- * @throws ApiError 404 with near keys in `did_you_mean`.
- */
-export async function requireEnvironment(
-  services: Services,
-  access: OrgAccess,
-  project: ProjectsTable,
-  envRef: string,
-): Promise<Selectable<EnvironmentsTable>> {
-  const environment = await services.db
-    .selectFrom('environments')
-    .selectAll()
-    .where('project_id', '=', project.id)
-    .where(isUuid(envRef) ? 'id' : 'key', '=', envRef)
-    .executeTakeFirst();
-  if (environment) return environment;
-  const keys = await services.db
-    .selectFrom('environments')
-    .select('key')
-    .where('project_id', '=', project.id)
-    .execute();
-  throw notFound(
-    'Environment',
-    envRef,
-    keys.map((row) => row.key),
-    { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/environments` },
-  );
-}
-
-/**
- * Inserts an environment, gives every flag of the project its initial (disabled) configuration
- * there, and emits `environment.created`.
- */
-export async function insertEnvironment(
-  m: Mutation,
-  projectId: string,
-  input: { key: string; name: string | null; color: string | null; sortOrder: number },
-): Promise<EnvironmentsTable> {
-  const environment: EnvironmentsTable = {
-    id: uuid(),
-    project_id: projectId,
-    key: input.key,
-    name: input.name,
-    color: input.color,
-    sort_order: input.sortOrder,
-    version: 1,
-    created_at: m.now,
-    updated_at: m.now,
-  };
-  await m.trx
-    .insertInto('environments')
-    .values(environment)
-    .execute()
-    .catch(conflictOn('key', input.key, 'environment'));
-  const variations = await m.trx
-    .selectFrom('variations')
-    .innerJoin('flags', 'flags.id', 'variations.flag_id')
-    .select(['variations.flag_id', 'variations.id', 'variations.value', 'flags.type'])
-    .where('flags.project_id', '=', projectId)
-    .orderBy('variations.flag_id')
-    .orderBy('variations.sort_order')
-    .execute();
-  // Each flag keeps the off variation it has in the project's first environment (design record 021).
-  const configurations = await m.trx
-    .selectFrom('flag_environments')
-    .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
-    .select(['flag_environments.flag_id', 'flag_environments.off_variation_id'])
-    .where('environments.project_id', '=', projectId)
-    .orderBy('environments.sort_order', 'desc')
-    .orderBy('environments.id', 'desc')
-    .execute();
-  const offVariationIds = new Map(
-    configurations.map((configuration) => [configuration.flag_id, configuration.off_variation_id]),
-  );
-  const byFlag = new Map<string, typeof variations>();
-  for (const variation of variations) {
-    const list = byFlag.get(variation.flag_id) ?? [];
-    list.push(variation);
-    byFlag.set(variation.flag_id, list);
-  }
-  const rows = [...byFlag].map(([flagId, flagVariations]) => {
-    const first = flagVariations[0]!;
-    const offVariationId =
-      offVariationIds.get(flagId) ?? (defaultOffVariation(first.type, flagVariations) ?? first).id;
-    return initialConfiguration(flagId, environment.id, first.id, offVariationId, m.now);
-  });
-  if (rows.length > 0) await m.trx.insertInto('flag_environments').values(rows).execute();
-  await m.emit({
-    type: 'environment.created',
-    projectId,
-    environmentId: environment.id,
-    entity: { type: 'environment', id: environment.id },
-    description: `Environment "${environment.key}" created`,
-  });
-  return environment;
-}
-
 /** Environments (spec: Environment; update and delete: design record 001). */
 export function registerEnvironmentRoutes(app: App, services: Services): void {
-  app.post(
+  const route = scopedRoutes(app, services);
+  route.post(
     '/orgs/:org/projects/:project/environments',
+    'Member',
     {
       schema: {
         tags: ['environments'],
@@ -169,9 +64,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
         response: { 201: EnvironmentResponse },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, request, reply) => {
       const body = request.body;
       const environment = await mutateAs(services, access, (m) =>
         insertEnvironment(m, project.id, {
@@ -187,8 +80,9 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project/environments',
+    'Viewer',
     {
       schema: {
         tags: ['environments'],
@@ -197,9 +91,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(EnvironmentItem) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, request) => {
       const { rows, nextCursor } = await paginate(
         services.db.selectFrom('environments').selectAll().where('project_id', '=', project.id),
         request.query,
@@ -213,8 +105,9 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project/environments/:env',
+    'Viewer',
     {
       schema: {
         tags: ['environments'],
@@ -222,16 +115,14 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
         response: { 200: EnvironmentResponse },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
-      const environment = await requireEnvironment(services, access, project, request.params.env);
+    async ({ environment, ...access }) => {
       return { ...environmentItem(environment), _actions: environmentActions(access.role) };
     },
   );
 
-  app.patch(
+  route.patch(
     '/orgs/:org/projects/:project/environments/:env',
+    'Member',
     {
       schema: {
         tags: ['environments'],
@@ -247,10 +138,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
         response: { 200: EnvironmentResponse },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
-      const environment = await requireEnvironment(services, access, project, request.params.env);
+    async ({ project, environment, ...access }, request) => {
       const { name, color, sortOrder } = request.body;
       const updated = await mutateAs(services, access, async (m) => {
         const row = await m.trx
@@ -278,13 +166,11 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/projects/:project/environments/:env',
+    'Admin',
     { schema: { tags: ['environments'], params: EnvironmentParams } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
-      const project = await requireProject(services, access, request.params.project);
-      const environment = await requireEnvironment(services, access, project, request.params.env);
+    async ({ project, environment, ...access }, _request, reply) => {
       await mutateAs(services, access, async (m) => {
         await m.emit({
           type: 'environment.deleted',

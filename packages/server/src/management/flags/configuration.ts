@@ -1,5 +1,5 @@
 import type { FlagEnvironmentsTable, FlagsTable } from '../../db/schema.js';
-import { invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../http/errors.js';
 
 /**
  * A flag's configuration in a new environment: disabled, serving `defaultVariationId` when on and
@@ -78,4 +78,13 @@ export function typedValue(type: FlagsTable['type'], value: string): unknown {
     case 'String':
       return value;
   }
+}
+
+/**
+ * Refuses to change the targeting of an archived flag: it is out of every SDK configuration.
+ * @throws ApiError 400 `bad_request`.
+ */
+export function checkNotArchived(flag: Pick<FlagsTable, 'key' | 'is_archived'>): void {
+  if (flag.is_archived)
+    throw new ApiError('bad_request', `Flag "${flag.key}" is archived; restore it first.`);
 }

@@ -1,23 +1,23 @@
 import { findPrerequisiteProblem, type PrerequisiteGraphFlag } from '@vexil/engine';
-import type { FastifyRequest } from 'fastify';
 import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { FlagEnvironmentsTable, Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, requireOrg, requireProject } from '../access.js';
+import { mutateAs } from '../access.js';
 import { actionsFor } from '../actions.js';
 import { Uuid } from '../fields.js';
-import { requireEnvironment } from '../environments/routes.js';
-import { requireFlag, type FlagRow } from './queries.js';
+import { checkNotArchived } from './configuration.js';
+import { readFlagEnvironment, type FlagRow } from './queries.js';
 import {
   FlagEnvironmentResponse,
   PrerequisitesSchema,
   RolloutSchema,
   STRATEGIES,
 } from './schemas.js';
+import { scopedRoutes } from '../scope.js';
 
 const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
 const FlagEnvParams = Type.Object({
@@ -109,26 +109,10 @@ async function checkPrerequisites(
 
 /** Per-environment flag configuration and toggle (spec: Flag environment configuration, rule 4). */
 export function registerFlagEnvironmentRoutes(app: App, services: Services): void {
-  async function resolve(
-    request: FastifyRequest,
-    params: Static<typeof FlagEnvParams>,
-    minimum: Role,
-  ) {
-    const access = await requireOrg(services, request, params.org, minimum);
-    const project = await requireProject(services, access, params.project);
-    const flag = await requireFlag(services, access, project, params.flag);
-    const environment = await requireEnvironment(services, access, project, params.env);
-    const configuration = await services.db
-      .selectFrom('flag_environments')
-      .selectAll()
-      .where('flag_id', '=', flag.id)
-      .where('environment_id', '=', environment.id)
-      .executeTakeFirstOrThrow();
-    return { access, project, flag, environment, configuration };
-  }
-
-  app.get(
+  const route = scopedRoutes(app, services);
+  route.get(
     '/orgs/:org/projects/:project/flags/:flag/environments',
+    'Viewer',
     {
       schema: {
         tags: ['flags'],
@@ -136,10 +120,7 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
         response: { 200: Type.Array(FlagEnvironmentResponse) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ flag, ...access }) => {
       const rows = await services.db
         .selectFrom('flag_environments')
         .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
@@ -153,8 +134,9 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project/flags/:flag/environments/:env',
+    'Viewer',
     {
       schema: {
         tags: ['flags'],
@@ -162,18 +144,15 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
         response: { 200: FlagEnvironmentResponse },
       },
     },
-    async (request) => {
-      const { access, flag, environment, configuration } = await resolve(
-        request,
-        request.params,
-        'Viewer',
-      );
+    async ({ flag, environment, ...access }) => {
+      const configuration = await readFlagEnvironment(services, flag.id, environment.id);
       return configurationResponse(configuration, environment.key, access.role, flag);
     },
   );
 
-  app.patch(
+  route.patch(
     '/orgs/:org/projects/:project/flags/:flag/environments/:env',
+    'Member',
     {
       schema: {
         tags: ['flags'],
@@ -191,14 +170,9 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
         response: { 200: FlagEnvironmentResponse },
       },
     },
-    async (request) => {
-      const { access, project, flag, environment, configuration } = await resolve(
-        request,
-        request.params,
-        'Member',
-      );
-      if (flag.is_archived)
-        throw new ApiError('bad_request', `Flag "${flag.key}" is archived; restore it first.`);
+    async ({ project, flag, environment, ...access }, request) => {
+      const configuration = await readFlagEnvironment(services, flag.id, environment.id);
+      checkNotArchived(flag);
       const body = request.body;
       const variationIds = new Set(
         (
@@ -272,8 +246,9 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
     },
   );
 
-  app.post(
+  route.post(
     '/orgs/:org/projects/:project/flags/:flag/environments/:env/toggle',
+    'Member',
     {
       schema: {
         tags: ['flags'],
@@ -281,14 +256,9 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
         body: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false }),
       },
     },
-    async (request, reply) => {
-      const { access, project, flag, environment, configuration } = await resolve(
-        request,
-        request.params,
-        'Member',
-      );
-      if (flag.is_archived)
-        throw new ApiError('bad_request', `Flag "${flag.key}" is archived; restore it first.`);
+    async ({ project, flag, environment, ...access }, request, reply) => {
+      const configuration = await readFlagEnvironment(services, flag.id, environment.id);
+      checkNotArchived(flag);
       const enabled = request.body.enabled;
       await mutateAs(services, access, async (m) => {
         await m.trx

@@ -1,15 +1,16 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { ProjectsTable } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { lastEvaluatedByEnvironment, readFlagUsage } from '../../usage/queries.js';
-import { mutateAs, requireOrg, requireProject, type OrgAccess } from '../access.js';
+import { mutateAs, type OrgAccess } from '../access.js';
 import { actionsFor, ActionsSchema } from '../actions.js';
 import { Timestamp, Uuid } from '../fields.js';
 import { DEFAULT_PAGE_SIZE, PageQuery, pagedSchema } from '../pagination.js';
-import { requireFlag, type FlagRow } from './queries.js';
+import type { FlagRow } from './queries.js';
 import { findRemovalCandidates } from './removal-candidates.js';
+import { scopedRoutes } from '../scope.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
 const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
@@ -96,8 +97,10 @@ async function setArchived(
  * archive with its recent-evaluation guard, restore, expiry removal and removal candidates.
  */
 export function registerLifecycleRoutes(app: App, services: Services): void {
-  app.get(
+  const route = scopedRoutes(app, services);
+  route.get(
     '/orgs/:org/projects/:project/flags/removal-candidates',
+    'Viewer',
     {
       schema: {
         tags: ['flags'],
@@ -109,9 +112,7 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(RemovalCandidateSchema) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, request) => {
       const { staleness, limit = DEFAULT_PAGE_SIZE, cursor } = request.query;
       // Spec rule 9: omitted or unrecognised values mean `dead`.
       const all = await findRemovalCandidates(
@@ -135,8 +136,9 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project/flags/:flag/usage',
+    'Viewer',
     {
       schema: {
         tags: ['flags'],
@@ -148,10 +150,7 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
         response: { 200: UsageResponse },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ project, flag, ...access }, request) => {
       const toMs = request.query.to ? Date.parse(request.query.to) : services.clock.now().getTime();
       const fromMs = request.query.from
         ? Date.parse(request.query.from)
@@ -192,8 +191,9 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
     },
   );
 
-  app.post(
+  route.post(
     '/orgs/:org/projects/:project/flags/:flag/archive',
+    'Member',
     {
       schema: {
         tags: ['flags'],
@@ -201,10 +201,7 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
         querystring: Type.Object({ force: Type.Optional(Type.Boolean({ default: false })) }),
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ project, flag, ...access }, request, reply) => {
       if (flag.is_archived === 1) return reply.status(204).send();
       if (!request.query.force) {
         const { archiveGuardWindowMs } = services.config.lifecycle;
@@ -246,26 +243,22 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
     },
   );
 
-  app.post(
+  route.post(
     '/orgs/:org/projects/:project/flags/:flag/restore',
+    'Member',
     { schema: { tags: ['flags'], params: FlagParams } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ project, flag, ...access }, _request, reply) => {
       if (flag.is_archived === 0) return reply.status(204).send();
       await setArchived(services, access, project, flag, false);
       return reply.status(204).send();
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/projects/:project/flags/:flag/expiry',
+    'Member',
     { schema: { tags: ['flags'], params: FlagParams } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ project, flag, ...access }, _request, reply) => {
       // Spec rule 7: always allowed, whatever the flag-expiration feature's setting.
       if (flag.expires_at === null) return reply.status(204).send();
       await mutateAs(services, access, async (m) => {

@@ -1,5 +1,11 @@
 import type { Selectable } from 'kysely';
-import type { FlagsTable, ProjectsTable, Role, VariationsTable } from '../../db/schema.js';
+import type {
+  FlagEnvironmentsTable,
+  FlagsTable,
+  ProjectsTable,
+  Role,
+  VariationsTable,
+} from '../../db/schema.js';
 import type { Services } from '../../services.js';
 import { isUuid, notFound, type OrgAccess } from '../access.js';
 import { actionsFor } from '../actions.js';
@@ -34,6 +40,20 @@ export async function requireFlag(
     keys.map((row) => row.key),
     { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/flags` },
   );
+}
+
+/** A flag's configuration in one environment (every flag has one in every environment). */
+export function readFlagEnvironment(
+  services: Services,
+  flagId: string,
+  environmentId: string,
+): Promise<Selectable<FlagEnvironmentsTable>> {
+  return services.db
+    .selectFrom('flag_environments')
+    .selectAll()
+    .where('flag_id', '=', flagId)
+    .where('environment_id', '=', environmentId)
+    .executeTakeFirstOrThrow();
 }
 
 export function variationItem(row: Selectable<VariationsTable>) {

@@ -1,19 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
+import type { Mutation } from '../../db/mutate.js';
 import type { FlagsTable, VariationsTable } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, requireOrg, requireProject, type OrgAccess } from '../access.js';
+import { mutateAs, type OrgAccess } from '../access.js';
 import { actionsFor } from '../actions.js';
 import { DescriptionSchema, KeySchema, NameSchema, Timestamp, Uuid } from '../fields.js';
+import { deleteUnlessReferenced } from '../deletion.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { checkVariationValue, defaultOffVariation, initialConfiguration } from './configuration.js';
-import { expiryReference, flagDetail, flagListItem, requireFlag } from './queries.js';
+import { expiryReference, flagDetail, flagListItem } from './queries.js';
 import { FlagListItem, FlagResponse, FlagTypeSchema } from './schemas.js';
+import { scopedRoutes } from '../scope.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
 const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
@@ -54,10 +57,31 @@ async function checkOwner(
   if (!member) throw invalidField('ownerId', 'is not a member of this organization');
 }
 
+/** `flag (environment)` for each configuration of the project that has the flag as a prerequisite. */
+async function prerequisiteUsers(m: Mutation, projectId: string, flagKey: string) {
+  const dependents = await m.trx
+    .selectFrom('flag_environments')
+    .innerJoin('flags', 'flags.id', 'flag_environments.flag_id')
+    .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
+    .select(['flags.key as flagKey', 'environments.key as environmentKey', 'prerequisites'])
+    .where('flags.project_id', '=', projectId)
+    .where('flag_environments.prerequisites', 'like', `%"prerequisiteFlagKey":"${flagKey}"%`)
+    .execute();
+  return dependents
+    .filter((row) =>
+      (JSON.parse(row.prerequisites) as { prerequisiteFlagKey: string }[]).some(
+        (p) => p.prerequisiteFlagKey === flagKey,
+      ),
+    )
+    .map((row) => `${row.flagKey} (${row.environmentKey})`);
+}
+
 /** Flags: create, list, get (spec: Flag detail), update, delete (design record 001). */
 export function registerFlagRoutes(app: App, services: Services): void {
-  app.post(
+  const route = scopedRoutes(app, services);
+  route.post(
     '/orgs/:org/projects/:project/flags',
+    'Member',
     {
       schema: {
         tags: ['flags'],
@@ -97,9 +121,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
         },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, request, reply) => {
       const body = request.body;
       const type = body.type ?? 'Boolean';
       const variations = body.variations ?? (type === 'Boolean' ? BOOLEAN_VARIATIONS : undefined);
@@ -194,8 +216,9 @@ export function registerFlagRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project/flags',
+    'Viewer',
     {
       schema: {
         tags: ['flags'],
@@ -212,9 +235,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(FlagListItem) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, request) => {
       const { tag, archived, q, expired } = request.query;
       const expiryAt = expiryReference(services);
       let query = services.db
@@ -254,19 +275,18 @@ export function registerFlagRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project/flags/:flag',
+    'Viewer',
     { schema: { tags: ['flags'], params: FlagParams, response: { 200: FlagResponse } } },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ flag, ...access }) => {
       return flagDetail(services, access.role, flag);
     },
   );
 
-  app.patch(
+  route.patch(
     '/orgs/:org/projects/:project/flags/:flag',
+    'Member',
     {
       schema: {
         tags: ['flags'],
@@ -287,10 +307,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
         response: { 200: FlagResponse },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ project, flag, ...access }, request) => {
       const body = request.body;
       await checkOwner(services, access, body.ownerId);
       const updated = await mutateAs(services, access, async (m) => {
@@ -338,45 +355,23 @@ export function registerFlagRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/projects/:project/flags/:flag',
+    'Admin',
     { schema: { tags: ['flags'], params: FlagParams } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
-      await mutateAs(services, access, async (m) => {
-        // Inside the transaction, so a prerequisite added meanwhile cannot slip past the check.
-        const dependents = await m.trx
-          .selectFrom('flag_environments')
-          .innerJoin('flags', 'flags.id', 'flag_environments.flag_id')
-          .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
-          .select(['flags.key as flagKey', 'environments.key as environmentKey', 'prerequisites'])
-          .where('flags.project_id', '=', project.id)
-          .where('flag_environments.prerequisites', 'like', `%"prerequisiteFlagKey":"${flag.key}"%`)
-          .execute();
-        const users = dependents
-          .filter((row) =>
-            (JSON.parse(row.prerequisites) as { prerequisiteFlagKey: string }[]).some(
-              (p) => p.prerequisiteFlagKey === flag.key,
-            ),
-          )
-          .map((row) => `${row.flagKey} (${row.environmentKey})`);
-        if (users.length > 0) {
-          throw new ApiError(
-            'conflict',
-            `Flag "${flag.key}" is a prerequisite of ${users.join(', ')}. Remove those prerequisites first.`,
-          );
-        }
-        await m.trx.deleteFrom('flags').where('id', '=', flag.id).execute();
-        await m.touchProject(project.id);
-        await m.emit({
-          type: 'flag.deleted',
-          projectId: project.id,
-          entity: { type: 'flag', id: flag.id },
-          description: `Flag "${flag.key}" deleted`,
-        });
-      });
+    async ({ project, flag, ...access }, _request, reply) => {
+      await mutateAs(services, access, (m) =>
+        deleteUnlessReferenced(
+          m,
+          { kind: 'flag', id: flag.id, key: flag.key, projectId: project.id },
+          async () => {
+            const users = await prerequisiteUsers(m, project.id, flag.key);
+            return users.length > 0
+              ? `Flag "${flag.key}" is a prerequisite of ${users.join(', ')}. Remove those prerequisites first.`
+              : null;
+          },
+        ),
+      );
       return reply.status(204).send();
     },
   );

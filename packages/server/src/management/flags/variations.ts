@@ -1,18 +1,18 @@
-import type { FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { Role, VariationsTable } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, notFound, requireOrg, requireProject } from '../access.js';
+import { mutateAs, notFound } from '../access.js';
 import { actionsFor } from '../actions.js';
 import { DescriptionSchema, KeySchema } from '../fields.js';
 import { checkVariationValue } from './configuration.js';
-import { requireFlag, variationItem } from './queries.js';
+import { variationItem, type FlagRow } from './queries.js';
 import { VariationResponse } from './schemas.js';
+import { scopedRoutes } from '../scope.js';
 
 const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
 const VariationParams = Type.Object({
@@ -27,10 +27,32 @@ function variationActions(role: Role) {
   return actionsFor(role, { update: { role: 'Member' }, delete: { role: 'Member' } });
 }
 
+/**
+ * Resolves `{variation}` (key or id) among the flag's variations, which it also returns.
+ * @throws ApiError 404 with near keys in `did_you_mean`.
+ */
+async function requireVariation(services: Services, flag: FlagRow, ref: string) {
+  const variations = await services.db
+    .selectFrom('variations')
+    .selectAll()
+    .where('flag_id', '=', flag.id)
+    .execute();
+  const variation = variations.find((v) => v.id === ref || v.key === ref);
+  if (!variation)
+    throw notFound(
+      'Variation',
+      ref,
+      variations.map((v) => v.key),
+    );
+  return { variation, variations };
+}
+
 /** Variations of a flag (spec: Variation; update and delete: design record 001). */
 export function registerVariationRoutes(app: App, services: Services): void {
-  app.post(
+  const route = scopedRoutes(app, services);
+  route.post(
     '/orgs/:org/projects/:project/flags/:flag/variations',
+    'Member',
     {
       schema: {
         tags: ['flags'],
@@ -47,10 +69,7 @@ export function registerVariationRoutes(app: App, services: Services): void {
         response: { 201: VariationResponse },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
-      const flag = await requireFlag(services, access, project, request.params.flag);
+    async ({ project, flag, ...access }, request, reply) => {
       const { key, name, value, description } = request.body;
       if (key === null) throw invalidField('key', 'is required');
       if (value === null) throw invalidField('value', 'is required');
@@ -98,32 +117,9 @@ export function registerVariationRoutes(app: App, services: Services): void {
     },
   );
 
-  async function requireVariation(
-    request: FastifyRequest,
-    params: Static<typeof VariationParams>,
-    minimum: Role,
-  ) {
-    const access = await requireOrg(services, request, params.org, minimum);
-    const project = await requireProject(services, access, params.project);
-    const flag = await requireFlag(services, access, project, params.flag);
-    const variations = await services.db
-      .selectFrom('variations')
-      .selectAll()
-      .where('flag_id', '=', flag.id)
-      .execute();
-    const ref = params.variation;
-    const variation = variations.find((v) => v.id === ref || v.key === ref);
-    if (!variation)
-      throw notFound(
-        'Variation',
-        ref,
-        variations.map((v) => v.key),
-      );
-    return { access, project, flag, variation, variations };
-  }
-
-  app.patch(
+  route.patch(
     '/orgs/:org/projects/:project/flags/:flag/variations/:variation',
+    'Member',
     {
       schema: {
         tags: ['flags'],
@@ -139,12 +135,8 @@ export function registerVariationRoutes(app: App, services: Services): void {
         response: { 200: VariationResponse },
       },
     },
-    async (request) => {
-      const { access, project, flag, variation } = await requireVariation(
-        request,
-        request.params,
-        'Member',
-      );
+    async ({ project, flag, ...access }, request) => {
+      const { variation } = await requireVariation(services, flag, request.params.variation);
       const body = request.body;
       if (body.value !== undefined) checkVariationValue(flag.type, body.value, 'value');
       const row = await mutateAs(services, access, async (m) => {
@@ -173,14 +165,15 @@ export function registerVariationRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/projects/:project/flags/:flag/variations/:variation',
+    'Member',
     { schema: { tags: ['flags'], params: VariationParams } },
-    async (request, reply) => {
-      const { access, project, flag, variation, variations } = await requireVariation(
-        request,
-        request.params,
-        'Member',
+    async ({ project, flag, ...access }, request, reply) => {
+      const { variation, variations } = await requireVariation(
+        services,
+        flag,
+        request.params.variation,
       );
       if (variations.length === 1)
         throw new ApiError('bad_request', 'A flag needs at least one variation.');

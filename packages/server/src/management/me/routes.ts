@@ -1,12 +1,12 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
 import { issueToken, tokenSummary } from '../../auth/tokens.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { callerOf } from '../access.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { TokenCreatedSchema, TokenSummarySchema, futureDate } from '../service-tokens/schemas.js';
+import { scopedRoutes } from '../scope.js';
 
 const MeResponse = Type.Object({
   type: Type.Union([Type.Literal('user'), Type.Literal('service_token')]),
@@ -24,36 +24,35 @@ const MeResponse = Type.Object({
  * `/api/v1/me/tokens` (design record 004).
  */
 export function registerMeRoutes(app: App, services: Services): void {
-  app.get('/me', { schema: { tags: ['me'], response: { 200: MeResponse } } }, async (request) => {
-    const caller = callerOf(request);
-    if (caller.type === 'user') {
+  const route = scopedRoutes(app, services);
+  route.get(
+    '/me',
+    'authenticated',
+    { schema: { tags: ['me'], response: { 200: MeResponse } } },
+    async ({ caller }) => {
+      if (caller.type === 'user') {
+        return {
+          type: 'user' as const,
+          id: caller.id,
+          name: caller.name,
+          email: caller.email,
+          emailVerified: caller.emailVerified,
+        };
+      }
       return {
-        type: 'user' as const,
+        type: 'service_token' as const,
         id: caller.id,
         name: caller.name,
-        email: caller.email,
-        emailVerified: caller.emailVerified,
+        organizationId: caller.organizationId,
+        role: caller.role,
+        ...(caller.projectScope ? { projectScope: caller.projectScope } : {}),
       };
-    }
-    return {
-      type: 'service_token' as const,
-      id: caller.id,
-      name: caller.name,
-      organizationId: caller.organizationId,
-      role: caller.role,
-      ...(caller.projectScope ? { projectScope: caller.projectScope } : {}),
-    };
-  });
+    },
+  );
 
-  function userId(request: Parameters<typeof callerOf>[0]): string {
-    const caller = callerOf(request);
-    if (caller.type !== 'user')
-      throw new ApiError('forbidden', 'Service tokens have no personal access tokens.');
-    return caller.id;
-  }
-
-  app.post(
+  route.post(
     '/me/tokens',
+    'user',
     {
       schema: {
         tags: ['me'],
@@ -69,8 +68,8 @@ export function registerMeRoutes(app: App, services: Services): void {
         response: { 201: TokenCreatedSchema },
       },
     },
-    async (request, reply) => {
-      const id = userId(request);
+    async ({ caller }, request, reply) => {
+      const id = caller.id;
       const now = services.clock.now();
       const expiresAt = futureDate(request.body.expiresAt ?? null, now);
       const { row, token } = await issueToken(services.db, {
@@ -84,8 +83,9 @@ export function registerMeRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/me/tokens',
+    'user',
     {
       schema: {
         tags: ['me'],
@@ -93,8 +93,8 @@ export function registerMeRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(TokenSummarySchema) },
       },
     },
-    async (request) => {
-      const id = userId(request);
+    async ({ caller }, request) => {
+      const id = caller.id;
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('api_tokens')
@@ -108,11 +108,12 @@ export function registerMeRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/me/tokens/:tokenId',
+    'user',
     { schema: { tags: ['me'], params: Type.Object({ tokenId: Type.String() }) } },
-    async (request, reply) => {
-      const id = userId(request);
+    async ({ caller }, request, reply) => {
+      const id = caller.id;
       const result = await services.db
         .updateTable('api_tokens')
         .set({ revoked_at: services.clock.now().toISOString() })

@@ -1,13 +1,14 @@
 import type { Selectable } from 'kysely';
 import { Type } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { OrganizationsTable, Plan, Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { callerOf, mutateAs, requireOrg } from '../access.js';
+import { mutateAs } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { scopedRoutes } from '../scope.js';
 
 export const PLANS: readonly Plan[] = ['Solo', 'Team', 'Pro', 'Business', 'Enterprise'];
 
@@ -46,8 +47,10 @@ function organizationActions(role: Role) {
 
 /** Organizations (spec: Organization; design record 004 for update and SSO settings). */
 export function registerOrgRoutes(app: App, services: Services): void {
-  app.get(
+  const route = scopedRoutes(app, services);
+  route.get(
     '/orgs',
+    'authenticated',
     {
       schema: {
         tags: ['orgs'],
@@ -55,8 +58,7 @@ export function registerOrgRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(OrganizationItem) },
       },
     },
-    async (request) => {
-      const caller = callerOf(request);
+    async ({ caller }, request) => {
       const query =
         caller.type === 'service_token'
           ? services.db
@@ -77,8 +79,9 @@ export function registerOrgRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org',
+    'Viewer',
     {
       schema: {
         tags: ['orgs'],
@@ -86,14 +89,14 @@ export function registerOrgRoutes(app: App, services: Services): void {
         response: { 200: OrganizationResponse },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
+    async (access) => {
       return { ...organizationItem(access.org), _actions: organizationActions(access.role) };
     },
   );
 
-  app.patch(
+  route.patch(
     '/orgs/:org',
+    'Owner',
     {
       schema: {
         tags: ['orgs'],
@@ -112,8 +115,7 @@ export function registerOrgRoutes(app: App, services: Services): void {
         response: { 200: OrganizationResponse },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Owner');
+    async (access, request) => {
       const before = organizationItem(access.org);
       const after = { ...before, ...request.body };
       if (after.ssoRequired && !after.ssoConnectionId) {

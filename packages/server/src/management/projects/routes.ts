@@ -1,16 +1,16 @@
 import type { Selectable } from 'kysely';
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { ProjectsTable, Role } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { removeFromSubscriptionFilters } from '../../webhooks/filters.js';
-import { mutateAs, projectInScope, requireOrg, requireProject } from '../access.js';
+import { mutateAs, projectInScope } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
-import { insertEnvironment } from '../environments/routes.js';
+import { insertEnvironment } from '../environments/queries.js';
 import {
   ColorSchema,
   DescriptionSchema,
@@ -20,6 +20,7 @@ import {
   Uuid,
 } from '../fields.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { scopedRoutes } from '../scope.js';
 
 const ProjectItem = Type.Object({
   id: Uuid,
@@ -60,8 +61,10 @@ const DEFAULT_ENVIRONMENTS = [
 
 /** Projects (not shown in the spec; design record 001). */
 export function registerProjectRoutes(app: App, services: Services): void {
-  app.post(
+  const route = scopedRoutes(app, services);
+  route.post(
     '/orgs/:org/projects',
+    'Admin',
     {
       schema: {
         tags: ['projects'],
@@ -90,8 +93,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
         response: { 201: ProjectResponse },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       const body = request.body;
       const environments = body.environments ?? DEFAULT_ENVIRONMENTS;
       const seen = new Set<string>();
@@ -136,8 +138,9 @@ export function registerProjectRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects',
+    'Viewer',
     {
       schema: {
         tags: ['projects'],
@@ -146,8 +149,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(ProjectItem) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
+    async (access, request) => {
       const { rows, nextCursor } = await paginate(
         services.db.selectFrom('projects').selectAll().where('organization_id', '=', access.org.id),
         request.query,
@@ -160,18 +162,18 @@ export function registerProjectRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project',
+    'Viewer',
     { schema: { tags: ['projects'], params: ProjectParams, response: { 200: ProjectResponse } } },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }) => {
       return { ...projectItem(project), _actions: projectActions(access.role) };
     },
   );
 
-  app.patch(
+  route.patch(
     '/orgs/:org/projects/:project',
+    'Admin',
     {
       schema: {
         tags: ['projects'],
@@ -183,9 +185,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
         response: { 200: ProjectResponse },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, request) => {
       const row = await mutateAs(services, access, async (m) => {
         const updated = await m.trx
           .updateTable('projects')
@@ -209,12 +209,11 @@ export function registerProjectRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/projects/:project',
+    'Admin',
     { schema: { tags: ['projects'], params: ProjectParams } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, _request, reply) => {
       await mutateAs(services, access, async (m) => {
         // The event goes out first so that subscriptions this deletion disables still get it.
         await m.emit({
@@ -224,6 +223,14 @@ export function registerProjectRoutes(app: App, services: Services): void {
           description: `Project "${project.key}" deleted`,
         });
         await removeFromSubscriptionFilters(m, 'project_ids', project.id);
+        // Its environments go with it, so they leave environment filters too.
+        const environments = await m.trx
+          .selectFrom('environments')
+          .select('id')
+          .where('project_id', '=', project.id)
+          .execute();
+        for (const environment of environments)
+          await removeFromSubscriptionFilters(m, 'environment_ids', environment.id);
         await m.trx.deleteFrom('projects').where('id', '=', project.id).execute();
       });
       return reply.status(204).send();

@@ -1,17 +1,16 @@
-import type { FastifyRequest } from 'fastify';
 import type { Selectable } from 'kysely';
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import { SHOWN_ONCE_WARNING, generateSecret, hashSecret } from '../../auth/secrets.js';
-import type { Role, SdkKeysTable } from '../../db/schema.js';
+import type { EnvironmentsTable, Role, SdkKeysTable } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, requireOrg, requireProject } from '../access.js';
+import { mutateAs } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
-import { requireEnvironment } from '../environments/routes.js';
 import { Timestamp, Uuid } from '../fields.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { scopedRoutes } from '../scope.js';
 
 const EnvParams = Type.Object({ org: Type.String(), project: Type.String(), env: Type.String() });
 const KeyParams = Type.Object({
@@ -51,12 +50,34 @@ function sdkKeyActions(role: Role) {
 }
 
 /**
+ * Resolves an unrevoked SDK key of the environment by id.
+ * @throws ApiError 404.
+ */
+async function requireSdkKey(
+  services: Services,
+  environment: Pick<EnvironmentsTable, 'id'>,
+  keyId: string,
+): Promise<Selectable<SdkKeysTable>> {
+  const row = await services.db
+    .selectFrom('sdk_keys')
+    .selectAll()
+    .where('environment_id', '=', environment.id)
+    .where('id', '=', keyId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) throw new ApiError('not_found', `SDK key "${keyId}" was not found.`);
+  return row;
+}
+
+/**
  * SDK keys of an environment (spec: SDK key, endpoint rule 2; list, get and revoke: design
  * record 004). Server keys look like `vxl_srv_…`, client keys `vxl_cli_…`; only hashes are stored.
  */
 export function registerSdkKeyRoutes(app: App, services: Services): void {
-  app.post(
+  const route = scopedRoutes(app, services);
+  route.post(
     '/orgs/:org/projects/:project/environments/:env/sdk-keys',
+    'Member',
     {
       schema: {
         tags: ['sdk-keys'],
@@ -82,10 +103,7 @@ export function registerSdkKeyRoutes(app: App, services: Services): void {
         },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
-      const environment = await requireEnvironment(services, access, project, request.params.env);
+    async ({ project, environment, ...access }, request, reply) => {
       const type = SDK_KEY_TYPES.find((t) => t === request.body.type);
       if (!type) throw invalidField('type', 'must be "ClientSide" or "ServerSide"');
       const key = generateSecret(type === 'ServerSide' ? 'vxl_srv' : 'vxl_cli');
@@ -126,8 +144,9 @@ export function registerSdkKeyRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project/environments/:env/sdk-keys',
+    'Viewer',
     {
       schema: {
         tags: ['sdk-keys'],
@@ -136,10 +155,7 @@ export function registerSdkKeyRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(SdkKeyItem) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
-      const environment = await requireEnvironment(services, access, project, request.params.env);
+    async ({ environment, ...access }, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('sdk_keys')
@@ -156,27 +172,9 @@ export function registerSdkKeyRoutes(app: App, services: Services): void {
     },
   );
 
-  async function requireSdkKey(
-    request: FastifyRequest,
-    params: Static<typeof KeyParams>,
-    minimum: Role,
-  ) {
-    const access = await requireOrg(services, request, params.org, minimum);
-    const project = await requireProject(services, access, params.project);
-    const environment = await requireEnvironment(services, access, project, params.env);
-    const row = await services.db
-      .selectFrom('sdk_keys')
-      .selectAll()
-      .where('environment_id', '=', environment.id)
-      .where('id', '=', params.keyId)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
-    if (!row) throw new ApiError('not_found', `SDK key "${params.keyId}" was not found.`);
-    return { access, project, environment, row };
-  }
-
-  app.get(
+  route.get(
     '/orgs/:org/projects/:project/environments/:env/sdk-keys/:keyId',
+    'Viewer',
     {
       schema: {
         tags: ['sdk-keys'],
@@ -184,21 +182,18 @@ export function registerSdkKeyRoutes(app: App, services: Services): void {
         response: { 200: Type.Intersect([SdkKeyItem, Type.Object({ _actions: ActionsSchema })]) },
       },
     },
-    async (request) => {
-      const { access, row } = await requireSdkKey(request, request.params, 'Viewer');
+    async ({ environment, ...access }, request) => {
+      const row = await requireSdkKey(services, environment, request.params.keyId);
       return { ...sdkKeyItem(row), _actions: sdkKeyActions(access.role) };
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/projects/:project/environments/:env/sdk-keys/:keyId',
+    'Member',
     { schema: { tags: ['sdk-keys'], params: KeyParams } },
-    async (request, reply) => {
-      const { access, project, environment, row } = await requireSdkKey(
-        request,
-        request.params,
-        'Member',
-      );
+    async ({ project, environment, ...access }, request, reply) => {
+      const row = await requireSdkKey(services, environment, request.params.keyId);
       await mutateAs(services, access, async (m) => {
         await m.trx
           .updateTable('sdk_keys')

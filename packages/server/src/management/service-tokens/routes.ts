@@ -1,21 +1,24 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import { hasRole, ROLES } from '../../auth/roles.js';
 import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
 import { issueToken, tokenSummary } from '../../auth/tokens.js';
 import type { Role } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { checkProjectIds, mutateAs, requireOrg } from '../access.js';
+import { checkProjectIds, mutateAs } from '../access.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { TokenCreatedSchema, TokenSummarySchema, futureDate } from './schemas.js';
+import { scopedRoutes } from '../scope.js';
 
 const OrgParams = Type.Object({ org: Type.String() });
 
 /** Service tokens of an organization (design record 004). Admin only. */
 export function registerServiceTokenRoutes(app: App, services: Services): void {
-  app.post(
+  const route = scopedRoutes(app, services);
+  route.post(
     '/orgs/:org/service-tokens',
+    'Admin',
     {
       schema: {
         tags: ['tokens'],
@@ -39,8 +42,7 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
         response: { 201: TokenCreatedSchema },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       const role = request.body.role as Role;
       if (!hasRole(access.role, role))
         throw invalidField('role', `cannot exceed your own role (${access.role})`);
@@ -69,8 +71,9 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/service-tokens',
+    'Admin',
     {
       schema: {
         tags: ['tokens'],
@@ -79,8 +82,7 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(TokenSummarySchema) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('api_tokens')
@@ -94,16 +96,16 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/service-tokens/:tokenId',
+    'Admin',
     {
       schema: {
         tags: ['tokens'],
         params: Type.Object({ org: Type.String(), tokenId: Type.String() }),
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       await mutateAs(services, access, async (m) => {
         const row = await m.trx
           .updateTable('api_tokens')

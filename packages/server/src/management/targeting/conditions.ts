@@ -1,7 +1,7 @@
 import { normalizeOperator, validateCondition } from '@vexil/engine';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { StoredCondition } from '../../db/schema.js';
+import type { StoredCondition, StoredConditionGroup } from '../../db/schema.js';
 import { ApiError } from '../../http/errors.js';
 import { Uuid } from '../fields.js';
 
@@ -97,4 +97,70 @@ export function normalizeConditions(
       negate: input.negate === true,
     };
   });
+}
+
+/** A rule's condition group as clients send it (spec: Targeting rule). */
+export const ConditionGroupInputSchema = Type.Object(
+  {
+    id: Type.Optional(Uuid),
+    /** `And` or `Or`, matched case-insensitively; omitted or null means `And` (design record 007). */
+    operator: Type.Optional(Type.Union([Type.String({ maxLength: 16 }), Type.Null()])),
+    conditions: Type.Array(ConditionInputSchema, { maxItems: 100 }),
+  },
+  { additionalProperties: false },
+);
+export type ConditionGroupInput = Static<typeof ConditionGroupInputSchema>;
+
+export const ConditionGroupResponse = Type.Object({
+  id: Uuid,
+  operator: Type.Enum(['And', 'Or']),
+  conditions: Type.Array(ConditionResponse),
+});
+
+function normalizeGroupOperator(
+  operator: string | null | undefined,
+  field: string,
+  problems: FieldProblems,
+): LogicalOperator {
+  if (operator === undefined || operator === null) return 'And';
+  const lower = operator.toLowerCase();
+  if (lower === 'and') return 'And';
+  if (lower === 'or') return 'Or';
+  problems.add(field, `"${operator}" is not a group operator; expected And or Or`);
+  return 'And';
+}
+
+/** Group and condition ids of a stored rule, so an update that sends them back keeps them. */
+export function storedIds(groups: readonly StoredConditionGroup[]): Set<string> {
+  const ids = new Set<string>();
+  for (const group of groups) {
+    ids.add(group.id);
+    for (const condition of group.conditions) ids.add(condition.id);
+  }
+  return ids;
+}
+
+/**
+ * Validates condition groups and assigns the ids the server owns (spec: endpoint rule 5).
+ * @throws ApiError 400 `validation_failed` naming every invalid member by path.
+ */
+export function normalizeGroups(
+  groups: readonly ConditionGroupInput[],
+  keepIds: ReadonlySet<string>,
+): StoredConditionGroup[] {
+  const problems = new FieldProblems();
+  const seen = new Set<string>();
+  const normalized = groups.map((group, index) => {
+    const path = `conditionGroups.${index}`;
+    const id =
+      group.id !== undefined && keepIds.has(group.id) && !seen.has(group.id) ? group.id : uuid();
+    seen.add(id);
+    return {
+      id,
+      operator: normalizeGroupOperator(group.operator, `${path}.operator`, problems),
+      conditions: normalizeConditions(group.conditions, `${path}.conditions`, problems, keepIds),
+    };
+  });
+  problems.throwIfAny();
+  return normalized;
 }

@@ -1,103 +1,28 @@
-import type { FastifyRequest } from 'fastify';
-import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
+import type { App } from '../../http/app-instance.js';
 import type { Mutation } from '../../db/mutate.js';
-import type { Role, RulesTable, StoredConditionGroup } from '../../db/schema.js';
+import type { Role, RulesTable } from '../../db/schema.js';
 import { diffProperties, type EventType, type PropertyChange } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, requireOrg, requireProject } from '../access.js';
-import { ActionsSchema, actionsFor } from '../actions.js';
-import { DescriptionSchema, NullableString, Uuid } from '../fields.js';
-import { requireEnvironment } from '../environments/routes.js';
+import { mutateAs } from '../access.js';
+import { actionsFor } from '../actions.js';
+import { checkNotArchived } from '../flags/configuration.js';
+import type { FlagRow } from '../flags/queries.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { requireFlag, type FlagRow } from '../flags/queries.js';
+import { scopedRoutes, type FlagEnvironmentScope } from '../scope.js';
+import { normalizeGroups, storedIds } from './conditions.js';
+import { checkReferences, readRule, requireRule } from './rule-queries.js';
 import {
-  ConditionInputSchema,
-  ConditionResponse,
-  FieldProblems,
-  normalizeConditions,
-  type LogicalOperator,
-} from './conditions.js';
-
-const FlagEnvParams = Type.Object({
-  org: Type.String(),
-  project: Type.String(),
-  flag: Type.String(),
-  env: Type.String(),
-});
-const RuleParams = Type.Object({
-  org: Type.String(),
-  project: Type.String(),
-  flag: Type.String(),
-  env: Type.String(),
-  rule: Type.String(),
-});
-type FlagEnvParams = Static<typeof FlagEnvParams>;
-
-const ConditionGroupInput = Type.Object(
-  {
-    id: Type.Optional(Uuid),
-    /** `And` or `Or`, matched case-insensitively; omitted or null means `And` (design record 007). */
-    operator: Type.Optional(Type.Union([Type.String({ maxLength: 16 }), Type.Null()])),
-    conditions: Type.Array(ConditionInputSchema, { maxItems: 100 }),
-  },
-  { additionalProperties: false },
-);
-type ConditionGroupInput = Static<typeof ConditionGroupInput>;
-
-const ruleFields = {
-  description: Type.Optional(DescriptionSchema),
-  variationId: Uuid,
-  rolloutPercentage: Type.Optional(
-    Type.Union([Type.Integer({ minimum: 0, maximum: 100 }), Type.Null()]),
-  ),
-  userSegmentId: Type.Optional(Type.Union([Uuid, Type.Null()])),
-  conditionGroups: Type.Optional(
-    Type.Union([Type.Array(ConditionGroupInput, { maxItems: 50 }), Type.Null()]),
-  ),
-};
-/** Rule create and full replacement (spec: endpoint rule 5). */
-const RuleBody = Type.Object(ruleFields, { additionalProperties: false });
-/** Partial update: members left out keep their stored value. */
-const RulePatchBody = Type.Object(
-  { ...ruleFields, variationId: Type.Optional(Uuid) },
-  { additionalProperties: false },
-);
-type RulePatchBody = Static<typeof RulePatchBody>;
-
-const ConditionGroupResponse = Type.Object({
-  id: Uuid,
-  operator: Type.Enum(['And', 'Or']),
-  conditions: Type.Array(ConditionResponse),
-});
-/** Targeting rule (spec: Targeting rule). */
-const RuleItem = Type.Object({
-  id: Uuid,
-  priority: Type.Integer(),
-  description: NullableString,
-  variationId: Uuid,
-  rolloutPercentage: Type.Union([Type.Integer(), Type.Null()]),
-  userSegmentId: Type.Union([Uuid, Type.Null()]),
-  conditionGroups: Type.Array(ConditionGroupResponse),
-});
-const RuleResponse = Type.Intersect([RuleItem, Type.Object({ _actions: ActionsSchema })]);
-
-type RuleRow = Selectable<RulesTable>;
-
-function ruleItem(row: RuleRow) {
-  return {
-    id: row.id,
-    priority: row.priority,
-    description: row.description,
-    variationId: row.variation_id,
-    rolloutPercentage: row.rollout_percentage,
-    userSegmentId: row.segment_id,
-    conditionGroups: JSON.parse(row.condition_groups) as StoredConditionGroup[],
-  };
-}
+  FlagEnvParams,
+  RuleBody,
+  RuleItem,
+  RuleParams,
+  RulePatchBody,
+  RuleResponse,
+  ruleItem,
+} from './rule-schemas.js';
 
 function ruleActions(role: Role, flag: FlagRow) {
   const blockedBy = flag.is_archived ? 'the flag is archived' : null;
@@ -107,145 +32,81 @@ function ruleActions(role: Role, flag: FlagRow) {
   });
 }
 
-function normalizeGroupOperator(
-  operator: string | null | undefined,
-  field: string,
-  problems: FieldProblems,
-): LogicalOperator {
-  if (operator === undefined || operator === null) return 'And';
-  const lower = operator.toLowerCase();
-  if (lower === 'and') return 'And';
-  if (lower === 'or') return 'Or';
-  problems.add(field, `"${operator}" is not a group operator; expected And or Or`);
-  return 'And';
-}
-
-/** Group and condition ids of a stored rule, so an update that sends them back keeps them. */
-function storedIds(groups: readonly StoredConditionGroup[]): Set<string> {
-  const ids = new Set<string>();
-  for (const group of groups) {
-    ids.add(group.id);
-    for (const condition of group.conditions) ids.add(condition.id);
-  }
-  return ids;
-}
-
-/**
- * Validates condition groups and assigns the ids the server owns (spec: endpoint rule 5).
- * @throws ApiError 400 `validation_failed` naming every invalid member by path.
- */
-function normalizeGroups(
-  groups: readonly ConditionGroupInput[],
-  keepIds: ReadonlySet<string>,
-): StoredConditionGroup[] {
-  const problems = new FieldProblems();
-  const seen = new Set<string>();
-  const normalized = groups.map((group, index) => {
-    const path = `conditionGroups.${index}`;
-    const id =
-      group.id !== undefined && keepIds.has(group.id) && !seen.has(group.id) ? group.id : uuid();
-    seen.add(id);
-    return {
-      id,
-      operator: normalizeGroupOperator(group.operator, `${path}.operator`, problems),
-      conditions: normalizeConditions(group.conditions, `${path}.conditions`, problems, keepIds),
-    };
+/** Emits a rule change (the flag and environment were touched first: `m.touchFlag`). */
+async function recordChange(
+  m: Mutation,
+  type: Extract<EventType, `flag.rule.${string}`>,
+  context: { projectId: string; environmentId: string; flagId: string; ruleId: string },
+  description: string,
+  changes?: PropertyChange[],
+): Promise<void> {
+  await m.emit({
+    type,
+    projectId: context.projectId,
+    environmentId: context.environmentId,
+    entity: { type: 'flag', id: context.flagId },
+    child: { type: 'rule', id: context.ruleId },
+    ...(changes ? { changes } : {}),
+    description,
   });
-  problems.throwIfAny();
-  return normalized;
+}
+
+/** Updates a rule: members of `body` left out keep their stored value. */
+async function updateRule(
+  services: Services,
+  { project, flag, environment, ...access }: FlagEnvironmentScope,
+  params: Static<typeof RuleParams>,
+  body: RulePatchBody,
+) {
+  checkNotArchived(flag);
+  const rule = await requireRule(services, params, flag.id, environment.id);
+  const before = ruleItem(rule);
+  const groups =
+    body.conditionGroups !== undefined
+      ? normalizeGroups(body.conditionGroups ?? [], storedIds(before.conditionGroups))
+      : before.conditionGroups;
+  const variationId = body.variationId ?? rule.variation_id;
+  const segmentId = body.userSegmentId !== undefined ? body.userSegmentId : rule.segment_id;
+  await checkReferences(services, flag, variationId, segmentId);
+  await mutateAs(services, access, async (m) => {
+    await m.touchFlag(flag, [environment.id]);
+    const updated = await m.trx
+      .updateTable('rules')
+      .set({
+        ...(body.description !== undefined ? { description: body.description } : {}),
+        variation_id: variationId,
+        ...(body.rolloutPercentage !== undefined
+          ? { rollout_percentage: body.rolloutPercentage }
+          : {}),
+        segment_id: segmentId,
+        condition_groups: JSON.stringify(groups),
+        updated_at: m.now,
+      })
+      .where('id', '=', rule.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordChange(
+      m,
+      'flag.rule.updated',
+      { projectId: project.id, environmentId: environment.id, flagId: flag.id, ruleId: rule.id },
+      `Rule ${rule.priority} of flag "${flag.key}" in "${environment.key}" updated`,
+      diffProperties(before, ruleItem(updated)),
+    );
+  });
+  return {
+    ...ruleItem(await readRule(services, rule.id)),
+    _actions: ruleActions(access.role, flag),
+  };
 }
 
 /** Registers the targeting rules of a flag in one environment (spec: Targeting rule, endpoint rules 5 and 6). */
 export function registerRuleRoutes(app: App, services: Services): void {
+  const route = scopedRoutes(app, services);
   const rulesPath = '/orgs/:org/projects/:project/flags/:flag/environments/:env/rules';
 
-  async function resolve(request: FastifyRequest, params: FlagEnvParams, minimum: Role) {
-    const access = await requireOrg(services, request, params.org, minimum);
-    const project = await requireProject(services, access, params.project);
-    const flag = await requireFlag(services, access, project, params.flag);
-    const environment = await requireEnvironment(services, access, project, params.env);
-    if (minimum !== 'Viewer' && flag.is_archived)
-      throw new ApiError('bad_request', `Flag "${flag.key}" is archived; restore it first.`);
-    return { access, project, flag, environment };
-  }
-
-  async function requireRule(params: Static<typeof RuleParams>, flagId: string, envId: string) {
-    const rule = await services.db
-      .selectFrom('rules')
-      .selectAll()
-      .where('flag_id', '=', flagId)
-      .where('environment_id', '=', envId)
-      .where('id', '=', params.rule)
-      .executeTakeFirst();
-    if (rule) return rule;
-    throw new ApiError('not_found', `Rule "${params.rule}" was not found.`, {
-      nextActions: [
-        {
-          method: 'GET',
-          path: `/api/v1/orgs/${params.org}/projects/${params.project}/flags/${params.flag}/environments/${params.env}/rules`,
-        },
-      ],
-    });
-  }
-
-  /**
-   * Checks what a rule points at: its variation must belong to the flag and its segment to the
-   * project. @throws ApiError 400 `validation_failed` on `variationId` or `userSegmentId`.
-   */
-  async function checkReferences(
-    flag: FlagRow,
-    variationId: string,
-    segmentId: string | null,
-  ): Promise<void> {
-    const problems = new FieldProblems();
-    const variation = await services.db
-      .selectFrom('variations')
-      .select('id')
-      .where('flag_id', '=', flag.id)
-      .where('id', '=', variationId)
-      .executeTakeFirst();
-    if (!variation) problems.add('variationId', 'is not a variation of this flag');
-    if (segmentId !== null) {
-      const segment = await services.db
-        .selectFrom('segments')
-        .select('id')
-        .where('project_id', '=', flag.project_id)
-        .where('id', '=', segmentId)
-        .executeTakeFirst();
-      if (!segment) problems.add('userSegmentId', 'is not a segment of this project');
-    }
-    problems.throwIfAny();
-  }
-
-  /** Emits a rule change (the flag and environment were touched first: `m.touchFlag`). */
-  async function recordChange(
-    m: Mutation,
-    type: Extract<EventType, `flag.rule.${string}`>,
-    context: { projectId: string; environmentId: string; flagId: string; ruleId: string },
-    description: string,
-    changes?: PropertyChange[],
-  ): Promise<void> {
-    await m.emit({
-      type,
-      projectId: context.projectId,
-      environmentId: context.environmentId,
-      entity: { type: 'flag', id: context.flagId },
-      child: { type: 'rule', id: context.ruleId },
-      ...(changes ? { changes } : {}),
-      description,
-    });
-  }
-
-  async function readRule(id: string): Promise<RuleRow> {
-    return services.db
-      .selectFrom('rules')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow();
-  }
-
-  app.post(
+  route.post(
     rulesPath,
+    'Member',
     {
       schema: {
         tags: ['targeting'],
@@ -254,16 +115,12 @@ export function registerRuleRoutes(app: App, services: Services): void {
         response: { 201: RuleResponse },
       },
     },
-    async (request, reply) => {
-      const { access, project, flag, environment } = await resolve(
-        request,
-        request.params,
-        'Member',
-      );
+    async ({ project, flag, environment, ...access }, request, reply) => {
+      checkNotArchived(flag);
       const body = request.body;
       const segmentId = body.userSegmentId ?? null;
       const groups = normalizeGroups(body.conditionGroups ?? [], new Set());
-      await checkReferences(flag, body.variationId, segmentId);
+      await checkReferences(services, flag, body.variationId, segmentId);
       const id = await mutateAs(services, access, async (m) => {
         await m.touchFlag(flag, [environment.id]);
         const last = await m.trx
@@ -295,15 +152,16 @@ export function registerRuleRoutes(app: App, services: Services): void {
         return row.id;
       });
       // Re-read after persisting (spec: endpoint rule 5): priority and ids are the server's.
-      const stored = await readRule(id);
+      const stored = await readRule(services, id);
       return reply
         .status(201)
         .send({ ...ruleItem(stored), _actions: ruleActions(access.role, flag) });
     },
   );
 
-  app.get(
+  route.get(
     rulesPath,
+    'Viewer',
     {
       schema: {
         tags: ['targeting'],
@@ -312,8 +170,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(RuleItem) },
       },
     },
-    async (request) => {
-      const { access, flag, environment } = await resolve(request, request.params, 'Viewer');
+    async ({ flag, environment, ...access }, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('rules')
@@ -334,61 +191,19 @@ export function registerRuleRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     `${rulesPath}/:rule`,
+    'Viewer',
     { schema: { tags: ['targeting'], params: RuleParams, response: { 200: RuleResponse } } },
-    async (request) => {
-      const { access, flag, environment } = await resolve(request, request.params, 'Viewer');
-      const rule = await requireRule(request.params, flag.id, environment.id);
+    async ({ flag, environment, ...access }, request) => {
+      const rule = await requireRule(services, request.params, flag.id, environment.id);
       return { ...ruleItem(rule), _actions: ruleActions(access.role, flag) };
     },
   );
 
-  async function updateRule(
-    request: FastifyRequest,
-    params: Static<typeof RuleParams>,
-    body: RulePatchBody,
-  ) {
-    const { access, project, flag, environment } = await resolve(request, params, 'Member');
-    const rule = await requireRule(params, flag.id, environment.id);
-    const before = ruleItem(rule);
-    const groups =
-      body.conditionGroups !== undefined
-        ? normalizeGroups(body.conditionGroups ?? [], storedIds(before.conditionGroups))
-        : before.conditionGroups;
-    const variationId = body.variationId ?? rule.variation_id;
-    const segmentId = body.userSegmentId !== undefined ? body.userSegmentId : rule.segment_id;
-    await checkReferences(flag, variationId, segmentId);
-    await mutateAs(services, access, async (m) => {
-      await m.touchFlag(flag, [environment.id]);
-      const updated = await m.trx
-        .updateTable('rules')
-        .set({
-          ...(body.description !== undefined ? { description: body.description } : {}),
-          variation_id: variationId,
-          ...(body.rolloutPercentage !== undefined
-            ? { rollout_percentage: body.rolloutPercentage }
-            : {}),
-          segment_id: segmentId,
-          condition_groups: JSON.stringify(groups),
-          updated_at: m.now,
-        })
-        .where('id', '=', rule.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await recordChange(
-        m,
-        'flag.rule.updated',
-        { projectId: project.id, environmentId: environment.id, flagId: flag.id, ruleId: rule.id },
-        `Rule ${rule.priority} of flag "${flag.key}" in "${environment.key}" updated`,
-        diffProperties(before, ruleItem(updated)),
-      );
-    });
-    return { ...ruleItem(await readRule(rule.id)), _actions: ruleActions(access.role, flag) };
-  }
-
-  app.patch(
+  route.patch(
     `${rulesPath}/:rule`,
+    'Member',
     {
       schema: {
         tags: ['targeting'],
@@ -397,11 +212,12 @@ export function registerRuleRoutes(app: App, services: Services): void {
         response: { 200: RuleResponse },
       },
     },
-    async (request) => updateRule(request, request.params, request.body),
+    async (scope, request) => updateRule(services, scope, request.params, request.body),
   );
 
-  app.put(
+  route.put(
     `${rulesPath}/:rule`,
+    'Member',
     {
       schema: {
         tags: ['targeting'],
@@ -411,8 +227,8 @@ export function registerRuleRoutes(app: App, services: Services): void {
       },
     },
     // A full replacement: members left out take their empty value rather than the stored one.
-    async (request) =>
-      updateRule(request, request.params, {
+    async (scope, request) =>
+      updateRule(services, scope, request.params, {
         description: null,
         rolloutPercentage: null,
         userSegmentId: null,
@@ -421,16 +237,13 @@ export function registerRuleRoutes(app: App, services: Services): void {
       }),
   );
 
-  app.delete(
+  route.delete(
     `${rulesPath}/:rule`,
+    'Member',
     { schema: { tags: ['targeting'], params: RuleParams } },
-    async (request, reply) => {
-      const { access, project, flag, environment } = await resolve(
-        request,
-        request.params,
-        'Member',
-      );
-      const rule = await requireRule(request.params, flag.id, environment.id);
+    async ({ project, flag, environment, ...access }, request, reply) => {
+      checkNotArchived(flag);
+      const rule = await requireRule(services, request.params, flag.id, environment.id);
       await mutateAs(services, access, async (m) => {
         await m.touchFlag(flag, [environment.id]);
         await m.trx.deleteFrom('rules').where('id', '=', rule.id).execute();
@@ -458,8 +271,9 @@ export function registerRuleRoutes(app: App, services: Services): void {
     },
   );
 
-  app.put(
+  route.put(
     `${rulesPath}/reorder`,
+    'Member',
     {
       schema: {
         tags: ['targeting'],
@@ -472,12 +286,8 @@ export function registerRuleRoutes(app: App, services: Services): void {
         ),
       },
     },
-    async (request, reply) => {
-      const { access, project, flag, environment } = await resolve(
-        request,
-        request.params,
-        'Member',
-      );
+    async ({ project, flag, environment, ...access }, request, reply) => {
+      checkNotArchived(flag);
       const { ruleIds } = request.body;
       await mutateAs(services, access, async (m) => {
         await m.touchFlag(flag, [environment.id]);

@@ -1,14 +1,13 @@
-import type { FastifyRequest } from 'fastify';
 import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import type { App } from '../../app.js';
-import type { Role, SegmentsTable, StoredCondition } from '../../db/schema.js';
+import type { App } from '../../http/app-instance.js';
+import type { Mutation } from '../../db/mutate.js';
+import type { ProjectsTable, Role, SegmentsTable, StoredCondition } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
-import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { isUuid, mutateAs, notFound, requireOrg, requireProject } from '../access.js';
+import { isUuid, mutateAs, notFound, type OrgAccess } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import {
   DescriptionSchema,
@@ -18,6 +17,7 @@ import {
   Timestamp,
   Uuid,
 } from '../fields.js';
+import { deleteUnlessReferenced } from '../deletion.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import {
   ConditionInputSchema,
@@ -26,6 +26,7 @@ import {
   LOGICAL_OPERATORS,
   normalizeConditions,
 } from './conditions.js';
+import { scopedRoutes } from '../scope.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
 const SegmentParams = Type.Object({
@@ -93,39 +94,57 @@ function checkConditions(
   return normalized;
 }
 
+/** The rules that target the segment, with their flag and environment keys. */
+function segmentUsers(m: Mutation, segmentId: string) {
+  return m.trx
+    .selectFrom('rules')
+    .innerJoin('flags', 'flags.id', 'rules.flag_id')
+    .innerJoin('environments', 'environments.id', 'rules.environment_id')
+    .select(['rules.id', 'flags.key as flagKey', 'environments.key as environmentKey'])
+    .where('rules.segment_id', '=', segmentId)
+    .orderBy('flags.key')
+    .orderBy('environments.key')
+    .execute();
+}
+
+/**
+ * Resolves `{segment}` (key or id) inside the project.
+ * @throws ApiError 404 with near keys in `did_you_mean`.
+ */
+async function requireSegment(
+  services: Services,
+  access: OrgAccess,
+  project: ProjectsTable,
+  ref: string,
+): Promise<SegmentRow> {
+  const segment = await services.db
+    .selectFrom('segments')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where(isUuid(ref) ? 'id' : 'key', '=', ref)
+    .executeTakeFirst();
+  if (segment) return segment;
+  const keys = await services.db
+    .selectFrom('segments')
+    .select('key')
+    .where('project_id', '=', project.id)
+    .execute();
+  throw notFound(
+    'Segment',
+    ref,
+    keys.map((row) => row.key),
+    { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/segments` },
+  );
+}
+
 /** User segments of a project (spec: User segment, endpoint rule 10; design record 007). */
 export function registerSegmentRoutes(app: App, services: Services): void {
+  const route = scopedRoutes(app, services);
   const segmentsPath = '/orgs/:org/projects/:project/segments';
 
-  async function requireSegment(
-    request: FastifyRequest,
-    params: Static<typeof SegmentParams>,
-    minimum: Role,
-  ) {
-    const access = await requireOrg(services, request, params.org, minimum);
-    const project = await requireProject(services, access, params.project);
-    const segment = await services.db
-      .selectFrom('segments')
-      .selectAll()
-      .where('project_id', '=', project.id)
-      .where(isUuid(params.segment) ? 'id' : 'key', '=', params.segment)
-      .executeTakeFirst();
-    if (segment) return { access, project, segment };
-    const keys = await services.db
-      .selectFrom('segments')
-      .select('key')
-      .where('project_id', '=', project.id)
-      .execute();
-    throw notFound(
-      'Segment',
-      params.segment,
-      keys.map((row) => row.key),
-      { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/segments` },
-    );
-  }
-
-  app.post(
+  route.post(
     segmentsPath,
+    'Member',
     {
       schema: {
         tags: ['segments'],
@@ -134,9 +153,7 @@ export function registerSegmentRoutes(app: App, services: Services): void {
         response: { 201: SegmentResponse },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Member');
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, request, reply) => {
       const body = request.body;
       const conditions = checkConditions(body.conditions ?? [], new Set());
       const row = await mutateAs(services, access, async (m) => {
@@ -170,8 +187,9 @@ export function registerSegmentRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     segmentsPath,
+    'Viewer',
     {
       schema: {
         tags: ['segments'],
@@ -180,9 +198,7 @@ export function registerSegmentRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(SegmentItem) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org);
-      const project = await requireProject(services, access, request.params.project);
+    async ({ project, ...access }, request) => {
       const { rows, nextCursor } = await paginate(
         services.db.selectFrom('segments').selectAll().where('project_id', '=', project.id),
         request.query,
@@ -196,17 +212,19 @@ export function registerSegmentRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     `${segmentsPath}/:segment`,
+    'Viewer',
     { schema: { tags: ['segments'], params: SegmentParams, response: { 200: SegmentResponse } } },
-    async (request) => {
-      const { access, segment } = await requireSegment(request, request.params, 'Viewer');
+    async ({ project, ...access }, request) => {
+      const segment = await requireSegment(services, access, project, request.params.segment);
       return { ...segmentItem(segment), _actions: segmentActions(access.role) };
     },
   );
 
-  app.patch(
+  route.patch(
     `${segmentsPath}/:segment`,
+    'Member',
     {
       schema: {
         tags: ['segments'],
@@ -218,8 +236,8 @@ export function registerSegmentRoutes(app: App, services: Services): void {
         response: { 200: SegmentResponse },
       },
     },
-    async (request) => {
-      const { access, project, segment } = await requireSegment(request, request.params, 'Member');
+    async ({ project, ...access }, request) => {
+      const segment = await requireSegment(services, access, project, request.params.segment);
       const body = request.body;
       const conditions =
         body.conditions !== undefined
@@ -258,40 +276,26 @@ export function registerSegmentRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     `${segmentsPath}/:segment`,
+    'Member',
     { schema: { tags: ['segments'], params: SegmentParams } },
-    async (request, reply) => {
-      const { access, project, segment } = await requireSegment(request, request.params, 'Member');
-      await mutateAs(services, access, async (m) => {
-        // Checked inside the transaction, next to the delete, so the answer is current.
-        const users = await m.trx
-          .selectFrom('rules')
-          .innerJoin('flags', 'flags.id', 'rules.flag_id')
-          .innerJoin('environments', 'environments.id', 'rules.environment_id')
-          .select(['rules.id', 'flags.key as flagKey', 'environments.key as environmentKey'])
-          .where('rules.segment_id', '=', segment.id)
-          .orderBy('flags.key')
-          .orderBy('environments.key')
-          .execute();
-        if (users.length > 0) {
-          const list = users
-            .map((u) => `flag "${u.flagKey}" in "${u.environmentKey}" (rule ${u.id})`)
-            .join(', ');
-          throw new ApiError(
-            'conflict',
-            `Segment "${segment.key}" is used by ${users.length} rule(s): ${list}. Remove or change those rules first.`,
-          );
-        }
-        await m.trx.deleteFrom('segments').where('id', '=', segment.id).execute();
-        await m.touchProject(project.id);
-        await m.emit({
-          type: 'segment.deleted',
-          projectId: project.id,
-          entity: { type: 'segment', id: segment.id },
-          description: `Segment "${segment.key}" deleted`,
-        });
-      });
+    async ({ project, ...access }, request, reply) => {
+      const segment = await requireSegment(services, access, project, request.params.segment);
+      await mutateAs(services, access, (m) =>
+        deleteUnlessReferenced(
+          m,
+          { kind: 'segment', id: segment.id, key: segment.key, projectId: project.id },
+          async () => {
+            const users = await segmentUsers(m, segment.id);
+            if (users.length === 0) return null;
+            const list = users
+              .map((u) => `flag "${u.flagKey}" in "${u.environmentKey}" (rule ${u.id})`)
+              .join(', ');
+            return `Segment "${segment.key}" is used by ${users.length} rule(s): ${list}. Remove or change those rules first.`;
+          },
+        ),
+      );
       return reply.status(204).send();
     },
   );

@@ -1,0 +1,106 @@
+import type { Selectable } from 'kysely';
+import { v7 as uuid } from 'uuid';
+import type { Mutation } from '../../db/mutate.js';
+import type { EnvironmentsTable, ProjectsTable } from '../../db/schema.js';
+import { conflictOn } from '../../db/unique.js';
+import type { Services } from '../../services.js';
+import { isUuid, notFound, type OrgAccess } from '../access.js';
+import { defaultOffVariation, initialConfiguration } from '../flags/configuration.js';
+
+/**
+ * Resolves `{env}` (key or id) inside a project.
+ * @throws ApiError 404 with near keys in `did_you_mean`.
+ */
+export async function requireEnvironment(
+  services: Services,
+  access: OrgAccess,
+  project: ProjectsTable,
+  envRef: string,
+): Promise<Selectable<EnvironmentsTable>> {
+  const environment = await services.db
+    .selectFrom('environments')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where(isUuid(envRef) ? 'id' : 'key', '=', envRef)
+    .executeTakeFirst();
+  if (environment) return environment;
+  const keys = await services.db
+    .selectFrom('environments')
+    .select('key')
+    .where('project_id', '=', project.id)
+    .execute();
+  throw notFound(
+    'Environment',
+    envRef,
+    keys.map((row) => row.key),
+    { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/environments` },
+  );
+}
+
+/**
+ * Inserts an environment, gives every flag of the project its initial (disabled) configuration
+ * there, and emits `environment.created`.
+ */
+export async function insertEnvironment(
+  m: Mutation,
+  projectId: string,
+  input: { key: string; name: string | null; color: string | null; sortOrder: number },
+): Promise<EnvironmentsTable> {
+  const environment: EnvironmentsTable = {
+    id: uuid(),
+    project_id: projectId,
+    key: input.key,
+    name: input.name,
+    color: input.color,
+    sort_order: input.sortOrder,
+    version: 1,
+    created_at: m.now,
+    updated_at: m.now,
+  };
+  await m.trx
+    .insertInto('environments')
+    .values(environment)
+    .execute()
+    .catch(conflictOn('key', input.key, 'environment'));
+  const variations = await m.trx
+    .selectFrom('variations')
+    .innerJoin('flags', 'flags.id', 'variations.flag_id')
+    .select(['variations.flag_id', 'variations.id', 'variations.value', 'flags.type'])
+    .where('flags.project_id', '=', projectId)
+    .orderBy('variations.flag_id')
+    .orderBy('variations.sort_order')
+    .execute();
+  // Each flag keeps the off variation it has in the project's first environment (design record 021).
+  const configurations = await m.trx
+    .selectFrom('flag_environments')
+    .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
+    .select(['flag_environments.flag_id', 'flag_environments.off_variation_id'])
+    .where('environments.project_id', '=', projectId)
+    .orderBy('environments.sort_order', 'desc')
+    .orderBy('environments.id', 'desc')
+    .execute();
+  const offVariationIds = new Map(
+    configurations.map((configuration) => [configuration.flag_id, configuration.off_variation_id]),
+  );
+  const byFlag = new Map<string, typeof variations>();
+  for (const variation of variations) {
+    const list = byFlag.get(variation.flag_id) ?? [];
+    list.push(variation);
+    byFlag.set(variation.flag_id, list);
+  }
+  const rows = [...byFlag].map(([flagId, flagVariations]) => {
+    const first = flagVariations[0]!;
+    const offVariationId =
+      offVariationIds.get(flagId) ?? (defaultOffVariation(first.type, flagVariations) ?? first).id;
+    return initialConfiguration(flagId, environment.id, first.id, offVariationId, m.now);
+  });
+  if (rows.length > 0) await m.trx.insertInto('flag_environments').values(rows).execute();
+  await m.emit({
+    type: 'environment.created',
+    projectId,
+    environmentId: environment.id,
+    entity: { type: 'environment', id: environment.id },
+    description: `Environment "${environment.key}" created`,
+  });
+  return environment;
+}
