@@ -14,6 +14,7 @@ import { allowBrowserCalls } from './evaluation/cors.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
 import { EvaluationQuietLogController } from './evaluation/request-logging.js';
+import { SdkAuthenticator } from './evaluation/sdk-authenticator.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
@@ -214,17 +215,18 @@ export async function createVexil(
   }
 
   if (roles.has('evaluation')) {
+    const sdk = new SdkAuthenticator(sdkKeys, snapshots, clock);
     await app.register(
       async (evaluation) => {
         await allowBrowserCalls(evaluation);
-        await registerEvaluationApi(evaluation, services, snapshots, sdkKeys, changeFeed);
+        await registerEvaluationApi(evaluation, services, snapshots, sdk, changeFeed);
       },
       { prefix: '/v1' },
     );
     await app.register(
       async (ofrep) => {
         await allowBrowserCalls(ofrep);
-        await registerOfrepApi(ofrep, services, snapshots, sdkKeys);
+        await registerOfrepApi(ofrep, services, sdk);
       },
       { prefix: '/ofrep/v1' },
     );

@@ -6,10 +6,10 @@ import type { App } from '../app.js';
 import type { Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
-import type { SdkAuthenticator } from '../usage/events-routes.js';
 import { evaluateClientFlags } from './client-flags.js';
 import type { ChangeFeed, StreamIdentifier } from './change-feed.js';
 import { ProblemError } from './problem.js';
+import { SdkAuthFailure, type SdkAuthenticator, type SdkKeyType } from './sdk-authenticator.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
 
 /** Header that names a client stream in `POST /v1/client/identify` (and answers it on connect). */
@@ -35,7 +35,7 @@ const PING = ': ping\n\n';
 interface StreamOptions {
   environmentId: string;
   credential: string;
-  /** Re-checks the SDK key the stream was opened with; throws its 401/403 problem when refused. */
+  /** Re-checks the SDK key the stream was opened with; throws its {@link SdkAuthFailure} when refused. */
   authenticate: () => Snapshot | Promise<Snapshot>;
   snapshots: SnapshotStore;
   response: ServerResponse;
@@ -247,7 +247,7 @@ class StreamRegistry {
           await group[0]!.authenticate();
         } catch (error) {
           // Only a refused key ends streams; an unavailable database is retried next time.
-          if (error instanceof ProblemError && (error.status === 401 || error.status === 403)) {
+          if (error instanceof SdkAuthFailure && error.refusesKey) {
             for (const stream of group) stream.close();
           }
         }
@@ -324,9 +324,11 @@ export function registerStreamingApi(
   app: App,
   services: Services,
   snapshots: SnapshotStore,
-  authenticate: SdkAuthenticator,
+  sdk: SdkAuthenticator,
   relay: StreamRelay,
 ): ClientStreams {
+  const authenticate = (request: FastifyRequest, type: SdkKeyType) =>
+    sdk.authenticate(request.headers.authorization, type);
   const registry = new StreamRegistry(snapshots, services.config.streamHeartbeatMs);
   app.addHook('preClose', async () => registry.closeAll());
   const identifyHere: StreamIdentifier = (environmentId, streamId, context) => {
