@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
 import { evaluateClientFlags } from './client-flags.js';
-import type { ChangeFeed, StreamIdentifier } from './change-feed.js';
+import type { ChangeFeed, StreamIdentifier } from '../bus/node-bus.js';
 import { ProblemError } from './problem.js';
 import { SdkAuthFailure, type SdkAuthenticator, type SdkKeyType } from './sdk-authenticator.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';

@@ -4,8 +4,8 @@ import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Schema } from '../db/schema.js';
-import type { SdkKeyResolver } from './sdk-keys.js';
-import type { SnapshotStore } from './snapshots.js';
+import type { SdkKeyResolver } from '../evaluation/sdk-keys.js';
+import type { SnapshotStore } from '../evaluation/snapshots.js';
 
 const CHANNEL = 'vexil_changes';
 /** How long `identify` waits for the node that holds a client stream to confirm the switch (ms). */
