@@ -36,8 +36,9 @@ type Notice =
   | { identified: string };
 
 /**
- * Keeps every node's evaluation snapshots, SDK-key cache and client streams current (design
- * record 010).
+ * The cross-node bus: keeps every node's evaluation snapshots, SDK-key cache and client streams
+ * current, and wakes every node's delivery worker (design records 010, 018). The event hub hands
+ * it each committed change; it is the only part that talks to other nodes.
  *
  * - A committed change is applied locally at once and, on PostgreSQL, announced with
  *   `NOTIFY vexil_changes` (environment id and version only; listeners re-read the data).
@@ -49,7 +50,7 @@ type Notice =
  *   through a notice, so they need not wait for a worker's next poll.
  * On SQLite (one node) only the local path and the periodic check run.
  */
-export class ChangeFeed {
+export class NodeBus {
   private listener: pg.Client | undefined;
   private checkTimer: NodeJS.Timeout | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;

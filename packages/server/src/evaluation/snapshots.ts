@@ -107,7 +107,7 @@ export class SnapshotStore {
 
   /**
    * Calls `listener` whenever environments' configurations change (on this node or, through the
-   * change feed, on another). Returns the unsubscribe function. Used by streaming connections.
+   * node bus, on another). Returns the unsubscribe function. Used by streaming connections.
    */
   onChange(listener: (environmentIds: readonly string[] | 'all') => void): () => void {
     this.listeners.add(listener);

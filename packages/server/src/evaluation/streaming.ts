@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
 import { evaluateClientFlags } from './client-flags.js';
-import type { ChangeFeed, StreamIdentifier } from '../bus/node-bus.js';
+import type { NodeBus, StreamIdentifier } from '../bus/node-bus.js';
 import { ProblemError } from './problem.js';
 import { SdkAuthFailure, type SdkAuthenticator, type SdkKeyType } from './sdk-authenticator.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
@@ -296,8 +296,8 @@ function decodeContext(encoded: string): Context {
   return context as Context;
 }
 
-/** Reaches the client streams other nodes hold: the change feed. */
-export type StreamRelay = Pick<ChangeFeed, 'identifyElsewhere' | 'onIdentify'>;
+/** Reaches the client streams other nodes hold: the node bus. */
+export type StreamRelay = Pick<NodeBus, 'identifyElsewhere' | 'onIdentify'>;
 
 /** Lets `POST /v1/client/identify` reach the client streams of every node. */
 export interface ClientStreams {

@@ -106,7 +106,7 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
             created_at: m.now,
           })
           .execute();
-        m.deliveriesQueued();
+        m.afterCommit(services.onDeliveriesQueued);
         return { webhookEventId, webhookDeliveryId };
       });
       return reply.status(202).send(result);
@@ -196,7 +196,7 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
       // The retry schedule restarts: a fresh round of attempts, due now.
       const restarted = await mutateAs(services, access, async (m) => {
         const won = await restartDelivery(m.trx, finished, m.now);
-        if (won) m.deliveriesQueued();
+        if (won) m.afterCommit(services.onDeliveriesQueued);
         return won;
       });
       if (!restarted) throw stillPending();

@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Schema, WebhookSubscriptionsTable } from '../db/schema.js';
+import type { WrittenEvent } from '../events/hub.js';
 import { ENVIRONMENT_SCOPED_EVENT_TYPES, type EventPayload } from '../events/types.js';
 
 /**
@@ -56,4 +57,14 @@ export async function enqueueDeliveries(
     }));
   if (rows.length > 0) await trx.insertInto('webhook_deliveries').values(rows).execute();
   return rows.length;
+}
+
+/**
+ * The webhook fan-out as an event hub subscriber: queues each event's deliveries in its
+ * transaction and, when it queued any, calls `deliveriesQueued` after commit.
+ */
+export function fanOutTo(deliveriesQueued: () => void): (written: WrittenEvent) => Promise<void> {
+  return async ({ trx, event, afterCommit }) => {
+    if ((await enqueueDeliveries(trx, event)) > 0) afterCommit(deliveriesQueued);
+  };
 }
