@@ -7,7 +7,6 @@ import type { Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
 import { evaluateClientFlags } from './client-flags.js';
-import type { NodeBus, StreamIdentifier } from '../bus/node-bus.js';
 import { ProblemError } from './problem.js';
 import { SdkAuthFailure, type SdkAuthenticator, type SdkKeyType } from './sdk-authenticator.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
@@ -296,8 +295,20 @@ function decodeContext(encoded: string): Context {
   return context as Context;
 }
 
-/** Reaches the client streams other nodes hold: the node bus. */
-export type StreamRelay = Pick<NodeBus, 'identifyElsewhere' | 'onIdentify'>;
+/** Switches a client stream held by this node to a new context; false when it holds no such stream. */
+export type StreamIdentifier = (
+  environmentId: string,
+  streamId: string,
+  context: Context,
+) => boolean;
+
+/** Reaches the client streams other nodes hold (the node bus implements it). */
+export interface StreamRelay {
+  /** Lets other nodes switch the client streams this node holds. */
+  onIdentify(identify: StreamIdentifier): void;
+  /** Switches a client stream held by another node; true once that node confirms. */
+  identifyElsewhere(environmentId: string, streamId: string, context: Context): Promise<boolean>;
+}
 
 /** Lets `POST /v1/client/identify` reach the client streams of every node. */
 export interface ClientStreams {
