@@ -49,6 +49,7 @@ export async function mutate<T>(
 ): Promise<T> {
   const touched = new Set<string>();
   const afterCommit = new Set<() => void>();
+  const runAfterCommit = (notify: () => void) => void afterCommit.add(notify);
   const now = scope.now.toISOString();
   const result = await db.transaction().execute(async (trx) => {
     const touchProject = async (projectId: string) => {
@@ -67,14 +68,14 @@ export async function mutate<T>(
           {
             trx,
             hub: scope.events,
-            afterCommit: (notify) => afterCommit.add(notify),
+            afterCommit: runAfterCommit,
             organizationId: scope.organizationId,
             actor: scope.actor,
             occurredAt: now,
           },
           [event],
         ),
-      afterCommit: (notify) => afterCommit.add(notify),
+      afterCommit: runAfterCommit,
       touchEnvironments: (ids) => {
         for (const id of ids) touched.add(id);
       },

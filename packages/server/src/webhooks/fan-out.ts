@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Schema, WebhookSubscriptionsTable } from '../db/schema.js';
-import type { WrittenEvent } from '../events/hub.js';
+import type { StoredEvent, WrittenEvent } from '../events/hub.js';
 import { ENVIRONMENT_SCOPED_EVENT_TYPES, type EventPayload } from '../events/types.js';
 
 /**
@@ -34,10 +34,7 @@ export function subscriptionCovers(
  * event, inside the transaction that records the event.
  * @returns how many deliveries were queued
  */
-export async function enqueueDeliveries(
-  trx: Transaction<Schema>,
-  event: { id: string } & EventPayload,
-): Promise<number> {
+async function enqueueDeliveries(trx: Transaction<Schema>, event: StoredEvent): Promise<number> {
   const subscriptions = await trx
     .selectFrom('webhook_subscriptions')
     .select(['id', 'event_types', 'project_ids', 'environment_ids'])
