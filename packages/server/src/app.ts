@@ -9,12 +9,14 @@ import { secretsKey } from './auth/secrets-key.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/database.js';
-import { ChangeFeed } from './evaluation/change-feed.js';
+import { NodeBus } from './bus/node-bus.js';
 import { allowBrowserCalls } from './evaluation/cors.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
+import { SdkAuthenticator } from './evaluation/sdk-authenticator.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
+import { EventHub } from './events/hub.js';
 import type { App } from './http/app-instance.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
 import { frameworkErrorHandler } from './http/framework-errors.js';
@@ -29,6 +31,7 @@ import { registerOpsRoutes, type OpsState } from './ops/routes.js';
 import { trackUnusedConnections } from './ops/unused-connections.js';
 import type { Services } from './services.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
+import { fanOutTo } from './webhooks/fan-out.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 import { UsageAggregator } from './usage/aggregator.js';
 
@@ -84,14 +87,19 @@ export async function createVexil(
       'usage counts not written or pruned; unwritten counts kept for the next flush',
     ),
   );
+  // The event seam (design record 018): what mutations write reaches its consumers from here.
+  const events = new EventHub();
+  const onDeliveriesQueued = () => bus.deliveriesQueued();
+  events.onWritten(fanOutTo(onDeliveriesQueued));
+  events.onCommitted(({ environmentIds }) => bus.configChanged(environmentIds));
   const services: Services = {
     db: database.db,
     dialect: database.dialect,
     config,
     clock,
-    onConfigChange: (ids) => changeFeed.configChanged(ids),
-    onDeliveriesQueued: () => changeFeed.deliveriesQueued(),
-    onSdkKeyRevoked: (hash) => changeFeed.keyRevoked(hash),
+    events,
+    onDeliveriesQueued,
+    onSdkKeyRevoked: (hash) => bus.keyRevoked(hash),
     usage,
     signingSecrets,
   };
@@ -123,7 +131,7 @@ export async function createVexil(
     app.getDefaultJsonParser('error', 'error'),
   );
   app.decorateRequest('caller', null);
-  const changeFeed = new ChangeFeed(
+  const bus = new NodeBus(
     database.db,
     database.dialect === 'postgres' ? config.databaseUrl : undefined,
     snapshots,
@@ -199,17 +207,18 @@ export async function createVexil(
   }
 
   if (roles.has('evaluation')) {
+    const sdk = new SdkAuthenticator(sdkKeys, snapshots, clock);
     await app.register(
       async (evaluation) => {
         await allowBrowserCalls(evaluation);
-        await registerEvaluationApi(evaluation, services, snapshots, sdkKeys, changeFeed);
+        await registerEvaluationApi(evaluation, services, snapshots, sdk, bus);
       },
       { prefix: '/v1' },
     );
     await app.register(
       async (ofrep) => {
         await allowBrowserCalls(ofrep);
-        await registerOfrepApi(ofrep, services, snapshots, sdkKeys);
+        await registerOfrepApi(ofrep, services, sdk);
       },
       { prefix: '/ofrep/v1' },
     );
@@ -226,9 +235,9 @@ export async function createVexil(
 
   usage.start(config.usageFlushIntervalMs, config.usageRetentionMs);
   const webhookWorker = new DeliveryWorker(services, app.log);
-  changeFeed.onDeliveriesQueued(() => webhookWorker.wake());
+  bus.onDeliveriesQueued(() => webhookWorker.wake());
   if (options.startWorkers !== false && roles.has('worker')) webhookWorker.start();
-  await changeFeed.start();
+  await bus.start();
 
   return {
     app,
@@ -243,7 +252,7 @@ export async function createVexil(
       closeUnusedConnections();
       await closing;
       await webhookWorker.stop();
-      await changeFeed.stop();
+      await bus.stop();
       // After the last request, before the database closes: the final counts are written.
       await usage.close();
       await closeLimiter();

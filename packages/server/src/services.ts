@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
-import type { ConfigChangeListener } from './db/mutate.js';
 import type { Dialect } from './db/database.js';
 import type { Schema } from './db/schema.js';
+import type { EventHub } from './events/hub.js';
 import type { UsageAggregator } from './usage/aggregator.js';
 import type { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 
@@ -13,8 +13,8 @@ export interface Services {
   dialect: Dialect;
   config: Config;
   clock: Clock;
-  /** Told, after commit, which environments' SDK configuration changed. */
-  onConfigChange: ConfigChangeListener;
+  /** Where mutations publish their events and configuration changes (design record 018). */
+  events: EventHub;
   /** Told, after commit, that webhook deliveries were queued (the delivery worker wakes). */
   onDeliveriesQueued: () => void;
   /** Told, after commit, that an SDK key (by hash) was revoked. */

@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import type { EventHub } from '../events/hub.js';
 import { writeEvents } from '../events/outbox.js';
 import type { Actor, NewEvent } from '../events/types.js';
 import type { Schema } from './schema.js';
@@ -10,8 +11,11 @@ export interface Mutation {
   now: string;
   /** Records an event in the outbox now, inside the transaction (order matters for deletions). */
   emit(event: NewEvent): Promise<void>;
-  /** Marks webhook deliveries queued by hand (not through {@link emit}): the worker is woken on commit. */
-  deliveriesQueued(): void;
+  /**
+   * Runs `notify` once the transaction has committed, once however often asked: e.g. waking the
+   * delivery worker for deliveries queued by hand rather than through {@link emit}.
+   */
+  afterCommit(notify: () => void): void;
   /** Marks environments whose SDK configuration changed; their versions are bumped on commit. */
   touchEnvironments(environmentIds: Iterable<string>): void;
   /** Marks every environment of a project (a flag-level change affects them all). */
@@ -27,14 +31,11 @@ export interface Mutation {
   ): Promise<void>;
 }
 
-/** Called after commit with the environments whose configuration changed. */
-export type ConfigChangeListener = (environmentIds: string[]) => void;
-
 /**
  * The one way to change data: runs `work` in a transaction, bumps the version of every
- * touched environment, writes the emitted events to the outbox in the same transaction, and
- * after commit tells `onConfigChange` which environments changed and `onDeliveriesQueued` that
- * webhook deliveries await their first attempt.
+ * touched environment, writes the emitted events to the outbox in the same transaction (where
+ * the hub's subscribers see them), and after commit publishes which environments changed and
+ * runs what was left for after commit (design record 018).
  */
 export async function mutate<T>(
   db: Kysely<Schema>,
@@ -42,13 +43,13 @@ export async function mutate<T>(
     organizationId: string;
     actor: Actor;
     now: Date;
-    onConfigChange: ConfigChangeListener;
-    onDeliveriesQueued: () => void;
+    events: EventHub;
   },
   work: (mutation: Mutation) => Promise<T>,
 ): Promise<T> {
   const touched = new Set<string>();
-  let deliveriesQueued = false;
+  const afterCommit = new Set<() => void>();
+  const runAfterCommit = (notify: () => void) => void afterCommit.add(notify);
   const now = scope.now.toISOString();
   const result = await db.transaction().execute(async (trx) => {
     const touchProject = async (projectId: string) => {
@@ -62,13 +63,19 @@ export async function mutate<T>(
     const mutation: Mutation = {
       trx,
       now,
-      emit: async (event) => {
-        const queued = await writeEvents(trx, scope.organizationId, scope.actor, now, [event]);
-        if (queued > 0) deliveriesQueued = true;
-      },
-      deliveriesQueued: () => {
-        deliveriesQueued = true;
-      },
+      emit: (event) =>
+        writeEvents(
+          {
+            trx,
+            hub: scope.events,
+            afterCommit: runAfterCommit,
+            organizationId: scope.organizationId,
+            actor: scope.actor,
+            occurredAt: now,
+          },
+          [event],
+        ),
+      afterCommit: runAfterCommit,
       touchEnvironments: (ids) => {
         for (const id of ids) touched.add(id);
       },
@@ -93,7 +100,7 @@ export async function mutate<T>(
     }
     return value;
   });
-  if (touched.size > 0) scope.onConfigChange([...touched]);
-  if (deliveriesQueued) scope.onDeliveriesQueued();
+  if (touched.size > 0) scope.events.committed({ environmentIds: [...touched] });
+  for (const notify of afterCommit) notify();
   return result;
 }

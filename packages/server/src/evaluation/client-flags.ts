@@ -1,6 +1,6 @@
 import { evaluateSelected, type EvaluationContext, type EvaluationResult } from '@vexil/engine';
 import type { UsageAggregator } from '../usage/aggregator.js';
-import type { Snapshot } from './snapshots.js';
+import type { ServedEntry, Snapshot } from './snapshots.js';
 
 /** One flag in a client evaluation (spec: Client evaluation result). */
 export interface ClientFlagResult {
@@ -14,18 +14,6 @@ export interface ClientFlagResult {
 export interface ClientUsage {
   aggregator: UsageAggregator;
   nowMs: number;
-}
-
-/**
- * One outcome a client-visible flag has been served with, and its serialized `"key":{...}` entry
- * as UTF-8. A flag's entry depends only on its variation, reason and prerequisite (the value is
- * the variation's), and a flag has few of those, so each is serialized once per snapshot.
- */
-export interface ServedEntry {
-  variation: string | null;
-  reason: string;
-  prerequisiteKey: string | undefined;
-  bytes: Buffer;
 }
 
 function clientResult(result: EvaluationResult): ClientFlagResult {

@@ -11,8 +11,8 @@ import { Type } from 'typebox';
 import type { App } from '../http/app-instance.js';
 import { fieldProblems, validationSummary } from '../http/validation-messages.js';
 import type { Services } from '../services.js';
-import type { SdkKeyResolver } from './sdk-keys.js';
-import type { Snapshot, SnapshotStore } from './snapshots.js';
+import { SdkAuthFailure, type SdkAuthenticator } from './sdk-authenticator.js';
+import type { Snapshot } from './snapshots.js';
 
 /**
  * The OpenFeature Remote Evaluation Protocol (OFREP, `open-feature/protocol` service/openapi.yaml),
@@ -58,7 +58,6 @@ interface OfrepFailure {
 
 /** Seconds a provider should wait when the configuration cannot be loaded. */
 const RETRY_AFTER_SECONDS = 5;
-const BEARER = /^(?:Bearer\s+)?(\S+)\s*$/i;
 
 const ContextSchema = Type.Object(
   { targetingKey: Type.Optional(Type.String()) },
@@ -147,11 +146,39 @@ function reportsOwnEvaluations(request: FastifyRequest): boolean {
   return request.headers['x-service-reports-evaluations'] === '1';
 }
 
+/** An SDK key refusal as OFREP words it: 401 without an error code, or GENERAL for an outage. */
+function refusalError(failure: SdkAuthFailure): OfrepError {
+  switch (failure.refusal) {
+    case 'MissingKey':
+      return new OfrepError(401, null, 'Send an SDK key as "Authorization: Bearer <key>".');
+    case 'InvalidKey':
+    case 'WrongKeyType':
+      return new OfrepError(401, null, 'The SDK key is not valid or has been revoked.');
+    case 'EnvironmentGone':
+      return new OfrepError(
+        401,
+        null,
+        'The SDK key belongs to an environment that no longer exists.',
+      );
+    case 'ConfigurationUnavailable':
+      return new OfrepError(
+        500,
+        'GENERAL',
+        'The flag configuration is temporarily unavailable.',
+        RETRY_AFTER_SECONDS,
+      );
+  }
+}
+
 /** Maps any error thrown on an OFREP route to the protocol's wire shapes. */
 function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   let failure: OfrepError;
   if (error instanceof OfrepError) {
     failure = error;
+  } else if (error instanceof SdkAuthFailure) {
+    if (!error.refusesKey)
+      request.log.error({ err: error.cause }, 'environment configuration unavailable');
+    failure = refusalError(error);
   } else if (error.validation) {
     const inContext = error.validation.some((issue) => issue.instancePath.startsWith('/context'));
     failure = new OfrepError(
@@ -190,8 +217,7 @@ function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: 
 export async function registerOfrepApi(
   app: App,
   services: Services,
-  snapshots: SnapshotStore,
-  keys: SdkKeyResolver,
+  sdk: SdkAuthenticator,
 ): Promise<void> {
   app.setErrorHandler(ofrepErrorHandler);
   app.setNotFoundHandler(async (request) => {
@@ -203,32 +229,12 @@ export async function registerOfrepApi(
     request: FastifyRequest,
   ): Promise<{ snapshot: Snapshot; visible: (flagKey: string) => boolean }> {
     const apiKey = request.headers['x-api-key'];
-    const header = request.headers.authorization ?? (typeof apiKey === 'string' ? apiKey : '');
-    const key = BEARER.exec(header)?.[1];
-    if (!key) throw new OfrepError(401, null, 'Send an SDK key as "Authorization: Bearer <key>".');
-    const grant = await keys.resolve(key, services.clock.now().getTime());
-    if (!grant) throw new OfrepError(401, null, 'The SDK key is not valid or has been revoked.');
-    let snapshot: Snapshot | undefined;
-    try {
-      snapshot = await snapshots.get(grant.environmentId);
-    } catch (error) {
-      request.log.error({ err: error }, 'environment configuration unavailable');
-      throw new OfrepError(
-        500,
-        'GENERAL',
-        'The flag configuration is temporarily unavailable.',
-        RETRY_AFTER_SECONDS,
-      );
-    }
-    if (!snapshot)
-      throw new OfrepError(
-        401,
-        null,
-        'The SDK key belongs to an environment that no longer exists.',
-      );
+    const { type, snapshot } = await sdk.authenticateEither(
+      request.headers.authorization ?? (typeof apiKey === 'string' ? apiKey : undefined),
+    );
     const clientKeys = snapshot.clientSideKeys;
     const visible =
-      grant.type === 'ServerSide' ? () => true : (flagKey: string) => clientKeys.has(flagKey);
+      type === 'ServerSide' ? () => true : (flagKey: string) => clientKeys.has(flagKey);
     return { snapshot, visible };
   }
 

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { toApiError } from '../http/envelope.js';
 import { ApiError } from '../http/errors.js';
+import { SdkAuthFailure } from './sdk-authenticator.js';
 
 /** An evaluation API error (spec: Evaluation API problem body). */
 export class ProblemError extends Error {
@@ -15,11 +16,48 @@ export class ProblemError extends Error {
   }
 }
 
+/** Seconds a client should wait when a configuration cannot be loaded. */
+const RETRY_AFTER_SECONDS = 5;
+
+/** An SDK key refusal as the evaluation API words it. */
+function refusalProblem(failure: SdkAuthFailure): ProblemError {
+  switch (failure.refusal) {
+    case 'MissingKey':
+      return new ProblemError(401, 'Unauthorized', 'Send an SDK key in the Authorization header.');
+    case 'InvalidKey':
+      return new ProblemError(401, 'Unauthorized', 'The SDK key is not valid or has been revoked.');
+    case 'WrongKeyType':
+      return new ProblemError(
+        403,
+        'Forbidden',
+        `This endpoint needs a ${failure.needed === 'ServerSide' ? 'server-side' : 'client-side'} SDK key.`,
+      );
+    case 'EnvironmentGone':
+      return new ProblemError(
+        401,
+        'Unauthorized',
+        'The SDK key belongs to an environment that no longer exists.',
+      );
+    case 'ConfigurationUnavailable':
+      return new ProblemError(
+        503,
+        'Service Unavailable',
+        'The flag configuration is temporarily unavailable.',
+        {},
+        RETRY_AFTER_SECONDS,
+      );
+  }
+}
+
 /** The evaluation API's one error mapper: RFC 9457 problem bodies, never the management envelope. */
 export function problemErrorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply) {
   let problem: ProblemError;
   if (error instanceof ProblemError) {
     problem = error;
+  } else if (error instanceof SdkAuthFailure) {
+    if (!error.refusesKey)
+      request.log.error({ err: error.cause }, 'environment configuration unavailable');
+    problem = refusalProblem(error);
   } else {
     const apiError = error instanceof ApiError ? error : toApiError(error);
     if (apiError.status >= 500) request.log.error({ err: error }, 'evaluation request failed');

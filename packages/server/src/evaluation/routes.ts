@@ -7,8 +7,8 @@ import type { Services } from '../services.js';
 import { registerEventRoutes } from '../usage/events-routes.js';
 import { clientFlagsBody } from './client-flags.js';
 import { ProblemError, problemErrorHandler } from './problem.js';
-import type { SdkKeyResolver } from './sdk-keys.js';
-import { flagDocument, type Snapshot, type SnapshotStore } from './snapshots.js';
+import type { SdkAuthenticator, SdkKeyType } from './sdk-authenticator.js';
+import { flagDocument, type SnapshotStore } from './snapshots.js';
 import { registerStreamingApi, type StreamRelay } from './streaming.js';
 
 const ContextSchema = Type.Record(Type.String(), Type.Unknown());
@@ -19,7 +19,6 @@ const ClientResult = Type.Object({
   prerequisiteKey: Type.Union([Type.String(), Type.Null()]),
 });
 const ClientResponse = Type.Object({ flags: Type.Record(Type.String(), ClientResult) });
-const SDK_KEY = /^(?:Bearer\s+)?(\S+)\s*$/i;
 
 /**
  * Spec: Evaluation API rule 1. With `X-Service-Reports-Evaluations: 1` the client reports the
@@ -43,9 +42,6 @@ function serverResultJson(result: EvaluationResult): string {
   );
 }
 
-/** Seconds a client should wait when a configuration cannot be loaded. */
-const RETRY_AFTER_SECONDS = 5;
-
 /**
  * Calls `next` with `value` at once, or once it settles when it is a promise: the evaluation
  * routes' snapshot is almost always at hand, and a promise per request costs measurably.
@@ -63,7 +59,7 @@ export async function registerEvaluationApi(
   app: App,
   services: Services,
   snapshots: SnapshotStore,
-  keys: SdkKeyResolver,
+  sdk: SdkAuthenticator,
   streamRelay: StreamRelay,
 ): Promise<void> {
   app.setErrorHandler(problemErrorHandler);
@@ -75,68 +71,8 @@ export async function registerEvaluationApi(
     );
   });
 
-  /**
-   * Authenticates the SDK key and returns its environment's snapshot: at once when the key's
-   * grant is cached and the snapshot built, as on nearly every request (design record 016);
-   * otherwise a promise, which rejects with the {@link ProblemError} of {@link loadSnapshot}.
-   */
-  function snapshotFor(
-    request: FastifyRequest,
-    type: 'ClientSide' | 'ServerSide',
-  ): Snapshot | Promise<Snapshot> {
-    const key = request.headers.authorization
-      ? SDK_KEY.exec(request.headers.authorization)?.[1]
-      : undefined;
-    const nowMs = services.clock.now().getTime();
-    const grant = key === undefined ? undefined : keys.cached(key, nowMs);
-    const snapshot = grant?.type === type ? snapshots.ready(grant.environmentId) : undefined;
-    return snapshot ?? loadSnapshot(request, key, type, nowMs);
-  }
-
-  /**
-   * {@link snapshotFor} when it must wait: looks the key up and builds the snapshot.
-   * @throws ProblemError 401 (no key, an unknown or revoked key, a deleted environment), 403 (a
-   *   key of the other type), 503 with `Retry-After` (the configuration cannot be loaded)
-   */
-  async function loadSnapshot(
-    request: FastifyRequest,
-    key: string | undefined,
-    type: 'ClientSide' | 'ServerSide',
-    nowMs: number,
-  ): Promise<Snapshot> {
-    if (!key)
-      throw new ProblemError(401, 'Unauthorized', 'Send an SDK key in the Authorization header.');
-    const grant = await keys.resolve(key, nowMs);
-    if (!grant)
-      throw new ProblemError(401, 'Unauthorized', 'The SDK key is not valid or has been revoked.');
-    if (grant.type !== type) {
-      throw new ProblemError(
-        403,
-        'Forbidden',
-        `This endpoint needs a ${type === 'ServerSide' ? 'server-side' : 'client-side'} SDK key.`,
-      );
-    }
-    let snapshot: Snapshot | undefined;
-    try {
-      snapshot = await snapshots.get(grant.environmentId);
-    } catch (error) {
-      request.log.error({ err: error }, 'environment configuration unavailable');
-      throw new ProblemError(
-        503,
-        'Service Unavailable',
-        'The flag configuration is temporarily unavailable.',
-        {},
-        RETRY_AFTER_SECONDS,
-      );
-    }
-    if (!snapshot)
-      throw new ProblemError(
-        401,
-        'Unauthorized',
-        'The SDK key belongs to an environment that no longer exists.',
-      );
-    return snapshot;
-  }
+  const snapshotFor = (request: FastifyRequest, type: SdkKeyType) =>
+    sdk.authenticate(request.headers.authorization, type);
 
   app.get(
     '/sdk/flags',
@@ -254,7 +190,7 @@ export async function registerEvaluationApi(
     });
   app.post('/client/evaluate', clientEvaluation, evaluateClient);
   // Spec: Evaluation API rule 2: identify also re-targets the caller's open stream (X-Vexil-Stream-Id).
-  const clientStreams = registerStreamingApi(app, services, snapshots, snapshotFor, streamRelay);
+  const clientStreams = registerStreamingApi(app, services, snapshots, sdk, streamRelay);
   app.post(
     '/client/identify',
     clientEvaluation,
@@ -263,5 +199,5 @@ export async function registerEvaluationApi(
       return evaluateClient(request, reply);
     },
   );
-  registerEventRoutes(app, services, snapshotFor);
+  registerEventRoutes(app, services, sdk);
 }

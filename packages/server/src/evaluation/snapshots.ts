@@ -1,12 +1,23 @@
 import { compileLazily, selectFlags, type CompiledEnvironment, type SdkFlag } from '@vexil/engine';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.js';
-import type { ServedEntry } from './client-flags.js';
 import {
   ConfigurationDocumentWriter,
   type ConfigurationDocument,
 } from './configuration-document.js';
 import { readEnvironmentConfiguration } from './sdk-configuration.js';
+
+/**
+ * One outcome a client-visible flag has been served with, and its serialized `"key":{...}` entry
+ * as UTF-8. A flag's entry depends only on its variation, reason and prerequisite (the value is
+ * the variation's), and a flag has few of those, so each is serialized once per snapshot.
+ */
+export interface ServedEntry {
+  variation: string | null;
+  reason: string;
+  prerequisiteKey: string | undefined;
+  bytes: Buffer;
+}
 
 /** One environment's configuration, compiled and serialized once per version. */
 export interface Snapshot {
@@ -96,7 +107,7 @@ export class SnapshotStore {
 
   /**
    * Calls `listener` whenever environments' configurations change (on this node or, through the
-   * change feed, on another). Returns the unsubscribe function. Used by streaming connections.
+   * node bus, on another). Returns the unsubscribe function. Used by streaming connections.
    */
   onChange(listener: (environmentIds: readonly string[] | 'all') => void): () => void {
     this.listeners.add(listener);

@@ -6,10 +6,9 @@ import type { App } from '../http/app-instance.js';
 import type { Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
-import type { SdkAuthenticator } from '../usage/events-routes.js';
 import { evaluateClientFlags } from './client-flags.js';
-import type { ChangeFeed, StreamIdentifier } from './change-feed.js';
 import { ProblemError } from './problem.js';
+import { SdkAuthFailure, type SdkAuthenticator, type SdkKeyType } from './sdk-authenticator.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
 
 /** Header that names a client stream in `POST /v1/client/identify` (and answers it on connect). */
@@ -35,7 +34,7 @@ const PING = ': ping\n\n';
 interface StreamOptions {
   environmentId: string;
   credential: string;
-  /** Re-checks the SDK key the stream was opened with; throws its 401/403 problem when refused. */
+  /** Re-checks the SDK key the stream was opened with; throws its {@link SdkAuthFailure} when refused. */
   authenticate: () => Snapshot | Promise<Snapshot>;
   snapshots: SnapshotStore;
   response: ServerResponse;
@@ -247,7 +246,7 @@ class StreamRegistry {
           await group[0]!.authenticate();
         } catch (error) {
           // Only a refused key ends streams; an unavailable database is retried next time.
-          if (error instanceof ProblemError && (error.status === 401 || error.status === 403)) {
+          if (error instanceof SdkAuthFailure && error.refusesKey) {
             for (const stream of group) stream.close();
           }
         }
@@ -296,8 +295,20 @@ function decodeContext(encoded: string): Context {
   return context as Context;
 }
 
-/** Reaches the client streams other nodes hold: the change feed. */
-export type StreamRelay = Pick<ChangeFeed, 'identifyElsewhere' | 'onIdentify'>;
+/** Switches a client stream held by this node to a new context; false when it holds no such stream. */
+export type StreamIdentifier = (
+  environmentId: string,
+  streamId: string,
+  context: Context,
+) => boolean;
+
+/** Reaches the client streams other nodes hold (the node bus implements it). */
+export interface StreamRelay {
+  /** Lets other nodes switch the client streams this node holds. */
+  onIdentify(identify: StreamIdentifier): void;
+  /** Switches a client stream held by another node; true once that node confirms. */
+  identifyElsewhere(environmentId: string, streamId: string, context: Context): Promise<boolean>;
+}
 
 /** Lets `POST /v1/client/identify` reach the client streams of every node. */
 export interface ClientStreams {
@@ -324,9 +335,11 @@ export function registerStreamingApi(
   app: App,
   services: Services,
   snapshots: SnapshotStore,
-  authenticate: SdkAuthenticator,
+  sdk: SdkAuthenticator,
   relay: StreamRelay,
 ): ClientStreams {
+  const authenticate = (request: FastifyRequest, type: SdkKeyType) =>
+    sdk.authenticate(request.headers.authorization, type);
   const registry = new StreamRegistry(snapshots, services.config.streamHeartbeatMs);
   app.addHook('preClose', async () => registry.closeAll());
   const identifyHere: StreamIdentifier = (environmentId, streamId, context) => {

@@ -1,23 +1,28 @@
 import type { Transaction } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Schema } from '../db/schema.js';
-import { enqueueDeliveries } from '../webhooks/fan-out.js';
+import type { EventHub } from './hub.js';
 import type { Actor, EventPayload, NewEvent } from './types.js';
+
+/** Where and as whom a mutation writes its events. */
+export interface Outbox {
+  trx: Transaction<Schema>;
+  hub: EventHub;
+  /** Collects what subscribers run once the transaction has committed. */
+  afterCommit: (notify: () => void) => void;
+  organizationId: string;
+  actor: Actor;
+  /** The mutation's time, ISO-8601 UTC. */
+  occurredAt: string;
+}
 
 /**
  * Writes events into the outbox inside the caller's transaction, so a change and its events
- * commit together or not at all; the deliveries to matching subscriptions are queued in the
- * same transaction.
- * @returns how many deliveries were queued
+ * commit together or not at all, and publishes each to the hub's in-transaction subscribers
+ * (webhook fan-out queues its deliveries there).
  */
-export async function writeEvents(
-  trx: Transaction<Schema>,
-  organizationId: string,
-  actor: Actor,
-  occurredAt: string,
-  events: NewEvent[],
-): Promise<number> {
-  let queued = 0;
+export async function writeEvents(outbox: Outbox, events: NewEvent[]): Promise<void> {
+  const { trx, hub, afterCommit, organizationId, actor, occurredAt } = outbox;
   for (const event of events) {
     const payload: EventPayload = {
       type: event.type,
@@ -45,7 +50,6 @@ export async function writeEvents(
         occurred_at: occurredAt,
       })
       .execute();
-    queued += await enqueueDeliveries(trx, { id, ...payload });
+    await hub.written({ trx, event: { id, ...payload }, afterCommit });
   }
-  return queued;
 }

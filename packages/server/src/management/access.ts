@@ -184,8 +184,7 @@ export function mutateAs<T>(
       organizationId: access.org.id,
       actor: actorOf(access.caller),
       now: services.clock.now(),
-      onConfigChange: services.onConfigChange,
-      onDeliveriesQueued: services.onDeliveriesQueued,
+      events: services.events,
     },
     work,
   );

@@ -210,6 +210,50 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
     expect(ids).toHaveLength(20);
     expect(new Set(ids).size).toBe(20);
   }, 60_000);
+  it('concurrent redeliver requests through two nodes start one round', async () => {
+    const [, , c, d] = nodes;
+    const slow = await WebhookReceiver.start();
+    try {
+      const hook = await c!.request('POST', '/api/v1/orgs/acme/webhooks', {
+        token,
+        body: {
+          name: 'slow',
+          url: slow.url(),
+          provider: 'GenericHttp',
+          eventTypes: ['flag.toggled'],
+        },
+      });
+      expect(hook.status).toBe(201);
+      const deliveriesPath = `/api/v1/orgs/acme/webhooks/${hook.body.id}/deliveries`;
+      await c!.request('POST', `${base}/flags/beta/environments/production/toggle`, {
+        token,
+        body: { enabled: true },
+      });
+      const deliveryId = (await c!.request('GET', deliveriesPath, { token })).body.items[0]
+        .id as string;
+      const finishedWith = (attempts: number) =>
+        eventually(async () => {
+          const { body } = await d!.request('GET', `${deliveriesPath}/${deliveryId}`, { token });
+          return body.status === 'Succeeded' && body.attempts.length === attempts;
+        }, 10_000);
+      expect(await finishedWith(1)).toBe(true);
+
+      slow.defaultAnswer = { status: 200, delayMs: 300 };
+      const responses = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          (i % 2 === 0 ? c! : d!).request('POST', `${deliveriesPath}/${deliveryId}/redeliver`, {
+            token,
+          }),
+        ),
+      );
+      const statuses = responses.map((response) => response.status).sort();
+      expect(statuses).toEqual([204, ...Array<number>(15).fill(400)]);
+      expect(await finishedWith(2)).toBe(true);
+      expect(slow.received).toHaveLength(2);
+    } finally {
+      await slow.close();
+    }
+  }, 60_000);
 });
 
 describe('rate limit shared through Redis', () => {

@@ -14,8 +14,11 @@ export interface ReceivedRequest {
   body: string;
 }
 
-/** How the receiver answers the next requests: a status, or hanging without an answer. */
-export type ReceiverAnswer = { status: number } | 'hang';
+/**
+ * How the receiver answers the next requests: a status (after `delayMs`, for a slow receiver),
+ * or hanging without an answer.
+ */
+export type ReceiverAnswer = { status: number; delayMs?: number } | 'hang';
 
 /**
  * A real HTTP webhook receiver on 127.0.0.1 (port 0) whose answers are programmable, for tests.
@@ -44,8 +47,12 @@ export class WebhookReceiver {
           this.hanging.add(response);
           return;
         }
-        response.statusCode = answer.status;
-        response.end('receiver body that Vexil never reads');
+        const respond = () => {
+          response.statusCode = answer.status;
+          response.end('receiver body that Vexil never reads');
+        };
+        if (answer.delayMs === undefined) respond();
+        else setTimeout(respond, answer.delayMs);
       });
     });
   }

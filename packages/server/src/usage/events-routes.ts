@@ -3,7 +3,7 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { Type } from 'typebox';
 import type { App } from '../http/app-instance.js';
 import { ProblemError } from '../evaluation/problem.js';
-import type { Snapshot } from '../evaluation/snapshots.js';
+import type { SdkAuthenticator } from '../evaluation/sdk-authenticator.js';
 import type { Services } from '../services.js';
 import { HOUR_MS, type DiscardReason, type UsageAggregator } from './aggregator.js';
 
@@ -17,15 +17,6 @@ export const MAX_FLAG_KEY_LENGTH = 256;
 export const MAX_CUSTOM_EVENT_KEYS_PER_REQUEST = 50;
 /** How far an event's `timestamp` may lie from the server's clock, either way. */
 export const EVENT_TIMESTAMP_TOLERANCE_MS = 24 * HOUR_MS;
-
-/**
- * Authenticates the request's SDK key and returns its environment's snapshot: at once when it is
- * at hand, else as a promise (design record 016). Callers await it either way.
- */
-export type SdkAuthenticator = (
-  request: FastifyRequest,
-  type: 'ClientSide' | 'ServerSide',
-) => Snapshot | Promise<Snapshot>;
 
 /** Where accepted events go and which flag keys they may name. */
 export interface IntakeTarget {
@@ -114,11 +105,7 @@ export function intakeEvents(
  * {@link EVENTS_BODY_LIMIT_BYTES} or more than {@link MAX_EVENTS_PER_REQUEST} events, 429 with
  * `Retry-After` when the client IP's quota is spent.
  */
-export function registerEventRoutes(
-  app: App,
-  services: Services,
-  authenticate: SdkAuthenticator,
-): void {
+export function registerEventRoutes(app: App, services: Services, sdk: SdkAuthenticator): void {
   const { points, windowSeconds } = services.config.clientEventsRateLimit;
   const perIp = new RateLimiterMemory({ points, duration: windowSeconds });
 
@@ -134,7 +121,7 @@ export function registerEventRoutes(
     events: unknown[],
     type: 'ClientSide' | 'ServerSide',
   ) => {
-    const snapshot = await authenticate(request, type);
+    const snapshot = await sdk.authenticate(request.headers.authorization, type);
     if (events.length > MAX_EVENTS_PER_REQUEST) {
       throw new ProblemError(
         413,

@@ -7,7 +7,7 @@ import { actorOf, isUuid, mutateAs, type OrgAccess } from '../management/access.
 import { PageQuery, paginate, pagedSchema } from '../management/pagination.js';
 import type { Services } from '../services.js';
 import { subscriptionCovers } from './fan-out.js';
-import { requireSubscription } from './queries.js';
+import { findFinishedDelivery, requireSubscription, restartDelivery } from './queries.js';
 import {
   DeliveryDetailSchema,
   DeliverySchema,
@@ -23,6 +23,9 @@ const DeliveryParams = Type.Object({
   id: Type.String(),
   deliveryId: Type.String(),
 });
+
+const stillPending = () =>
+  new ApiError('bad_request', 'The delivery is still pending; it cannot be resent.');
 
 /** The synthetic test event names no real flag. */
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -105,7 +108,7 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
             created_at: m.now,
           })
           .execute();
-        m.deliveriesQueued();
+        m.afterCommit(services.onDeliveriesQueued);
         return { webhookEventId, webhookDeliveryId };
       });
       return reply.status(202).send(result);
@@ -173,8 +176,8 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
         subscription.id,
         request.params.deliveryId,
       );
-      if (delivery.status === 'Pending')
-        throw new ApiError('bad_request', 'The delivery is still pending; it cannot be resent.');
+      const finished = await findFinishedDelivery(services.db, delivery.id);
+      if (!finished) throw stillPending();
       if (subscription.enabled !== 1)
         throw new ApiError('bad_request', 'The subscription is disabled; enable it first.');
       const event = await services.db
@@ -193,25 +196,12 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
           "The subscription's current filters no longer cover this delivery's event.",
         );
       // The retry schedule restarts: a fresh round of attempts, due now.
-      const requeued = await mutateAs(services, access, async (m) => {
-        const update = await m.trx
-          .updateTable('webhook_deliveries')
-          .set({
-            status: 'Pending',
-            attempt_count: 0,
-            next_attempt_at: m.now,
-            completed_at: null,
-            lease_until: null,
-            lease_owner: null,
-          })
-          .where('id', '=', delivery.id)
-          .where('status', '!=', 'Pending')
-          .executeTakeFirst();
-        if (Number(update.numUpdatedRows) > 0) m.deliveriesQueued();
-        return update;
+      const restarted = await mutateAs(services, access, async (m) => {
+        const won = await restartDelivery(m.trx, finished, m.now);
+        if (won) m.afterCommit(services.onDeliveriesQueued);
+        return won;
       });
-      if (Number(requeued.numUpdatedRows) === 0)
-        throw new ApiError('bad_request', 'The delivery is still pending; it cannot be resent.');
+      if (!restarted) throw stillPending();
       return reply.status(204).send();
     },
   );

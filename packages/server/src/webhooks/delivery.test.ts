@@ -15,6 +15,7 @@ import {
   type TestVexil,
 } from '../test-support/harness.js';
 import { WebhookReceiver, closedPort } from '../test-support/webhook-receiver.js';
+import { findFinishedDelivery, restartDelivery } from './queries.js';
 
 const SCHEDULE = [10, 10, 10, 10, 10];
 /** Longer than any test: a delivery made within one was woken, not polled for. */
@@ -534,6 +535,71 @@ describe.each(testDialects())('webhook delivery on %s', (dialect: Dialect) => {
     const disabled = await redeliver(pending!.id);
     expect(disabled.status).toBe(400);
     expect(disabled.body.message).toContain('disabled');
+  });
+
+  it('a redeliver request that saw the delivery before another round ran starts none', async () => {
+    const s = await setup();
+    const { id } = await subscribe(s);
+    await toggle(s, true);
+    await s.vexil.webhookWorker.runOnce();
+    const [delivery] = await deliveries(s, id);
+    const { db } = s.vexil.services;
+    const seen = await findFinishedDelivery(db, delivery!.id);
+    expect(seen).toEqual({ id: delivery!.id, attempts: 1 });
+
+    // Another request restarts the delivery and its round finishes before this one acts.
+    const other = await call(
+      s.vexil,
+      'POST',
+      `${s.base}/${id}/deliveries/${delivery!.id}/redeliver`,
+      {
+        token: s.token,
+      },
+    );
+    expect(other.status).toBe(204);
+    await s.vexil.webhookWorker.runOnce();
+    expect((await deliveries(s, id))[0]!.status).toBe('Succeeded');
+
+    const now = s.clock.now().toISOString();
+    expect(await restartDelivery(db, seen!, now)).toBe(false);
+    expect(await restartDelivery(db, (await findFinishedDelivery(db, delivery!.id))!, now)).toBe(
+      true,
+    );
+  });
+
+  it('concurrent redeliver requests for one finished delivery start one round', async () => {
+    // Polling too: on PostgreSQL the losers' row locks can make the woken pass skip the delivery.
+    const live = await createTestVexil(dialect, { config: webhooks(), startWorkers: true });
+    cleanups.push(() => live.close());
+    const s = await setup(live);
+    const { id } = await subscribe(s);
+    await toggle(s, true);
+    const [delivery] = await deliveries(s, id);
+    const finished = async (attempts: number) => {
+      const current = await detail(s, id, delivery!.id);
+      expect(current.status).toBe('Succeeded');
+      expect(current.attempts).toHaveLength(attempts);
+    };
+    await vi.waitFor(() => finished(1), { timeout: 5000 });
+
+    // A fast receiver lets the winner's round finish while the others are still on their way.
+    const answers = [{ status: 200 }, { status: 200, delayMs: 200 }];
+    for (const [round, answer] of answers.entries()) {
+      s.receiver.defaultAnswer = answer;
+      const responses = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          call(live, 'POST', `${s.base}/${id}/deliveries/${delivery!.id}/redeliver`, {
+            token: s.token,
+          }),
+        ),
+      );
+      const statuses = responses.map((response) => response.status).sort();
+      expect(statuses).toEqual([204, ...Array<number>(11).fill(400)]);
+      for (const refused of responses.filter((response) => response.status === 400))
+        expect(refused.body.message).toContain('pending');
+      await vi.waitFor(() => finished(round + 2), { timeout: 5000 });
+    }
+    expect(s.receiver.received).toHaveLength(3);
   });
 
   it('a test event goes to that subscription only, and is refused while disabled', async () => {

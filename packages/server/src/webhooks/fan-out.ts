@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Schema, WebhookSubscriptionsTable } from '../db/schema.js';
+import type { StoredEvent, WrittenEvent } from '../events/hub.js';
 import { ENVIRONMENT_SCOPED_EVENT_TYPES, type EventPayload } from '../events/types.js';
 
 /**
@@ -33,10 +34,7 @@ export function subscriptionCovers(
  * event, inside the transaction that records the event.
  * @returns how many deliveries were queued
  */
-export async function enqueueDeliveries(
-  trx: Transaction<Schema>,
-  event: { id: string } & EventPayload,
-): Promise<number> {
+async function enqueueDeliveries(trx: Transaction<Schema>, event: StoredEvent): Promise<number> {
   const subscriptions = await trx
     .selectFrom('webhook_subscriptions')
     .select(['id', 'event_types', 'project_ids', 'environment_ids'])
@@ -56,4 +54,14 @@ export async function enqueueDeliveries(
     }));
   if (rows.length > 0) await trx.insertInto('webhook_deliveries').values(rows).execute();
   return rows.length;
+}
+
+/**
+ * The webhook fan-out as an event hub subscriber: queues each event's deliveries in its
+ * transaction and, when it queued any, calls `deliveriesQueued` after commit.
+ */
+export function fanOutTo(deliveriesQueued: () => void): (written: WrittenEvent) => Promise<void> {
+  return async ({ trx, event, afterCommit }) => {
+    if ((await enqueueDeliveries(trx, event)) > 0) afterCommit(deliveriesQueued);
+  };
 }

@@ -116,3 +116,73 @@ export async function checkFilters(
   }
   return { eventTypes, projectIds, environmentIds };
 }
+
+/**
+ * A finished delivery as a redeliver request found it: the attempts made so far, a count that
+ * only grows (every round adds at least one), so a round started and finished since is noticed.
+ */
+export interface FinishedDelivery {
+  id: string;
+  attempts: number;
+}
+
+/**
+ * Reads a delivery's status and attempt count in one statement.
+ * @returns undefined while the delivery is `Pending` (or gone)
+ */
+export async function findFinishedDelivery(
+  db: Kysely<Schema>,
+  deliveryId: string,
+): Promise<FinishedDelivery | undefined> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => [
+      'id',
+      'status',
+      eb
+        .selectFrom('webhook_attempts')
+        .select((inner) => inner.fn.countAll<number | string>().as('count'))
+        .whereRef('webhook_attempts.delivery_id', '=', 'webhook_deliveries.id')
+        .as('attempts'),
+    ])
+    .where('id', '=', deliveryId)
+    .executeTakeFirst();
+  if (!row || row.status === 'Pending') return undefined;
+  return { id: row.id, attempts: Number(row.attempts) };
+}
+
+/**
+ * Starts a fresh round of attempts, due `now` (ISO-8601 UTC), for a delivery still as `seen`:
+ * one conditional update, so of several redeliver requests that saw the same finished delivery
+ * exactly one wins, even when the round it started has already finished (design record 018).
+ * @returns false when the delivery is pending again or another round has run since it was seen
+ */
+export async function restartDelivery(
+  db: Kysely<Schema>,
+  seen: FinishedDelivery,
+  now: string,
+): Promise<boolean> {
+  const update = await db
+    .updateTable('webhook_deliveries')
+    .set({
+      status: 'Pending',
+      attempt_count: 0,
+      next_attempt_at: now,
+      completed_at: null,
+      lease_until: null,
+      lease_owner: null,
+    })
+    .where('id', '=', seen.id)
+    .where('status', '!=', 'Pending')
+    .where(
+      (eb) =>
+        eb
+          .selectFrom('webhook_attempts')
+          .select((inner) => inner.fn.countAll().as('count'))
+          .whereRef('webhook_attempts.delivery_id', '=', 'webhook_deliveries.id'),
+      '=',
+      seen.attempts,
+    )
+    .executeTakeFirst();
+  return Number(update.numUpdatedRows) > 0;
+}

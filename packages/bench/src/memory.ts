@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { v7 as uuid } from 'uuid';
-import { openDatabase } from '../db/database.js';
-import type { Schema } from '../db/schema.js';
+// Seeding 5,000 flags through the API would take minutes: rows are copied with the server's
+// own storage module instead.
+import { openDatabase } from '@vexil/server/dist/db/database.js';
+import type { Schema } from '@vexil/server/dist/db/schema.js';
 import type { BenchDatabase } from './databases.js';
 import { residentMemory, withCleanup } from './processes.js';
 import { forEachConcurrently, ManagementClient } from './seed.js';

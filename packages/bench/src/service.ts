@@ -11,7 +11,7 @@ import {
 } from './processes.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const REPO_ROOT = resolve(here, '../../../..');
+export const REPO_ROOT = resolve(here, '../../..');
 const CLI = join(REPO_ROOT, 'packages/server/dist/cli.js');
 
 /** Every benchmarked node holds the same secrets key, as PostgreSQL nodes must (design record 015). */

@@ -4,8 +4,9 @@ import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Schema } from '../db/schema.js';
-import type { SdkKeyResolver } from './sdk-keys.js';
-import type { SnapshotStore } from './snapshots.js';
+import type { SdkKeyResolver } from '../evaluation/sdk-keys.js';
+import type { SnapshotStore } from '../evaluation/snapshots.js';
+import type { StreamIdentifier, StreamRelay } from '../evaluation/streaming.js';
 
 const CHANNEL = 'vexil_changes';
 /** How long `identify` waits for the node that holds a client stream to confirm the switch (ms). */
@@ -14,13 +15,6 @@ const IDENTIFY_TIMEOUT_MS = 500;
 const MAX_NOTICE_BYTES = 7_999;
 
 type Context = Record<string, unknown>;
-
-/** Switches a client stream held by this node to a new context; false when it holds no such stream. */
-export type StreamIdentifier = (
-  environmentId: string,
-  streamId: string,
-  context: Context,
-) => boolean;
 
 /**
  * A notice between nodes: a configuration version or a revoked SDK key (by hash), never the data
@@ -36,8 +30,9 @@ type Notice =
   | { identified: string };
 
 /**
- * Keeps every node's evaluation snapshots, SDK-key cache and client streams current (design
- * record 010).
+ * The cross-node bus: keeps every node's evaluation snapshots, SDK-key cache and client streams
+ * current, and wakes every node's delivery worker (design records 010, 018). The event hub hands
+ * it each committed change; it is the only part that talks to other nodes.
  *
  * - A committed change is applied locally at once and, on PostgreSQL, announced with
  *   `NOTIFY vexil_changes` (environment id and version only; listeners re-read the data).
@@ -49,7 +44,7 @@ type Notice =
  *   through a notice, so they need not wait for a worker's next poll.
  * On SQLite (one node) only the local path and the periodic check run.
  */
-export class ChangeFeed {
+export class NodeBus implements StreamRelay {
   private listener: pg.Client | undefined;
   private checkTimer: NodeJS.Timeout | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;

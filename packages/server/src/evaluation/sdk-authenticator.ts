@@ -1,0 +1,101 @@
+import type { Clock } from '../clock.js';
+import type { SdkKeyGrant, SdkKeyResolver } from './sdk-keys.js';
+import type { Snapshot, SnapshotStore } from './snapshots.js';
+
+/** The two kinds of SDK key (spec: SDK keys). */
+export type SdkKeyType = SdkKeyGrant['type'];
+
+/**
+ * Why an SDK key was refused, in no API's words: each API that takes SDK keys (evaluation,
+ * streaming, events, OFREP) maps it to its own error shape.
+ */
+export type SdkRefusal =
+  /** No key in the request. */
+  | 'MissingKey'
+  /** An unknown or revoked key. */
+  | 'InvalidKey'
+  /** A key of the other type than the endpoint needs. */
+  | 'WrongKeyType'
+  /** The key's environment has been deleted. */
+  | 'EnvironmentGone'
+  /** The key is fine but its configuration cannot be loaded now (the database is unavailable). */
+  | 'ConfigurationUnavailable';
+
+/** An SDK key refused by {@link SdkAuthenticator}; `cause` holds the error behind an outage. */
+export class SdkAuthFailure extends Error {
+  constructor(
+    readonly refusal: SdkRefusal,
+    /** The key type the endpoint needs, for `WrongKeyType`. */
+    readonly needed?: SdkKeyType,
+    options?: ErrorOptions,
+  ) {
+    super(`SDK key refused: ${refusal}`, options);
+  }
+
+  /** True when the key itself is refused; false for a passing outage, which a retry may cure. */
+  get refusesKey(): boolean {
+    return this.refusal !== 'ConfigurationUnavailable';
+  }
+}
+
+/** An `Authorization` (or `X-API-Key`) value: the key, bare or after `Bearer ` (design record 006). */
+const SDK_KEY = /^(?:Bearer\s+)?(\S+)\s*$/i;
+
+/**
+ * The one SDK-key authenticator: header value → key → grant → the environment's snapshot, for
+ * the evaluation API, its streams and events intake, and OFREP (design record 018).
+ */
+export class SdkAuthenticator {
+  constructor(
+    private readonly keys: SdkKeyResolver,
+    private readonly snapshots: SnapshotStore,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * The snapshot of the environment a key of type `type` in `header` grants: at once when the
+   * key's grant is cached and the snapshot built, as on nearly every request (design record 016);
+   * otherwise a promise.
+   * @throws SdkAuthFailure (or rejects with it) when the key is refused or the configuration
+   *   cannot be loaded
+   */
+  authenticate(header: string | undefined, type: SdkKeyType): Snapshot | Promise<Snapshot> {
+    const key = header === undefined ? undefined : SDK_KEY.exec(header)?.[1];
+    const nowMs = this.clock.now().getTime();
+    const grant = key === undefined ? undefined : this.keys.cached(key, nowMs);
+    const snapshot = grant?.type === type ? this.snapshots.ready(grant.environmentId) : undefined;
+    return snapshot ?? this.load(key, nowMs, type).then((access) => access.snapshot);
+  }
+
+  /**
+   * Like {@link authenticate} for an endpoint that takes either type of key, and says which the
+   * key is (OFREP shows a client key only the client-side-visible flags).
+   * @throws SdkAuthFailure
+   */
+  authenticateEither(
+    header: string | undefined,
+  ): Promise<{ type: SdkKeyType; snapshot: Snapshot }> {
+    const key = header === undefined ? undefined : SDK_KEY.exec(header)?.[1];
+    return this.load(key, this.clock.now().getTime(), null);
+  }
+
+  /** The chain when it must wait: looks the key up, checks its type, builds the snapshot. */
+  private async load(
+    key: string | undefined,
+    nowMs: number,
+    type: SdkKeyType | null,
+  ): Promise<{ type: SdkKeyType; snapshot: Snapshot }> {
+    if (!key) throw new SdkAuthFailure('MissingKey');
+    const grant = await this.keys.resolve(key, nowMs);
+    if (!grant) throw new SdkAuthFailure('InvalidKey');
+    if (type !== null && grant.type !== type) throw new SdkAuthFailure('WrongKeyType', type);
+    let snapshot: Snapshot | undefined;
+    try {
+      snapshot = await this.snapshots.get(grant.environmentId);
+    } catch (error) {
+      throw new SdkAuthFailure('ConfigurationUnavailable', undefined, { cause: error });
+    }
+    if (!snapshot) throw new SdkAuthFailure('EnvironmentGone');
+    return { type: grant.type, snapshot };
+  }
+}
