@@ -27,7 +27,15 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (text) => Number(text));
  */
 export function openDatabase(url: string): Database {
   if (/^postgres(ql)?:\/\//.test(url)) {
-    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    // Bounded waits, so that nothing hangs on a database that is gone (design record 019): a
+    // connection, or a free pool slot, within 5 s; an answer to each query within 30 s.
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: 10,
+      connectionTimeoutMillis: 5_000,
+      query_timeout: 30_000,
+      keepAlive: true,
+    });
     // An idle client that dies (a database restart, a terminated backend) must not crash the
     // process: the pool drops it and connects afresh on next use; queries in flight still fail.
     pool.on('error', () => undefined);
