@@ -50,8 +50,8 @@ export class SnapshotStore {
   private readonly listeners = new Set<(environmentIds: readonly string[] | 'all') => void>();
   /** Each environment's last snapshot built, kept after invalidation: served while the database is out. */
   private readonly lastGood = new Map<string, Snapshot>();
-  /** Environments whose snapshot was restored from a copy on disk and not yet rebuilt. */
-  private readonly restored = new Set<string>();
+  /** Snapshots restored from copies on disk rather than read from the database. */
+  private readonly restored = new WeakSet<Snapshot>();
 
   constructor(
     private readonly db: Kysely<Schema>,
@@ -117,9 +117,9 @@ export class SnapshotStore {
     this.announce('all');
   }
 
-  /** How many environments are served from copies on disk, not yet rebuilt from the database. */
+  /** How many environments are served from copies on disk, not yet read from the database. */
   restoredCount(): number {
-    return this.restored.size;
+    return [...this.built.values()].filter((snapshot) => this.restored.has(snapshot)).length;
   }
 
   /** Whether evaluations can be answered without the database: from memory or from copies. */
@@ -169,7 +169,6 @@ export class SnapshotStore {
       );
       return lastGood;
     }
-    this.restored.delete(environmentId);
     if (!snapshot) {
       this.lastGood.delete(environmentId);
       void copies?.remove(environmentId);
@@ -203,7 +202,7 @@ export class SnapshotStore {
       document,
     );
     this.lastGood.set(environmentId, snapshot);
-    this.restored.add(environmentId);
+    this.restored.add(snapshot);
     return snapshot;
   }
 }
