@@ -216,7 +216,10 @@ export class ChangeFeed {
 
   /** Connects the listener; after a lost connection (`resync`), starts again from the database. */
   private async listen(resync = false): Promise<void> {
-    const client = new pg.Client({ connectionString: this.postgresUrl, connectionTimeoutMillis: 5_000 });
+    const client = new pg.Client({
+      connectionString: this.postgresUrl,
+      connectionTimeoutMillis: 5_000,
+    });
     client.on('notification', (message) => this.apply(message.payload));
     client.on('error', (error) => {
       this.log.warn({ err: error }, 'change listener connection lost; reconnecting');

@@ -108,9 +108,7 @@ export class SnapshotCopies {
       documentSha256: createHash('sha256').update(snapshot.document.gzipped).digest('hex'),
     };
     this.grants = undefined;
-    return this.queue(snapshot.environmentId, () =>
-      this.write(header, snapshot.document.gzipped),
-    );
+    return this.queue(snapshot.environmentId, () => this.write(header, snapshot.document.gzipped));
   }
 
   /** Removes the copy of an environment that no longer exists. */
@@ -175,7 +173,9 @@ export class SnapshotCopies {
 
   private async environmentIds(): Promise<string[]> {
     const names = await readdir(this.directory).catch(() => []);
-    return names.filter((name) => name.endsWith(SUFFIX)).map((name) => name.slice(0, -SUFFIX.length));
+    return names
+      .filter((name) => name.endsWith(SUFFIX))
+      .map((name) => name.slice(0, -SUFFIX.length));
   }
 
   /** Reads and checks a copy's header and document checksum. */
@@ -235,9 +235,11 @@ export class SnapshotCopies {
 
   private queue(environmentId: string, task: () => Promise<void>): Promise<void> {
     const previous = this.writes.get(environmentId) ?? Promise.resolve();
-    const next = previous.then(task).catch((error: unknown) =>
-      this.log.warn({ err: error, environmentId }, 'snapshot copy not written'),
-    );
+    const next = previous
+      .then(task)
+      .catch((error: unknown) =>
+        this.log.warn({ err: error, environmentId }, 'snapshot copy not written'),
+      );
     this.writes.set(environmentId, next);
     void next.then(() => {
       if (this.writes.get(environmentId) === next) this.writes.delete(environmentId);

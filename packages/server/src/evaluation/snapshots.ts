@@ -7,7 +7,10 @@ import {
   ConfigurationDocumentWriter,
   type ConfigurationDocument,
 } from './configuration-document.js';
-import { readEnvironmentConfiguration, type EnvironmentConfiguration } from './sdk-configuration.js';
+import {
+  readEnvironmentConfiguration,
+  type EnvironmentConfiguration,
+} from './sdk-configuration.js';
 import { activeKeyHashes } from './sdk-keys.js';
 import type { SnapshotCopies } from './snapshot-copies.js';
 
