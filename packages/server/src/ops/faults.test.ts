@@ -301,7 +301,8 @@ describe('serving through faults', { timeout: 120_000 }, () => {
     const b = nodes[1]!;
     expect((await evaluate(a)).body.value).toBe(false);
     await cluster.stop();
-    await a.stop('SIGTERM');
+    // SIGTERM with the database gone still ends cleanly, within VEXIL_SHUTDOWN_TIMEOUT.
+    expect(await a.stop('SIGTERM')).toBe(0);
     // ServeProcess.start waits for /readyz: 200 from the copy alone.
     const restarted = await startNode(cacheDirs[0]);
     try {
@@ -426,5 +427,43 @@ describe('serving through faults', { timeout: 120_000 }, () => {
       await database.end();
     }
     expect((await restarted.request('GET', '/readyz')).status).toBe(200);
+  });
+
+  it('SIGTERM finishes and records the webhook attempt under way, then exits', async () => {
+    const running = nodes.filter((node) => node.child.exitCode === null && !node.child.signalCode);
+    const already = receiver.received.length;
+    receiver.answer('hang');
+    const created = await running[0]!.request('POST', `${base}/flags`, {
+      token,
+      body: { key: 'drain' },
+    });
+    expect(created.status).toBe(201);
+    expect(await eventually(async () => receiver.received.length > already, 10_000)).toBe(true);
+    const eventId = String(receiver.received[already]!.headers['webhook-id']);
+    const database = new pg.Client({ connectionString: env.VEXIL_DATABASE_URL });
+    await database.connect();
+    try {
+      const delivery = async () =>
+        (
+          await database.query<{ id: string; lease_owner: string | null }>(
+            'select id, lease_owner from webhook_deliveries where event_id = $1',
+            [eventId],
+          )
+        ).rows[0]!;
+      // The lease owner names the worker's process: `host/pid/…`.
+      const pid = Number((await delivery()).lease_owner!.split('/')[1]);
+      const holder = running.find((node) => node.child.pid === pid)!;
+      const { id } = await delivery();
+      expect(await holder.stop('SIGTERM')).toBe(0);
+      // Recorded before the process exited (another worker may have retried it since).
+      const { rows } = await database.query<{ error: string | null }>(
+        'select error from webhook_attempts where delivery_id = $1 and attempt_number = 1',
+        [id],
+      );
+      expect(rows).toHaveLength(1);
+      expect(rows[0]!.error).not.toBeNull();
+    } finally {
+      await database.end();
+    }
   });
 });
