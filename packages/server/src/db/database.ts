@@ -39,6 +39,11 @@ export function openDatabase(url: string): Database {
     // An idle client that dies (a database restart, a terminated backend) must not crash the
     // process: the pool drops it and connects afresh on next use; queries in flight still fail.
     pool.on('error', () => undefined);
+    // The pool listens for errors only on idle clients. A connection lost while a client is
+    // checked out between two queries (inside a transaction, or just acquired) would otherwise
+    // be an unhandled 'error' that ends the process; its next query fails instead, and the pool
+    // discards the client when it is released.
+    pool.on('connect', (client) => client.on('error', () => undefined));
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }

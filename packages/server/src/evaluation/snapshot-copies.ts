@@ -89,7 +89,7 @@ export class SnapshotCopies {
   constructor(
     private readonly directory: string,
     databaseUrl: string,
-    private readonly log: FastifyBaseLogger,
+    private readonly log: Pick<FastifyBaseLogger, 'warn' | 'error'>,
   ) {
     this.database = databaseFingerprint(databaseUrl);
   }

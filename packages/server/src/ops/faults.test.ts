@@ -131,6 +131,11 @@ describe('serving through faults', { timeout: 120_000 }, () => {
   }, 60_000);
 
   afterAll(async () => {
+    // A node that died on its own is a failure whose cause is in its output.
+    for (const node of nodes.filter(
+      (node) => node.child.exitCode !== null && node.child.exitCode !== 0,
+    ))
+      console.error(`node exited ${node.child.exitCode}:`, node.output.join(''));
     await Promise.all(nodes.map((node) => node.stop('SIGKILL')));
     await receiver?.close();
     await redis?.stop();
@@ -282,6 +287,7 @@ describe('serving through faults', { timeout: 120_000 }, () => {
         expect(answer).toEqual({ status: 503, retryAfter: '5', error: 'service_unavailable' });
       }
       expect(health).toContain('degraded');
+      expect(a.output.join('')).toContain('webhook worker paused: database unavailable');
       expect(readyDuringOutage).toBe(200);
       expect(caughtUp).toBe(true);
       expect(put.data).toContain('"enabled":false');
