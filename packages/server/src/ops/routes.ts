@@ -17,8 +17,12 @@ export interface OpsState {
   perNodeRateLimits: () => boolean;
 }
 
-/** How long a health probe waits for the database (ms): a probe must answer promptly. */
-const PROBE_TIMEOUT_MS = 2_000;
+/**
+ * How long a health probe waits for the database (ms): as long as the pool waits for a
+ * connection, so a busy machine is not taken for an outage, and a hung database does not hang
+ * the probe for a query's 30 s.
+ */
+const PROBE_TIMEOUT_MS = 5_000;
 
 /**
  * Operations endpoints for load balancers and monitoring (design record 010):
