@@ -9,16 +9,19 @@ import { secretsKey } from './auth/secrets-key.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/database.js';
+import { DatabaseStartup } from './db/startup.js';
 import { NodeBus } from './bus/node-bus.js';
 import { allowBrowserCalls } from './evaluation/cors.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
 import { SdkAuthenticator } from './evaluation/sdk-authenticator.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
+import { SnapshotCopies } from './evaluation/snapshot-copies.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
 import { EventHub } from './events/hub.js';
 import type { App } from './http/app-instance.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
+import { databaseUnavailable } from './http/errors.js';
 import { frameworkErrorHandler } from './http/framework-errors.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { loggerOptions, RequestLogController } from './http/logging.js';
@@ -72,15 +75,11 @@ export async function createVexil(
   } = {},
 ): Promise<Vexil> {
   const database = options.database ?? openDatabase(config.databaseUrl);
-  await migrate(database);
   const signingSecrets = new SigningSecretVault(
     secretsKey(config, database.dialect),
     config.previousSecretsKey,
   );
-  await signingSecrets.sealStoredSecrets(database.db);
   const clock = options.clock ?? systemClock;
-  const snapshots = new SnapshotStore(database.db);
-  const sdkKeys = new SdkKeyResolver(database.db);
   const usage = new UsageAggregator(database.db, (error) =>
     app.log.error(
       { err: error },
@@ -131,6 +130,16 @@ export async function createVexil(
     app.getDefaultJsonParser('error', 'error'),
   );
   app.decorateRequest('caller', null);
+  const copies = config.snapshotCacheDir
+    ? new SnapshotCopies(config.snapshotCacheDir, config.databaseUrl, app.log)
+    : undefined;
+  const snapshots = new SnapshotStore(database.db, { copies, log: app.log });
+  const sdkKeys = new SdkKeyResolver(database.db, copies);
+  // Migrations and sealing are not a condition of serving evaluations (design record 019).
+  const startup = new DatabaseStartup(async () => {
+    await migrate(database);
+    await signingSecrets.sealStoredSecrets(database.db);
+  }, app.log);
   const bus = new NodeBus(
     database.db,
     database.dialect === 'postgres' ? config.databaseUrl : undefined,
@@ -140,7 +149,14 @@ export async function createVexil(
     config.snapshotCheckIntervalMs,
   );
   const roles = new Set(options.roles ?? SERVICE_ROLES);
-  const ops: OpsState = { accepting: true };
+  const rateLimits = await createManagementRateLimiter(config.rateLimit, config.redisUrl, app.log);
+  const { limiter } = rateLimits;
+  const ops: OpsState = {
+    accepting: true,
+    databasePrepared: () => startup.ready,
+    evaluates: roles.has('evaluation'),
+    perNodeRateLimits: rateLimits.perNodeFallback,
+  };
   const closeUnusedConnections = trackUnusedConnections(app.server);
   registerOpsRoutes(app, services, snapshots, ops);
 
@@ -170,10 +186,6 @@ export async function createVexil(
     reply.type('text/html; charset=utf-8').send(errorReferencePage()),
   );
 
-  const { limiter, close: closeLimiter } = await createManagementRateLimiter(
-    config.rateLimit,
-    config.redisUrl,
-  );
   if (roles.has('management')) {
     await app.register(
       async (management) => {
@@ -185,6 +197,7 @@ export async function createVexil(
           const now = clock.now();
           let failure: unknown = null;
           try {
+            if (!startup.ready) throw databaseUnavailable();
             request.caller = await authenticate(services.db, request.headers.authorization, now);
           } catch (error) {
             failure = error;
@@ -233,10 +246,14 @@ export async function createVexil(
     }),
   );
 
-  usage.start(config.usageFlushIntervalMs, config.usageRetentionMs);
   const webhookWorker = new DeliveryWorker(services, app.log);
   bus.onDeliveriesQueued(() => webhookWorker.wake());
-  if (options.startWorkers !== false && roles.has('worker')) webhookWorker.start();
+  await startup.start(() => {
+    // Snapshots restored from copies while the database was away are read afresh.
+    snapshots.invalidateAll();
+    usage.start(config.usageFlushIntervalMs, config.usageRetentionMs);
+    if (options.startWorkers !== false && roles.has('worker')) webhookWorker.start();
+  });
   await bus.start();
 
   return {
@@ -248,6 +265,7 @@ export async function createVexil(
       // Readiness fails first so load balancers stop routing here; then the listener stops
       // accepting and in-flight requests finish; the worker records its attempts in flight.
       ops.accepting = false;
+      startup.stop();
       const closing = app.close();
       closeUnusedConnections();
       await closing;
@@ -255,7 +273,7 @@ export async function createVexil(
       await bus.stop();
       // After the last request, before the database closes: the final counts are written.
       await usage.close();
-      await closeLimiter();
+      await rateLimits.close();
       await database.close();
     },
   };

@@ -19,7 +19,7 @@ const program = new Command('vexil')
 program
   .command('serve')
   .description(
-    'run migrations, then serve the management and evaluation APIs and the background workers',
+    'run migrations (in the background while the database is unreachable), then serve the management and evaluation APIs and the background workers',
   )
   .option(
     '--only <roles>',
@@ -37,6 +37,14 @@ program
     const vexil = await createVexil(config, { roles: options.only });
     const shutdown = async (signal: string) => {
       vexil.app.log.info({ signal }, 'shutting down');
+      // Bounded: whatever is still running (a hung receiver, a database gone) is given up.
+      setTimeout(() => {
+        vexil.app.log.error(
+          { timeoutMs: config.shutdownTimeoutMs },
+          'shutdown did not finish in time; exiting',
+        );
+        process.exit(1);
+      }, config.shutdownTimeoutMs).unref();
       await vexil.close();
       process.exit(0);
     };

@@ -56,6 +56,13 @@ export interface Config {
   flagExpirationEnabled: boolean;
   /** How often held snapshots are checked against the database's versions, in milliseconds (design record 010). */
   snapshotCheckIntervalMs: number;
+  /**
+   * `VEXIL_SNAPSHOT_CACHE_DIR`: where the node keeps last-known-good copies of the configurations
+   * it serves, to serve them when started while the database is unreachable (design record 019).
+   */
+  snapshotCacheDir: string | null;
+  /** How long SIGTERM may take before the process exits regardless, in milliseconds (design record 019). */
+  shutdownTimeoutMs: number;
   /** Heartbeat interval of SDK streams, in milliseconds (design record 010, Streaming). */
   streamHeartbeatMs: number;
   /** Per-client-IP quota of `POST /v1/client/events` (spec: Authentication rule 6). */
@@ -154,6 +161,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.VEXIL_SNAPSHOT_CHECK_INTERVAL || '5s',
       'VEXIL_SNAPSHOT_CHECK_INTERVAL',
     ),
+    snapshotCacheDir: env.VEXIL_SNAPSHOT_CACHE_DIR ? resolve(env.VEXIL_SNAPSHOT_CACHE_DIR) : null,
+    shutdownTimeoutMs: parseDuration(env.VEXIL_SHUTDOWN_TIMEOUT || '30s', 'VEXIL_SHUTDOWN_TIMEOUT'),
     streamHeartbeatMs: parseDuration(env.VEXIL_STREAM_HEARTBEAT || '15s', 'VEXIL_STREAM_HEARTBEAT'),
     clientEventsRateLimit: {
       points: integer(env.VEXIL_CLIENT_EVENTS_RATE_LIMIT, 60, 'VEXIL_CLIENT_EVENTS_RATE_LIMIT'),

@@ -209,8 +209,12 @@ export class NodeBus implements StreamRelay {
     }
   }
 
-  private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.postgresUrl });
+  /** Connects the listener; after a lost connection (`resync`), starts again from the database. */
+  private async listen(resync = false): Promise<void> {
+    const client = new pg.Client({
+      connectionString: this.postgresUrl,
+      connectionTimeoutMillis: 5_000,
+    });
     client.on('notification', (message) => this.apply(message.payload));
     client.on('error', (error) => {
       this.log.warn({ err: error }, 'change listener connection lost; reconnecting');
@@ -222,9 +226,17 @@ export class NodeBus implements StreamRelay {
       await client.query(`LISTEN ${CHANNEL}`);
       this.listener = client;
     } catch (error) {
-      this.log.warn({ err: error }, 'change listener could not connect; retrying');
+      if (!resync) this.log.warn({ err: error }, 'change listener could not connect; retrying');
       await client.end().catch(() => undefined);
       this.scheduleReconnect();
+      return;
+    }
+    if (resync) {
+      // Notices may have been missed while disconnected. Dropped only now that the database
+      // answers: during an outage the held snapshots keep being served (design record 019).
+      this.log.info('change listener reconnected; configurations re-read from the database');
+      this.snapshots.invalidateAll();
+      this.sdkKeys.forgetAll();
     }
   }
 
@@ -232,12 +244,7 @@ export class NodeBus implements StreamRelay {
     if (this.stopped) return;
     this.listener = undefined;
     clearTimeout(this.reconnectTimer);
-    this.reconnectTimer = setTimeout(() => {
-      // Notices may have been missed while disconnected: start again from the database.
-      this.snapshots.invalidateAll();
-      this.sdkKeys.forgetAll();
-      void this.listen();
-    }, 1000);
+    this.reconnectTimer = setTimeout(() => void this.listen(true), 1000);
     this.reconnectTimer.unref();
   }
 

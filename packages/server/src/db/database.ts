@@ -28,10 +28,23 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (text) => Number(text));
  */
 export function openDatabase(url: string): Database {
   if (/^postgres(ql)?:\/\//.test(url)) {
-    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    // Bounded waits, so that nothing hangs on a database that is gone (design record 019): a
+    // connection, or a free pool slot, within 5 s; an answer to each query within 30 s.
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: 10,
+      connectionTimeoutMillis: 5_000,
+      query_timeout: 30_000,
+      keepAlive: true,
+    });
     // An idle client that dies (a database restart, a terminated backend) must not crash the
     // process: the pool drops it and connects afresh on next use; queries in flight still fail.
     pool.on('error', () => undefined);
+    // The pool listens for errors only on idle clients. A connection lost while a client is
+    // checked out between two queries (inside a transaction, or just acquired) would otherwise
+    // be an unhandled 'error' that ends the process; its next query fails instead, and the pool
+    // discards the client when it is released.
+    pool.on('connect', (client) => client.on('error', () => undefined));
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }

@@ -60,16 +60,21 @@ export function problemErrorHandler(error: unknown, request: FastifyRequest, rep
     problem = refusalProblem(error);
   } else {
     const apiError = error instanceof ApiError ? error : toApiError(error);
-    if (apiError.status >= 500) request.log.error({ err: error }, 'evaluation request failed');
+    const unavailable = apiError.code === 'service_unavailable';
+    if (unavailable) request.log.warn({ err: error }, 'evaluation refused: database unavailable');
+    else if (apiError.status >= 500) request.log.error({ err: error }, 'evaluation request failed');
     problem = new ProblemError(
       apiError.status,
-      apiError.status >= 500
-        ? 'Internal Server Error'
-        : apiError.code === 'validation_failed'
-          ? 'Invalid request'
-          : apiError.message,
+      unavailable
+        ? 'Service Unavailable'
+        : apiError.status >= 500
+          ? 'Internal Server Error'
+          : apiError.code === 'validation_failed'
+            ? 'Invalid request'
+            : apiError.message,
       apiError.message,
       apiError.detail.fields ? { errors: apiError.detail.fields } : {},
+      apiError.detail.retryAfter,
     );
   }
   if (problem.retryAfterSeconds !== undefined)

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { hashSecret } from '../auth/secrets.js';
 import type { Schema } from '../db/schema.js';
+import type { SnapshotCopies } from './snapshot-copies.js';
 
 /** What an SDK key grants: one environment, as a client or a server. */
 export interface SdkKeyGrant {
@@ -39,7 +40,14 @@ export class SdkKeyResolver {
   /** Key hash → cache key, so that {@link forget} finds a key it only knows by hash. */
   private readonly cacheKeyByHash = new Map<string, string>();
 
-  constructor(private readonly db: Kysely<Schema>) {}
+  /**
+   * @param copies where a grant comes from when the database is unreachable and the key was not
+   *   cached: the snapshot copies on disk (design record 019); revocations reach them too
+   */
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly copies?: Pick<SnapshotCopies, 'grant' | 'keyRevoked'>,
+  ) {}
 
   /**
    * The cached grant of `key` at `nowMs` (Unix milliseconds), without waiting: null for a key
@@ -50,29 +58,42 @@ export class SdkKeyResolver {
     return cached && cached.expiresAt > nowMs ? cached.grant : undefined;
   }
 
-  /** The grant of `key` at `nowMs` (Unix milliseconds), or null for an unknown or revoked key. */
+  /**
+   * The grant of `key` at `nowMs` (Unix milliseconds), or null for an unknown or revoked key.
+   * While the database cannot be reached, the key's last known grant (cached, or from the
+   * snapshot copies on disk) is trusted for another {@link KEY_TTL_MS} (design record 019).
+   * @throws the database error when the key has no last known grant
+   */
   async resolve(key: string, nowMs: number): Promise<SdkKeyGrant | null> {
     const cached = this.cached(key, nowMs);
     if (cached !== undefined) return cached;
     const short = key.length <= MAX_RAW_KEY_LENGTH;
     const hash = hashSecret(key);
-    const row = await this.db
-      .selectFrom('sdk_keys')
-      .select(['environment_id', 'type'])
-      .where('key_hash', '=', hash)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
-    const grant = row ? { environmentId: row.environment_id, type: row.type } : null;
+    const cacheKey = short ? key : hash;
+    let grant: SdkKeyGrant | null;
+    try {
+      const row = await this.db
+        .selectFrom('sdk_keys')
+        .select(['environment_id', 'type'])
+        .where('key_hash', '=', hash)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      grant = row ? { environmentId: row.environment_id, type: row.type } : null;
+    } catch (error) {
+      const lastKnown = this.cache.get(cacheKey)?.grant ?? (await this.copies?.grant(hash));
+      if (!lastKnown) throw error;
+      grant = lastKnown;
+    }
     // Unknown keys are cached too, so a flood of bad keys does not become a flood of queries.
     if (this.cache.size >= CACHE_LIMIT) this.forgetAll();
-    const cacheKey = short ? key : hash;
     this.cache.set(cacheKey, { grant, expiresAt: nowMs + KEY_TTL_MS, hash });
     this.cacheKeyByHash.set(hash, cacheKey);
     return grant;
   }
 
-  /** Drops the cached grant of the key with this hash (it was revoked). */
+  /** Drops the cached grant of the key with this hash (it was revoked), here and in the copies. */
   forget(keyHash: string): void {
+    void this.copies?.keyRevoked(keyHash);
     const cacheKey = this.cacheKeyByHash.get(keyHash);
     if (cacheKey === undefined) return;
     this.cacheKeyByHash.delete(keyHash);
@@ -84,4 +105,18 @@ export class SdkKeyResolver {
     this.cache.clear();
     this.cacheKeyByHash.clear();
   }
+}
+
+/** The environment's SDK keys not revoked, by stored hash (for its snapshot copy on disk). */
+export async function activeKeyHashes(
+  db: Kysely<Schema>,
+  environmentId: string,
+): Promise<{ hash: string; type: SdkKeyGrant['type'] }[]> {
+  const rows = await db
+    .selectFrom('sdk_keys')
+    .select(['key_hash', 'type'])
+    .where('environment_id', '=', environmentId)
+    .where('revoked_at', 'is', null)
+    .execute();
+  return rows.map((row) => ({ hash: row.key_hash, type: row.type }));
 }

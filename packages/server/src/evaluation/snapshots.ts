@@ -1,11 +1,17 @@
 import { compileLazily, selectFlags, type CompiledEnvironment, type SdkFlag } from '@vexil/engine';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.js';
 import {
   ConfigurationDocumentWriter,
   type ConfigurationDocument,
 } from './configuration-document.js';
-import { readEnvironmentConfiguration } from './sdk-configuration.js';
+import {
+  readEnvironmentConfiguration,
+  type EnvironmentConfiguration,
+} from './sdk-configuration.js';
+import { activeKeyHashes } from './sdk-keys.js';
+import type { SnapshotCopies } from './snapshot-copies.js';
 
 /**
  * One outcome a client-visible flag has been served with, and its serialized `"key":{...}` entry
@@ -44,6 +50,10 @@ export interface Snapshot {
  * In-memory snapshots of environment configurations: the evaluation API never touches the
  * database on the hot path. A snapshot is built on first use and dropped when a committed change
  * touches its environment; concurrent first requests share one build.
+ *
+ * When a build cannot read the database, the environment's last good snapshot is served again:
+ * the one held before, or else its copy on disk (design record 019). A copy is written after
+ * every build when `copies` is given.
  */
 export class SnapshotStore {
   private readonly snapshots = new Map<string, Promise<Snapshot | undefined>>();
@@ -52,8 +62,18 @@ export class SnapshotStore {
   /** When each held snapshot was built (epoch ms), for the snapshot-age metric. */
   private readonly builtAtMs = new Map<string, number>();
   private readonly listeners = new Set<(environmentIds: readonly string[] | 'all') => void>();
+  /** Each environment's last snapshot built, kept after invalidation: served while the database is out. */
+  private readonly lastGood = new Map<string, Snapshot>();
+  /** Snapshots restored from copies on disk rather than read from the database. */
+  private readonly restored = new WeakSet<Snapshot>();
 
-  constructor(private readonly db: Kysely<Schema>) {}
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly options: {
+      copies?: SnapshotCopies;
+      log?: Pick<FastifyBaseLogger, 'warn'>;
+    } = {},
+  ) {}
 
   /** The environment's current snapshot, or undefined when the environment does not exist. */
   get(environmentId: string): Promise<Snapshot | undefined> {
@@ -86,7 +106,10 @@ export class SnapshotStore {
     return this.built.get(environmentId);
   }
 
-  /** Forgets the snapshots of environments whose configuration changed. */
+  /**
+   * Forgets the snapshots of environments whose configuration changed; each is kept only to be
+   * served should its rebuild find the database unreachable.
+   */
   invalidate(environmentIds: Iterable<string>): void {
     const ids = [...environmentIds];
     for (const id of ids) {
@@ -97,12 +120,25 @@ export class SnapshotStore {
     if (ids.length > 0) this.announce(ids);
   }
 
-  /** Forgets every snapshot (after a lost change listener: notices may have been missed). */
+  /**
+   * Forgets every snapshot (after a lost change listener, notices may have been missed; after a
+   * start without the database, restored copies are replaced).
+   */
   invalidateAll(): void {
     this.snapshots.clear();
     this.built.clear();
     this.builtAtMs.clear();
     this.announce('all');
+  }
+
+  /** How many environments are served from copies on disk, not yet read from the database. */
+  restoredCount(): number {
+    return [...this.built.values()].filter((snapshot) => this.restored.has(snapshot)).length;
+  }
+
+  /** Whether evaluations can be answered without the database: from memory or from copies. */
+  async canServeWithoutDatabase(): Promise<boolean> {
+    return this.lastGood.size > 0 || ((await this.options.copies?.any()) ?? false);
   }
 
   /**
@@ -134,38 +170,95 @@ export class SnapshotStore {
   }
 
   private async build(environmentId: string): Promise<Snapshot | undefined> {
-    const read = await readDocument(this.db, environmentId);
-    if (!read) return undefined;
-    const { loaded, flagKeys, document } = read;
-    const compiled = compileLazily({
-      environment: loaded.environment,
-      version: loaded.version,
-      flagKeys,
-      segments: loaded.segments,
-      flag: (index) => JSON.parse(document.flagJson(index).toString()) as SdkFlag,
-    });
-    const clientFlags = selectFlags(compiled, loaded.clientSideKeys);
-    return {
+    const { copies } = this.options;
+    let snapshot: Snapshot | undefined;
+    try {
+      snapshot = await readSnapshot(this.db, environmentId);
+    } catch (error) {
+      const lastGood = this.lastGood.get(environmentId) ?? (await this.restore(environmentId));
+      if (!lastGood) throw error;
+      this.options.log?.warn(
+        { err: error, environmentId, version: lastGood.version },
+        'configuration not read from the database; serving the last good snapshot',
+      );
+      return lastGood;
+    }
+    if (!snapshot) {
+      this.lastGood.delete(environmentId);
+      void copies?.remove(environmentId);
+      return undefined;
+    }
+    this.lastGood.set(environmentId, snapshot);
+    if (copies) {
+      const copied = snapshot;
+      void activeKeyHashes(this.db, environmentId).then(
+        (keys) => copies.save(copied, keys),
+        (error: unknown) =>
+          this.options.log?.warn({ err: error, environmentId }, 'snapshot copy not written'),
+      );
+    }
+    return snapshot;
+  }
+
+  /** The environment's snapshot rebuilt from its copy on disk, if there is a good one. */
+  private async restore(environmentId: string): Promise<Snapshot | undefined> {
+    const copy = await this.options.copies?.read(environmentId);
+    if (!copy) return undefined;
+    const { environment, version, flags, segments } = copy.configuration;
+    const writer = new ConfigurationDocumentWriter();
+    writer.begin(environment, version);
+    await writer.addFlags(flags);
+    const document = await writer.finish(segments);
+    const snapshot = compileSnapshot(
       environmentId,
-      organizationId: loaded.organizationId,
-      projectId: loaded.projectId,
-      version: loaded.version,
-      compiled,
+      { ...copy, environment, version, segments },
+      writer.flagKeys,
       document,
-      clientSideKeys: new Set(loaded.clientSideKeys),
-      clientFlags,
-      clientEntries: clientFlags.map(() => []),
-    };
+    );
+    this.lastGood.set(environmentId, snapshot);
+    this.restored.add(snapshot);
+    return snapshot;
   }
 }
 
-/** Reads an environment's configuration into its compressed document, as it is read. */
-async function readDocument(db: Kysely<Schema>, environmentId: string) {
+/** Reads an environment's configuration from the database into a snapshot; undefined when gone. */
+async function readSnapshot(
+  db: Kysely<Schema>,
+  environmentId: string,
+): Promise<Snapshot | undefined> {
   const writer = new ConfigurationDocumentWriter();
   const loaded = await readEnvironmentConfiguration(db, environmentId, writer);
   if (!loaded) return undefined;
   const document = await writer.finish(loaded.segments);
-  return { loaded, flagKeys: writer.flagKeys, document };
+  return compileSnapshot(environmentId, loaded, writer.flagKeys, document);
+}
+
+/** A snapshot of a configuration held as `document`: flags compile when first evaluated. */
+function compileSnapshot(
+  environmentId: string,
+  loaded: EnvironmentConfiguration,
+  flagKeys: string[],
+  document: ConfigurationDocument,
+): Snapshot {
+  const compiled = compileLazily({
+    environment: loaded.environment,
+    version: loaded.version,
+    flagKeys,
+    segments: loaded.segments,
+    flag: (index) => JSON.parse(document.flagJson(index).toString()) as SdkFlag,
+  });
+  const clientFlags = selectFlags(compiled, loaded.clientSideKeys);
+  return {
+    environmentId,
+    organizationId: loaded.organizationId,
+    projectId: loaded.projectId,
+    version: loaded.version,
+    compiled,
+    document,
+    clientSideKeys: new Set(loaded.clientSideKeys),
+    clientFlags,
+    clientEntries: clientFlags.map(() => []),
+  };
 }
 
 /** One flag's JSON as in the snapshot's document (`GET /v1/sdk/flags/{key}`), if it has the flag. */

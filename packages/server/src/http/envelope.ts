@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { marked } from 'marked';
-import { ApiError, ERROR_CODES, type ErrorCode } from './errors.js';
+import { isDatabaseUnavailable } from '../db/availability.js';
+import { ApiError, databaseUnavailable, ERROR_CODES, type ErrorCode } from './errors.js';
 import { fieldProblems, validationSummary } from './validation-messages.js';
 
 /** The management API error envelope (spec: Error envelope). Null members are omitted. */
@@ -41,6 +42,7 @@ export function toApiError(error: unknown): ApiError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError('bad_request', 'Invalid Content-Length.');
   }
+  if (isDatabaseUnavailable(error)) return databaseUnavailable();
   if (fastifyError instanceof SyntaxError || fastifyError.statusCode === 400) {
     return new ApiError('malformed_json', fastifyError.message);
   }
@@ -56,7 +58,9 @@ export function docsUrl(publicUrl: string, code: ErrorCode): string {
 export function managementErrorHandler(publicUrl: string) {
   return (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const apiError = toApiError(error);
-    if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (apiError.code === 'service_unavailable')
+      request.log.warn({ err: error }, 'request refused: database unavailable');
+    else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
     const { detail } = apiError;
     const body: ErrorEnvelope = {
       error: apiError.code,

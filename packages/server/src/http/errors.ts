@@ -85,6 +85,11 @@ export const ERROR_CODES = {
     title: 'Rate limited',
     text: 'Too many requests. Wait `retry_after` seconds (also in `Retry-After`).',
   },
+  service_unavailable: {
+    status: 503,
+    title: 'Service unavailable',
+    text: 'The database cannot be reached just now; nothing was changed. Retry after `retry_after` seconds (also in `Retry-After`). Evaluations keep being served meanwhile.',
+  },
   internal_error: {
     status: 500,
     title: 'Internal error',
@@ -131,4 +136,16 @@ export function duplicateKey(field: string, value: string, scope: string): ApiEr
   return new ApiError('conflict', `A ${scope} with ${field} "${value}" already exists.`, {
     fields: { [field]: ['already exists'] },
   });
+}
+
+/** Seconds a client should wait before retrying while the database is unavailable. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/** A 503 `service_unavailable` with `Retry-After`: the database cannot be reached (design record 019). */
+export function databaseUnavailable(): ApiError {
+  return new ApiError(
+    'service_unavailable',
+    'The database is unavailable; nothing was changed. Retry shortly.',
+    { retryAfter: DATABASE_RETRY_AFTER_SECONDS },
+  );
 }

@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { Redis } from 'ioredis';
 import {
   RateLimiterMemory,
@@ -49,28 +49,52 @@ export class ManagementRateLimiter {
   }
 }
 
-/** A limiter and how to release what it holds (the Redis connection, if any). */
+/** A limiter, whether it is counting on its own for now, and how to release what it holds. */
 export interface RateLimiterHandle {
   limiter: ManagementRateLimiter;
+  /** True while Redis is unreachable and each node counts on its own (design record 019). */
+  perNodeFallback(): boolean;
   close(): Promise<void>;
 }
 
 /**
  * Builds the management rate limiter. Without `redisUrl` each node counts on its own (memory);
  * with it, every node shares one quota per caller in Redis, falling back to per-node memory
- * counting while Redis is unreachable (availability over an exact global quota; design record 004).
- * @throws when `redisUrl` is set but Redis cannot be reached at start-up.
+ * counting while Redis is unreachable, at start or later (availability over an exact global
+ * quota; design records 004 and 019). The fall-back and the recovery are logged once each.
  */
 export async function createManagementRateLimiter(
   rateLimit: { points: number; windowSeconds: number },
   redisUrl: string | null,
+  log: Pick<FastifyBaseLogger, 'warn' | 'info'>,
 ): Promise<RateLimiterHandle> {
   const { points, windowSeconds: duration } = rateLimit;
   const memory = new RateLimiterMemory({ points, duration });
-  if (!redisUrl)
-    return { limiter: new ManagementRateLimiter(points, duration, memory), close: async () => {} };
+  if (!redisUrl) {
+    return {
+      limiter: new ManagementRateLimiter(points, duration, memory),
+      perNodeFallback: () => false,
+      close: async () => {},
+    };
+  }
+  // No offline queue: while Redis is away a count fails at once and the memory limiter answers.
   const client = new Redis(redisUrl, { lazyConnect: true, enableOfflineQueue: false });
-  await client.connect();
+  let fallback = false;
+  let closing = false;
+  const lost = (error?: Error) => {
+    if (closing) return;
+    if (!fallback)
+      log.warn({ err: error }, 'Redis unavailable: management rate limits counted per node');
+    fallback = true;
+  };
+  client.on('error', lost);
+  client.on('close', () => lost());
+  client.on('ready', () => {
+    if (fallback) log.info('Redis available again: management rate limits shared');
+    fallback = false;
+  });
+  // ioredis keeps reconnecting on its own; a node need not wait for Redis to start.
+  await client.connect().catch(() => undefined);
   const redis = new RateLimiterRedis({
     storeClient: client,
     keyPrefix: 'vexil:management',
@@ -80,8 +104,10 @@ export async function createManagementRateLimiter(
   });
   return {
     limiter: new ManagementRateLimiter(points, duration, redis),
+    perNodeFallback: () => fallback,
     close: async () => {
-      await client.quit();
+      closing = true;
+      client.disconnect();
     },
   };
 }

@@ -5,11 +5,24 @@ import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
 import { RequestDurations } from './request-durations.js';
 
-/** What `/readyz` and `/metrics` look at. */
+/** What `/healthz`, `/readyz` and `/metrics` look at. */
 export interface OpsState {
   /** False once shutdown has begun: load balancers stop sending traffic before the listener closes. */
   accepting: boolean;
+  /** Whether migrations have run since start (a node may start without its database). */
+  databasePrepared: () => boolean;
+  /** Whether this node serves evaluations, which go on without the database. */
+  evaluates: boolean;
+  /** Whether the shared (Redis) rate limits have fallen back to counting per node. */
+  perNodeRateLimits: () => boolean;
 }
+
+/**
+ * How long a health probe waits for the database (ms): as long as the pool waits for a
+ * connection, so a busy machine is not taken for an outage, and a hung database does not hang
+ * the probe for a query's 30 s.
+ */
+const PROBE_TIMEOUT_MS = 5_000;
 
 /**
  * Operations endpoints for load balancers and monitoring (design record 010):
@@ -101,11 +114,14 @@ export function registerOpsRoutes(
     labelNames: ['status'],
     registers: [registry],
     async collect() {
+      // While the database is away the last counts stand: /metrics must answer through outages.
       const rows = await services.db
         .selectFrom('webhook_deliveries')
         .select(['status', (eb) => eb.fn.countAll<number>().as('count')])
         .groupBy('status')
-        .execute();
+        .execute()
+        .catch(() => undefined);
+      if (!rows) return;
       this.reset();
       for (const status of ['Pending', 'Succeeded', 'DeadLettered']) {
         this.set({ status }, Number(rows.find((row) => row.status === status)?.count ?? 0));
@@ -113,16 +129,45 @@ export function registerOpsRoutes(
     },
   });
 
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  /** Whether the database answers `select 1` within {@link PROBE_TIMEOUT_MS}. */
+  async function databaseAnswers(): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), PROBE_TIMEOUT_MS);
+    });
+    const probe = sql`select 1`.execute(services.db).then(
+      () => true,
+      () => false,
+    );
+    const answered = await Promise.race([probe, timeout]);
+    clearTimeout(timer);
+    return answered && state.databasePrepared();
+  }
 
+  // Liveness: always 200 while the process answers; "degraded" lists what it is doing without
+  // (design record 019).
+  app.get('/healthz', { schema: { hide: true } }, async () => {
+    const reasons: string[] = [];
+    if (!(await databaseAnswers()))
+      reasons.push(
+        'database unavailable: evaluations served from held configurations; management API answers 503',
+      );
+    const restored = snapshots.restoredCount();
+    if (restored > 0)
+      reasons.push(`serving ${restored} environment(s) from snapshot copies on disk`);
+    if (state.perNodeRateLimits())
+      reasons.push('Redis unavailable: management rate limits counted per node');
+    return reasons.length === 0 ? { status: 'ok' } : { status: 'degraded', reasons };
+  });
+
+  // Readiness: an evaluation node stays in rotation through a database outage while it has
+  // configurations to serve.
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     if (!state.accepting) return reply.status(503).send({ status: 'shutting down' });
-    try {
-      await sql`select 1`.execute(services.db);
-      return { status: 'ready' };
-    } catch {
-      return reply.status(503).send({ status: 'database unavailable' });
-    }
+    if (await databaseAnswers()) return { status: 'ready' };
+    if (state.evaluates && (await snapshots.canServeWithoutDatabase()))
+      return { status: 'degraded', reason: 'database unavailable: serving held configurations' };
+    return reply.status(503).send({ status: 'database unavailable' });
   });
 
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>

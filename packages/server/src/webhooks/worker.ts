@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Agent } from 'undici';
 import { v7 as uuid } from 'uuid';
+import { isDatabaseUnavailable } from '../db/availability.js';
 import type { WebhookDeliveriesTable } from '../db/schema.js';
 import type { Services } from '../services.js';
 import { createGuardedAgent } from './safe-target.js';
@@ -21,7 +22,7 @@ const PRUNE_INTERVAL_MS = 60 * 60_000;
 /** Deliveries removed per statement, so that no prune holds its locks for long. */
 const PRUNE_BATCH_SIZE = 1_000;
 
-type Logger = Pick<FastifyBaseLogger, 'warn' | 'error'>;
+type Logger = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
 
 /**
  * The webhook delivery worker (spec: Webhook delivery status; design record 005). The delivery
@@ -41,6 +42,8 @@ export class DeliveryWorker {
   private pass: Promise<number> | null = null;
   /** Set by a wake-up during a pass: deliveries may have been queued after its claim. */
   private passAgain = false;
+  /** Set while passes fail because the database is unreachable (design record 019). */
+  private paused = false;
   /** When the next pass prunes the delivery log (epoch ms): an hour after start, then hourly. */
   private nextPruneAtMs = 0;
 
@@ -151,8 +154,18 @@ export class DeliveryWorker {
 
   private async tick(): Promise<void> {
     this.pass = this.runOnce()
+      .then((claimed) => {
+        if (this.paused) this.log.info('webhook worker resumed: the database answers again');
+        this.paused = false;
+        return claimed;
+      })
       .catch((error: unknown) => {
-        this.log.error({ err: error }, 'webhook worker pass failed; retrying');
+        // An outage pauses the worker, said once; it resumes with the first pass that claims.
+        if (!isDatabaseUnavailable(error))
+          this.log.error({ err: error }, 'webhook worker pass failed; retrying');
+        else if (!this.paused)
+          this.log.warn({ err: error }, 'webhook worker paused: database unavailable');
+        this.paused ||= isDatabaseUnavailable(error);
         return 0;
       })
       .then(async (claimed) => {
