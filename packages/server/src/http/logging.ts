@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
 
 /** Anything shaped like a Vexil credential or webhook signing secret (design record 004). */
@@ -39,7 +40,8 @@ export function loggerOptions(
         url: redactUrl(request.url),
         host: request.host,
         remoteAddress: request.ip,
-        remotePort: request.socket?.remotePort,
+        // As in Fastify's own serializer: a request may come without a socket.
+        remotePort: (request.socket as Socket | undefined)?.remotePort,
       }),
     },
   };

@@ -52,7 +52,7 @@ export class ManagementRateLimiter {
 /** A limiter and how to release what it holds (the Redis connection, if any). */
 export interface RateLimiterHandle {
   limiter: ManagementRateLimiter;
-  close(): Promise<void>;
+  close: () => Promise<void>;
 }
 
 /**
