@@ -167,7 +167,7 @@ export async function createVexil(
     },
   });
 
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   app.get('/docs/errors', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(errorReferencePage()),
   );
@@ -182,7 +182,7 @@ export async function createVexil(
         management.setErrorHandler(managementErrorHandler(config.publicUrl));
         // Management bodies are JSON only (spec: Conventions): text/plain is a 415, not a string.
         management.removeContentTypeParser('text/plain');
-        management.setNotFoundHandler(async (request) => {
+        management.setNotFoundHandler((request) => {
           throw new ApiError(
             'not_found',
             `No route ${request.method} ${request.url.split('?')[0]}.`,
@@ -190,16 +190,16 @@ export async function createVexil(
         });
         management.addHook('onRequest', async (request, reply) => {
           const now = clock.now();
-          let failure: unknown = null;
+          let failure: { error: unknown } | null = null;
           try {
             request.caller = await authenticate(services.db, request.headers.authorization, now);
           } catch (error) {
-            failure = error;
+            failure = { error };
           }
           // Unauthenticated requests are counted per client IP, so credential guessing is bounded.
           const key = request.caller ? `token:${request.caller.tokenId}` : `ip:${request.ip}`;
           await limiter.consume(key, reply, now.getTime());
-          if (failure) throw failure;
+          if (failure) throw failure.error;
         });
         management.addHook('preValidation', rejectNulCharacters);
         registerIdempotency(management, services);
@@ -208,23 +208,27 @@ export async function createVexil(
       { prefix: '/api/v1' },
     );
     // The AI-agent tool server: its tools call the management API in-process (design record 011).
-    await app.register(async (mcp) => registerMcpApi(mcp, { services, snapshots, limiter }), {
-      prefix: '/mcp',
-    });
+    await app.register(
+      (mcp, _options, done) => {
+        registerMcpApi(mcp, { services, snapshots, limiter });
+        done();
+      },
+      { prefix: '/mcp' },
+    );
   }
 
   if (roles.has('evaluation')) {
     await app.register(
       async (evaluation) => {
         await allowBrowserCalls(evaluation);
-        await registerEvaluationApi(evaluation, services, snapshots, sdkKeys, changeFeed);
+        registerEvaluationApi(evaluation, services, snapshots, sdkKeys, changeFeed);
       },
       { prefix: '/v1' },
     );
     await app.register(
       async (ofrep) => {
         await allowBrowserCalls(ofrep);
-        await registerOfrepApi(ofrep, services, snapshots, sdkKeys);
+        registerOfrepApi(ofrep, services, snapshots, sdkKeys);
       },
       { prefix: '/ofrep/v1' },
     );
