@@ -35,9 +35,7 @@ export function registerOpsRoutes(
       route.url,
     );
     const existing = route.onResponse;
-    route.onResponse = (
-      existing === undefined ? [observe] : [existing, observe].flat()
-    ) as typeof route.onResponse;
+    route.onResponse = existing === undefined ? [observe] : [existing, observe].flat();
   });
   // Requests that matched no route, which have no route hooks.
   const unmatched = requestDurations.observer(null, 'unmatched');
@@ -103,7 +101,7 @@ export function registerOpsRoutes(
     async collect() {
       const rows = await services.db
         .selectFrom('webhook_deliveries')
-        .select(['status', (eb) => eb.fn.countAll<number>().as('count')])
+        .select(['status', (eb) => eb.fn.countAll().as('count')])
         .groupBy('status')
         .execute();
       this.reset();
@@ -113,7 +111,7 @@ export function registerOpsRoutes(
     },
   });
 
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/healthz', { schema: { hide: true } }, () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     if (!state.accepting) return reply.status(503).send({ status: 'shutting down' });
