@@ -48,7 +48,8 @@ export async function mutate<T>(
   work: (mutation: Mutation) => Promise<T>,
 ): Promise<T> {
   const touched = new Set<string>();
-  let deliveriesQueued = false;
+  // Widened: the mutation's callbacks set it, which control-flow analysis does not see.
+  let deliveriesQueued = false as boolean;
   const now = scope.now.toISOString();
   const result = await db.transaction().execute(async (trx) => {
     const touchProject = async (projectId: string) => {
