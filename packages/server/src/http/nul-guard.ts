@@ -28,8 +28,8 @@ function nulPath(value: unknown): string | null {
  * A management `preValidation` hook: refuses NUL characters in the URL and in body strings.
  * PostgreSQL `text` cannot store U+0000, so without this check such input reached the database
  * and failed there as a 500 (found by `http/hardening.test.ts`); SQLite would store it.
- * @throws ApiError 400 `bad_request` for `%00` in the path or query, 400 `validation_failed`
- *   naming the body field otherwise.
+ * Fails the request (through `done`) with ApiError 400 `bad_request` for `%00` in the path or
+ * query, 400 `validation_failed` naming the body field otherwise.
  */
 export function rejectNulCharacters(
   request: FastifyRequest,
