@@ -1,17 +1,47 @@
 import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
-export default tseslint.config(
+export default defineConfig(
   { ignores: ['**/dist/**', '**/node_modules/**', 'data/**'] },
   js.configs.recommended,
-  ...tseslint.configs.recommended,
+  tseslint.configs.strictTypeChecked,
   {
+    languageOptions: {
+      parserOptions: {
+        // These JavaScript files belong to no tsconfig; each is checked on its own.
+        projectService: { allowDefaultProject: ['eslint.config.js', 'packages/server/bin/*.js'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
     rules: {
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': [
         'error',
         { argsIgnorePattern: '^_', ignoreRestSiblings: true },
       ],
+      // Numbers and booleans print unambiguously in messages; objects and nullish values still fail.
+      '@typescript-eslint/restrict-template-expressions': [
+        'error',
+        { allowNumber: true, allowBoolean: true },
+      ],
+      // An arrow whose whole body is one call (`() => resolve()`) is an idiom, not a confusion.
+      '@typescript-eslint/no-confusing-void-expression': ['error', { ignoreArrowShorthand: true }],
+    },
+  },
+  {
+    // Tests keep the type-aware rules (above all no-floating-promises and no-misused-promises),
+    // minus those that fight how tests are written.
+    files: ['**/*.test.ts', 'packages/*/src/test-support/**/*.ts'],
+    rules: {
+      // Test bodies are parsed JSON (`any`); the assertions are what check their shape.
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      // A test that dereferences a missing value fails, which is the check it wants.
+      '@typescript-eslint/no-non-null-assertion': 'off',
     },
   },
   {

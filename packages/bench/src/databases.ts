@@ -11,7 +11,7 @@ export interface BenchDatabase {
   /** Value for `VEXIL_DATABASE_URL`. */
   url: string;
   /** Removes the database (a no-op for SQLite, whose file goes with the scratch directory). */
-  drop(): Promise<void>;
+  drop: () => Promise<void>;
 }
 
 /** A SQLite file `vexil-<purpose>.db` inside `scratchDir` (removed with that directory). */

@@ -8,6 +8,7 @@ import { openDatabase } from '@vexil/server/dist/db/database.js';
 import type { Schema } from '@vexil/server/dist/db/schema.js';
 import type { BenchDatabase } from './databases.js';
 import { residentMemory, withCleanup } from './processes.js';
+import { required } from './required.js';
 import { forEachConcurrently, ManagementClient } from './seed.js';
 import { bootstrap, startNode } from './service.js';
 
@@ -151,7 +152,10 @@ async function createTemplates(
     const variations = flag.variations as { id: string }[];
     await forEachConcurrently(environments, 4, async (environment) => {
       const path = `${base}/${body.key}/environments/${environment}`;
-      await client.create(`${path}/rules`, rule(variations[variations.length - 1]!.id));
+      await client.create(
+        `${path}/rules`,
+        rule(required(variations.at(-1), `variation of ${body.key}`).id),
+      );
       await client.create(`${path}/toggle`, { enabled: true }, 204);
     });
   }
@@ -223,13 +227,13 @@ async function cloneTemplates(url: string, templateIds: string[]): Promise<void>
       const freshId = () => uuid({ random: random.subarray(randomAt, (randomAt += 16)) });
       const copies: Rows = { flags: [], variations: [], flag_environments: [], rules: [] };
       for (let index = templateIds.length; index < MEMORY_FLAGS; index++) {
-        const template = templates[index % templates.length]!;
+        const template = required(templates[index % templates.length], 'template');
         const ids = Array.from({ length: template.idCount }, freshId);
         const copy = JSON.parse(
           template.pieces.map((piece) => (typeof piece === 'number' ? ids[piece] : piece)).join(''),
         ) as Rows;
         copies.flags.push({
-          ...copy.flags[0]!,
+          ...required(copy.flags[0], 'template flag'),
           key: `flag-${index}`,
           name: `Flag ${index}`,
           salt: randomBytes(8).toString('hex'),
@@ -244,7 +248,7 @@ async function cloneTemplates(url: string, templateIds: string[]): Promise<void>
         for (let start = 0; start < rows.length; start += chunk) {
           await trx
             .insertInto(table)
-            .values(rows.slice(start, start + chunk) as never)
+            .values(rows.slice(start, start + chunk))
             .execute();
         }
       }
@@ -298,7 +302,7 @@ export function measureMemory(
       }
       await cloneTemplates(database.url, templateIds);
       const seedSeconds = (performance.now() - seedStart) / 1_000;
-      const pid = node.service.child.pid!;
+      const pid = required(node.service.child.pid, 'pid of vexil serve');
       const idle = await residentMemory(pid);
       let configurationBytes = 0;
       let compressedConfigurationBytes = 0;

@@ -66,8 +66,8 @@ export function startService(
   const keep = (chunk: Buffer) => {
     tail = (tail + chunk.toString()).slice(-OUTPUT_TAIL_CHARS);
   };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
   const exited = new Promise<void>((resolve) =>
     child.once('exit', () => {
       running.delete(child);

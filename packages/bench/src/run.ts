@@ -47,6 +47,7 @@ import {
 } from './seed.js';
 import { bootstrap, REPO_ROOT, startNode } from './service.js';
 import { median } from './statistics.js';
+import { required } from './required.js';
 import { runWrk, type LoadScenario } from './wrk.js';
 
 const CONNECTIONS = [1, 50, 256];
@@ -175,7 +176,7 @@ async function measurePairedRatios(
       load(ceilingUrl, HELLO_SCENARIO),
       load(baseUrl, scenario),
     );
-    const rounds = measured.map((rate, round) => rate / ceilings[round]!);
+    const rounds = measured.map((rate, round) => rate / required(ceilings[round], 'ceiling round'));
     const ratio = { connections, rounds, median: median(rounds) };
     progress(
       `${name} @${connections}: paired ratio ${ratio.median.toFixed(2)} ` +
@@ -302,7 +303,7 @@ async function measureServiceOn(
           database,
           node,
           token,
-          serverEvaluate: scenarios[0]!.scenario,
+          serverEvaluate: required(scenarios[0], 'scenario').scenario,
           scratchDir,
           progress,
         })
@@ -336,7 +337,10 @@ async function microBenchmark(): Promise<string> {
 /** The commit measured, marked when the working tree differs from it. */
 function gitCommit(): string {
   const git = (...args: string[]) =>
-    spawnSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).stdout?.trim() ?? '';
+    // No output (null) when git cannot be run.
+    (
+      spawnSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).stdout as string | null
+    )?.trim() ?? '';
   const commit = git('rev-parse', '--short', 'HEAD') || 'unknown';
   return git('status', '--porcelain') ? `${commit} with uncommitted changes` : commit;
 }
@@ -352,7 +356,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const scratchDir = await mkdtemp(join(tmpdir(), 'vexil-bench-'));
-  const loadAtStart = loadavg()[0]!;
+  const loadAtStart = required(loadavg()[0], 'load average');
   await withCleanup(
     () => rm(scratchDir, { recursive: true, force: true }),
     async () => {
@@ -408,7 +412,7 @@ async function main(): Promise<void> {
           memoryGb: totalmem() / 1024 ** 3,
           node: process.version,
           platform: `${process.platform}-${process.arch}`,
-          loadAverage: { start: loadAtStart, end: loadavg()[0]! },
+          loadAverage: { start: loadAtStart, end: required(loadavg()[0], 'load average') },
         },
         settings: {
           connections: CONNECTIONS,

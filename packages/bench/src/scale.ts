@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { BenchDatabase } from './databases.js';
 import { measureFanOut, type FanOutMeasurement } from './fan-out.js';
 import { freePort, startService, waitUntilAnswering } from './processes.js';
+import { required } from './required.js';
 import { flipFlag, ManagementClient, seedSmallProject } from './seed.js';
 import { startNode, type Node } from './service.js';
 import {
@@ -89,11 +90,11 @@ async function measureStreams(
     name: 'vexil serve',
     streamUrl: `${node.baseUrl}/v1/sdk/stream`,
     authorization: project.serverKey,
-    serverPid: node.service.child.pid!,
+    serverPid: required(node.service.child.pid, 'pid of vexil serve'),
     streams: STREAMS,
     rounds: FAN_OUT_ROUNDS,
     payloadBytes,
-    trigger: () => flipFlag(client, project, project.flagKeys[0]!),
+    trigger: () => flipFlag(client, project, required(project.flagKeys[0], 'flag')),
   });
   const port = await freePort();
   const ceiling = startService(process.execPath, [HELLO_SERVER, String(port), 'node']);
@@ -103,7 +104,7 @@ async function measureStreams(
     const fanOutCeiling = await measureFanOut({
       name: 'bare node:http',
       streamUrl: `${baseUrl}/stream`,
-      serverPid: ceiling.child.pid!,
+      serverPid: required(ceiling.child.pid, 'pid of the ceiling'),
       streams: STREAMS,
       rounds: FAN_OUT_ROUNDS,
       payloadBytes,

@@ -1,5 +1,6 @@
 import { CLIENT_VISIBLE_EVERY, type SeededConfiguration } from './seed.js';
 import type { LoadScenario } from './wrk.js';
+import { required } from './required.js';
 
 /** A measured route, with the share of the bare-Fastify ceiling it should reach (issue 3). */
 export interface RouteScenario {
@@ -25,14 +26,19 @@ const DOMAINS = ['acme.com', 'globex.com', 'example.org', 'mail.test'];
  * Deterministic, varied user attributes: every rule and segment condition of the seeded
  * configuration matches some of them and misses others.
  */
+/** The element at `n` of a non-empty list, counting round it. */
+function cycle<T>(list: readonly T[], n: number): T {
+  return required(list[n % list.length], 'list element');
+}
+
 function attributes(index: number) {
   const userId = index % 7 === 0 ? `beta-${index}` : `user-${index}`;
   return {
     userId,
     attributes: {
-      country: COUNTRIES[index % COUNTRIES.length]!,
-      plan: PLANS[(index * 3) % PLANS.length]!,
-      appVersion: VERSIONS[(index * 5) % VERSIONS.length]!,
+      country: cycle(COUNTRIES, index),
+      plan: cycle(PLANS, index * 3),
+      appVersion: cycle(VERSIONS, index * 5),
       email: `${index % 9 === 0 ? 'qa-' : 'user'}${index}@${DOMAINS[index % DOMAINS.length]}`,
       sessions: (index * 17) % 60,
     },

@@ -4,6 +4,7 @@
  * numeric, set and prefix operators, some behind a segment, some rolled out to a percentage),
  * all switched on, and a server-side and a client-side SDK key.
  */
+import { required } from './required.js';
 
 export const ORG = 'bench';
 export const PROJECT = 'shop';
@@ -63,7 +64,8 @@ export class ManagementClient {
 
 /** True when the server has no such route at all (as opposed to a missing resource). */
 function isMissingRoute(answer: Answer): boolean {
-  return answer.status === 404 && String(answer.body.message ?? '').startsWith('No route');
+  const { message } = answer.body;
+  return answer.status === 404 && typeof message === 'string' && message.startsWith('No route');
 }
 
 function segmentBody(index: number) {
@@ -136,7 +138,7 @@ function flagBody(index: number) {
  * segment (when the server has segments).
  */
 function ruleBodies(index: number, variationIds: string[], segmentIds: string[]) {
-  const served = (n: number) => variationIds[n % variationIds.length]!;
+  const served = (n: number) => required(variationIds[n % variationIds.length], 'variation');
   const condition = (attribute: string, operator: string, values: string[]) => ({
     attribute,
     operator,
@@ -164,7 +166,7 @@ function ruleBodies(index: number, variationIds: string[], segmentIds: string[])
       description: 'Staff and heavy users, half of them',
       variationId: served(1),
       rolloutPercentage: 50,
-      userSegmentId: segmentIds.length > 0 ? segmentIds[index % segmentIds.length]! : null,
+      userSegmentId: segmentIds[index % segmentIds.length] ?? null,
       conditionGroups: [
         {
           operator: 'Or',
@@ -203,7 +205,7 @@ export async function forEachConcurrently<T>(
 ): Promise<void> {
   let next = 0;
   const worker = async () => {
-    while (next < items.length) await work(items[next++]!);
+    while (next < items.length) await work(required(items[next++], 'item'));
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

@@ -12,6 +12,7 @@
  */
 import { request, type IncomingMessage } from 'node:http';
 import { preciseNow } from './statistics.js';
+import { required } from './required.js';
 
 /** Streams connecting at once: well under the server's listen backlog. */
 const CONNECT_BATCH = 100;
@@ -47,7 +48,7 @@ function follow(response: IncomingMessage, index: number): void {
       if (!frame.startsWith('event: put\n')) continue;
       const id = /^id: (\d+)$/m.exec(frame)?.[1];
       if (id !== undefined) {
-        received[index]!.push({ version: Number(id), at });
+        required(received[index], 'stream').push({ version: Number(id), at });
         onPut();
       }
     }
@@ -57,7 +58,7 @@ function follow(response: IncomingMessage, index: number): void {
 function open(index: number): Promise<void> {
   received[index] = [];
   return new Promise((resolve, reject) => {
-    const outgoing = request(url!, {
+    const outgoing = request(required(url, 'stream URL argument'), {
       agent: false,
       headers: authorization ? { authorization } : {},
     });
@@ -78,7 +79,10 @@ function open(index: number): Promise<void> {
 function waitForAll(after: number): Promise<void> {
   const done = () => received.every((puts) => puts.some((put) => put.version > after));
   return new Promise((resolve) => {
-    if (done()) return resolve();
+    if (done()) {
+      resolve();
+      return;
+    }
     const timer = setTimeout(finish, WAIT_TIMEOUT_MS);
     function finish() {
       clearTimeout(timer);

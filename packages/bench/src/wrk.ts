@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runCommand } from './processes.js';
+import { required } from './required.js';
 
 /** One kind of request to load a server with. */
 export interface LoadScenario {
@@ -42,7 +43,7 @@ function luaScript(scenario: LoadScenario): string {
   const requests =
     scenario.bodies.length <= 1
       ? scenario.bodies.length === 1
-        ? `wrk.body = ${luaString(scenario.bodies[0]!)}`
+        ? `wrk.body = ${luaString(required(scenario.bodies[0], 'body'))}`
         : ''
       : `local bodies = {\n${scenario.bodies.map(luaString).join(',\n')}\n}
 local next_body = 0

@@ -122,8 +122,9 @@ function isOr(operator: unknown): boolean {
   return typeof operator === 'string' && operator.toLowerCase() === 'or';
 }
 
+// The configuration is parsed JSON: a list it declares may be missing or not a list at all.
 function asArray<T>(value: readonly T[] | null | undefined): readonly T[] {
-  return Array.isArray(value) ? value : [];
+  return Array.isArray(value) ? (value as readonly T[]) : [];
 }
 
 // Variation values are handed to callers on every evaluation; freezing a private copy means no
@@ -198,7 +199,9 @@ function compileServe(
       makeServe(rollout, true, -1, null, '', NO_BOUNDS, NO_BOUNDS),
     );
   if (typeof serve !== 'object' || serve === null) return malformed(false);
-  if (serve.type === 'Fixed') {
+  // Parsed JSON: the type may be neither of those declared.
+  const type: string = serve.type;
+  if (type === 'Fixed') {
     const index =
       typeof serve.variation === 'string' ? (variationIndex.get(serve.variation) ?? -1) : -1;
     if (index < 0) return malformed(false);
@@ -206,7 +209,7 @@ function compileServe(
       makeServe(false, false, index, null, '', NO_BOUNDS, NO_BOUNDS),
     );
   }
-  if (serve.type !== 'Rollout') return malformed(false);
+  if (type !== 'Rollout') return malformed(false);
   const bounds: number[] = [];
   const boundVariations: number[] = [];
   let cumulative = 0;
@@ -262,8 +265,10 @@ function compileRule(
   scope: CompileScope,
 ): CompiledRule {
   const segmentKey = rule.segmentKey;
+  // Parsed JSON: an id may arrive as a number.
+  const id: unknown = rule.id;
   return {
-    id: String(rule.id),
+    id: String(id),
     groups: compileGroups(asArray(rule.conditionGroups), scope),
     segment:
       typeof segmentKey === 'string' && segmentKey !== ''
@@ -302,7 +307,8 @@ function compileFlag(flag: SdkFlag, key: string, index: number, scope: CompileSc
   return {
     key,
     index,
-    enabled: flag.enabled === true,
+    // Parsed JSON: only `true` itself turns a flag on.
+    enabled: (flag.enabled as unknown) === true,
     variations,
     offIndex: variationIndex.get(flag.offVariation) ?? -1,
     prerequisites: prerequisites.length > 0 ? prerequisites : NONE,

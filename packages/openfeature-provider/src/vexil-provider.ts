@@ -102,45 +102,52 @@ export class VexilProvider implements Provider {
     if (this.ownsClient) await this.client.close();
   }
 
-  async resolveBooleanEvaluation(
+  // Resolutions are synchronous lookups; OpenFeature's server interface asks for promises.
+  resolveBooleanEvaluation(
     flagKey: string,
     defaultValue: boolean,
     context: EvaluationContext,
   ): Promise<ResolutionDetails<boolean>> {
-    return resolution(this.client.boolVariationDetail(flagKey, context, defaultValue));
+    return Promise.resolve(
+      resolution(this.client.boolVariationDetail(flagKey, context, defaultValue)),
+    );
   }
 
-  async resolveStringEvaluation(
+  resolveStringEvaluation(
     flagKey: string,
     defaultValue: string,
     context: EvaluationContext,
   ): Promise<ResolutionDetails<string>> {
-    return resolution(this.client.stringVariationDetail(flagKey, context, defaultValue));
+    return Promise.resolve(
+      resolution(this.client.stringVariationDetail(flagKey, context, defaultValue)),
+    );
   }
 
-  async resolveNumberEvaluation(
+  resolveNumberEvaluation(
     flagKey: string,
     defaultValue: number,
     context: EvaluationContext,
   ): Promise<ResolutionDetails<number>> {
-    return resolution(this.client.numberVariationDetail(flagKey, context, defaultValue));
+    return Promise.resolve(
+      resolution(this.client.numberVariationDetail(flagKey, context, defaultValue)),
+    );
   }
 
-  async resolveObjectEvaluation<T extends JsonValue>(
+  resolveObjectEvaluation<T extends JsonValue>(
     flagKey: string,
     defaultValue: T,
     context: EvaluationContext,
   ): Promise<ResolutionDetails<T>> {
     const detail = this.client.jsonVariationDetail<T>(flagKey, context, defaultValue);
     if (detail.variation !== null && !isJsonStructure(detail.value)) {
-      return {
+      return Promise.resolve({
         value: defaultValue,
         reason: StandardResolutionReasons.ERROR,
         errorCode: ErrorCode.TYPE_MISMATCH,
         errorMessage: `flag "${flagKey}" is not an object`,
-      };
+      });
     }
-    return resolution(detail);
+    return Promise.resolve(resolution(detail));
   }
 
   /** Sends an OpenFeature `track` call to Vexil as a custom event (`POST /v1/sdk/events`). */

@@ -44,7 +44,10 @@ export class SseParser {
   }
 
   private line(line: string, messages: SseMessage[]): void {
-    if (line === '') return this.dispatch(messages);
+    if (line === '') {
+      this.dispatch(messages);
+      return;
+    }
     if (line.startsWith(':')) return;
     const colon = line.indexOf(':');
     const field = colon < 0 ? line : line.slice(0, colon);

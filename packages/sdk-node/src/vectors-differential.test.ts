@@ -626,10 +626,10 @@ function distinctConfigurations(): SdkConfiguration[] {
 describe('differential over the test vectors: @vexil/node agrees with /v1/sdk/evaluate', () => {
   const translation = translate(distinctConfigurations());
   const flagKeys = translation.flags.map((f) => f.key);
-  let server: ServeProcess;
+  let server: ServeProcess | undefined;
   let directory: string;
   let postgres: Awaited<ReturnType<typeof createPostgresDatabase>> | undefined;
-  let client: VexilClient;
+  let client: VexilClient | undefined;
   let sdkKey: string;
   let baseUrl: string;
   // node:http with a keep-alive pool: several times cheaper per request than fetch here.
@@ -645,10 +645,11 @@ describe('differential over the test vectors: @vexil/node agrees with /v1/sdk/ev
       VEXIL_RATE_LIMIT: '1000000',
     };
     const { token } = await bootstrapWithCli(env);
-    server = await ServeProcess.start(env);
-    baseUrl = server.baseUrl;
+    const serve = await ServeProcess.start(env);
+    server = serve;
+    baseUrl = serve.baseUrl;
     const manage: Manage = async (method, path, body) => {
-      const response = await server.request(method, path, { token, body });
+      const response = await serve.request(method, path, { token, body });
       if (response.status >= 300)
         throw new Error(`${method} ${path}: ${JSON.stringify(response.body)}`);
       return (response.body ?? {}) as Record<string, unknown>;
@@ -721,7 +722,7 @@ describe('differential over the test vectors: @vexil/node agrees with /v1/sdk/ev
       0.7 * configurations.total,
     );
     // The SDK holds exactly what was built.
-    expect(Object.keys(client.allFlags({})).sort()).toEqual([...flagKeys].sort());
+    expect(Object.keys(client!.allFlags({})).sort()).toEqual([...flagKeys].sort());
   });
 
   it('builds each covered flag as its vector describes it (salts and rule ids aside)', async () => {
@@ -772,7 +773,7 @@ describe('differential over the test vectors: @vexil/node agrees with /v1/sdk/ev
       while (next < cases.length) {
         const { flagKey, context } = cases[next++]!;
         const remote = await evaluateRemotely(flagKey, context);
-        const local = client.jsonVariationDetail(flagKey, context, null);
+        const local = client!.jsonVariationDetail(flagKey, context, null);
         count(reasons, local.reason);
         if (!outcomes.has(flagKey)) outcomes.set(flagKey, new Set());
         outcomes.get(flagKey)!.add(`${local.variation} ${local.reason}`);
@@ -790,6 +791,7 @@ describe('differential over the test vectors: @vexil/node agrees with /v1/sdk/ev
     const matched = ruled.filter((f) =>
       [...outcomes.get(f.key)!].some((o) => o.endsWith('TARGETING_MATCH')),
     );
+    const neverMatched = ruled.filter((f) => !matched.includes(f)).map((f) => f.key);
     const varied = [...outcomes.values()].filter((o) => o.size > 1);
     // Reported, not asserted: the throughput that sizes the slice.
     console.info(
@@ -798,7 +800,7 @@ describe('differential over the test vectors: @vexil/node agrees with /v1/sdk/ev
         `${Math.max(...perFlag.values())} times) in ${Date.now() - started} ms; reasons: ` +
         `${JSON.stringify(Object.fromEntries(reasons))}; enabled flags with rules that matched: ` +
         `${matched.length} of ${ruled.length} (never: ` +
-        `${ruled.filter((f) => !matched.includes(f)).map((f) => f.key)}); flags with more than one outcome: ` +
+        `${neverMatched.join()}); flags with more than one outcome: ` +
         `${varied.length} of ${flagKeys.length}`,
     );
     expect({ mismatchCount, mismatches }).toEqual({ mismatchCount: 0, mismatches: [] });

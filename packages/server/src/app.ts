@@ -181,7 +181,7 @@ export async function createVexil(
     },
   });
 
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   app.get('/docs/errors', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(errorReferencePage()),
   );
@@ -195,17 +195,17 @@ export async function createVexil(
         answerUnmatchedRequests(management);
         management.addHook('onRequest', async (request, reply) => {
           const now = clock.now();
-          let failure: unknown = null;
+          let failure: { error: unknown } | null = null;
           try {
             if (!startup.ready) throw databaseUnavailable();
             request.caller = await authenticate(services.db, request.headers.authorization, now);
           } catch (error) {
-            failure = error;
+            failure = { error };
           }
           // Unauthenticated requests are counted per client IP, so credential guessing is bounded.
           const key = request.caller ? `token:${request.caller.tokenId}` : `ip:${request.ip}`;
           await limiter.consume(key, reply, now.getTime());
-          if (failure) throw failure;
+          if (failure) throw failure.error;
         });
         management.addHook('preValidation', rejectNulCharacters);
         registerIdempotency(management, services);
@@ -214,9 +214,13 @@ export async function createVexil(
       { prefix: '/api/v1' },
     );
     // The AI-agent tool server: its tools call the management API in-process (design record 011).
-    await app.register(async (mcp) => registerMcpApi(mcp, { services, snapshots, limiter }), {
-      prefix: '/mcp',
-    });
+    await app.register(
+      (mcp, _options, done) => {
+        registerMcpApi(mcp, { services, snapshots, limiter });
+        done();
+      },
+      { prefix: '/mcp' },
+    );
   }
 
   if (roles.has('evaluation')) {
@@ -224,14 +228,14 @@ export async function createVexil(
     await app.register(
       async (evaluation) => {
         await allowBrowserCalls(evaluation);
-        await registerEvaluationApi(evaluation, services, snapshots, sdk, bus);
+        registerEvaluationApi(evaluation, services, snapshots, sdk, bus);
       },
       { prefix: '/v1' },
     );
     await app.register(
       async (ofrep) => {
         await allowBrowserCalls(ofrep);
-        await registerOfrepApi(ofrep, services, sdk);
+        registerOfrepApi(ofrep, services, sdk);
       },
       { prefix: '/ofrep/v1' },
     );

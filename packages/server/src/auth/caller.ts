@@ -83,18 +83,24 @@ export async function authenticate(
       tokenId: row.id,
       id: row.id,
       name: row.name,
-      organizationId: row.organization_id!,
-      role: row.role!,
+      organizationId: required(row.organization_id, 'organization_id'),
+      role: required(row.role, 'role'),
       projectScope: row.project_scope ? (JSON.parse(row.project_scope) as string[]) : null,
     };
   }
   return {
     type: 'user',
     tokenId: row.id,
-    id: row.user_id!,
-    email: row.email!,
+    id: required(row.user_id, 'user_id'),
+    email: required(row.email, 'users.email'),
     name: row.user_name ?? null,
     emailVerified: row.email_verified === 1,
     ssoConnectionId: row.sso_connection_id,
   };
+}
+
+/** A column the token's kind guarantees (service tokens: organization and role; user tokens: user). */
+function required<T>(value: T | null, column: string): T {
+  if (value === null) throw new Error(`api_tokens row without ${column}`);
+  return value;
 }

@@ -206,7 +206,7 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
       const changed = await sdkFlags({ 'if-none-match': etag });
       expect(changed.status).toBe(200);
       expect(changed.headers.etag).not.toBe(etag);
-      expect(changed.body.version).toBe(first.body.version + 1);
+      expect(changed.body.version).toBe((first.body.version as number) + 1);
     });
 
     it('sends the document gzipped to clients that accept gzip, and the same document to others', async () => {

@@ -229,7 +229,7 @@ describe.each(testDialects())('OFREP on %s', (dialect) => {
     });
     afterAll(() => WebOpenFeature.clearProviders());
 
-    it('bulk-evaluates the client-visible flags once and serves them synchronously', async () => {
+    it('bulk-evaluates the client-visible flags once and serves them synchronously', () => {
       expect(web.getStringValue('banner-text', 'x')).toBe('Hello');
       expect(web.getObjectValue('theme', {})).toEqual({ mode: 'dark', contrast: 2 });
       expect(web.getBooleanDetails('kill-switch', true)).toMatchObject({

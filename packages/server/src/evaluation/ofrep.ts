@@ -214,13 +214,13 @@ function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: 
  * see every flag, client keys only client-side-visible ones (others are FLAG_NOT_FOUND).
  * Answers come from the same in-memory snapshots as the Vexil evaluation API.
  */
-export async function registerOfrepApi(
+export function registerOfrepApi(
   app: App,
   services: Services,
   sdk: SdkAuthenticator,
-): Promise<void> {
+): void {
   app.setErrorHandler(ofrepErrorHandler);
-  app.setNotFoundHandler(async (request) => {
+  app.setNotFoundHandler((request) => {
     throw new OfrepError(404, null, `No route ${request.method} ${request.url.split('?')[0]}.`);
   });
 

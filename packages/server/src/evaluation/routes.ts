@@ -55,15 +55,15 @@ function whenReady<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Prom
  * `Authorization` header, bare or after `Bearer ` (design record 006). Every answer comes from an
  * in-memory snapshot; only the first request after a change reads the database.
  */
-export async function registerEvaluationApi(
+export function registerEvaluationApi(
   app: App,
   services: Services,
   snapshots: SnapshotStore,
   sdk: SdkAuthenticator,
   streamRelay: StreamRelay,
-): Promise<void> {
+): void {
   app.setErrorHandler(problemErrorHandler);
-  app.setNotFoundHandler(async (request) => {
+  app.setNotFoundHandler((request) => {
     throw new ProblemError(
       404,
       'Not Found',

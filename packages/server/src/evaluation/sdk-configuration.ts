@@ -78,8 +78,9 @@ export async function readEnvironmentConfiguration(
         for (const flag of flags) {
           if (flag.clientSideVisible) clientSideKeys.push(flag.sdkFlag.key);
         }
-        if (flags.length < FLAGS_PER_PAGE) break;
-        after = flags[flags.length - 1]!.sdkFlag.key;
+        const last = flags.at(-1);
+        if (flags.length < FLAGS_PER_PAGE || !last) break;
+        after = last.sdkFlag.key;
       }
       return {
         environment: environment.key,
@@ -97,7 +98,13 @@ export async function readEnvironmentConfiguration(
     });
 }
 
-const sdkCondition = ({ attribute, operator, values, negate }: StoredCondition): SdkCondition => ({
+// Parsed JSON, read defensively: a condition stored without `negate` is not negated.
+const sdkCondition = ({
+  attribute,
+  operator,
+  values,
+  negate,
+}: Omit<StoredCondition, 'negate'> & { negate?: boolean }): SdkCondition => ({
   attribute,
   operator,
   values,

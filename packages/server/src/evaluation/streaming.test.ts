@@ -86,7 +86,7 @@ describe.each(testDialects())('streaming on %s', (dialect) => {
 
   afterAll(async () => {
     for (const reader of open) reader.close();
-    await vexil?.close();
+    await vexil.close();
   });
 
   const currentConfiguration = async () =>
@@ -130,7 +130,7 @@ describe.each(testDialects())('streaming on %s', (dialect) => {
       await toggle('new-checkout', false);
       const changed = await reader.next();
       expect(changed.event).toBe('put');
-      expect(changed.id).toBe(String(version + 1));
+      expect(changed.id).toBe(String((version as number) + 1));
       reader.close();
     });
 

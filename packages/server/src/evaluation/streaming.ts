@@ -83,7 +83,10 @@ abstract class Stream {
       try {
         const snapshot = await this.snapshots.get(this.environmentId);
         this.failed = false;
-        if (!snapshot) return this.close();
+        if (!snapshot) {
+          this.close();
+          return;
+        }
         await this.push(snapshot);
       } catch (error) {
         this.failed = true;
@@ -231,7 +234,7 @@ class StreamRegistry {
    * within one heartbeat (design record 010, Streaming).
    */
   private async heartbeat(): Promise<void> {
-    const byCredential = new Map<string, Stream[]>();
+    const byCredential = new Map<string, [Stream, ...Stream[]]>();
     for (const streams of this.byEnvironment.values()) {
       for (const stream of streams) {
         stream.heartbeat();
@@ -243,7 +246,7 @@ class StreamRegistry {
     await Promise.all(
       [...byCredential.values()].map(async (group) => {
         try {
-          await group[0]!.authenticate();
+          await group[0].authenticate();
         } catch (error) {
           // Only a refused key ends streams; an unavailable database is retried next time.
           if (error instanceof SdkAuthFailure && error.refusesKey) {
@@ -341,7 +344,10 @@ export function registerStreamingApi(
   const authenticate = (request: FastifyRequest, type: SdkKeyType) =>
     sdk.authenticate(request.headers.authorization, type);
   const registry = new StreamRegistry(snapshots, services.config.streamHeartbeatMs);
-  app.addHook('preClose', async () => registry.closeAll());
+  app.addHook('preClose', (done) => {
+    registry.closeAll();
+    done();
+  });
   const identifyHere: StreamIdentifier = (environmentId, streamId, context) => {
     const stream = registry.clientStream(streamId);
     // Another environment's stream is never touched, even when its id is known.

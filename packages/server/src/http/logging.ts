@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import {
   LogController,
   type FastifyReply,
@@ -54,7 +55,8 @@ export function loggerOptions(
         url: redactUrl(request.url),
         host: request.host,
         remoteAddress: request.ip,
-        remotePort: request.socket?.remotePort,
+        // As in Fastify's own serializer: a request may come without a socket.
+        remotePort: (request.socket as Socket | undefined)?.remotePort,
       }),
     },
   };

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { ApiError, invalidField } from './errors.js';
 
 const NUL = '\u0000';
@@ -10,8 +10,8 @@ const PROBLEM = 'must not contain the NUL character (U+0000)';
  */
 function nulPath(value: unknown): string | null {
   const stack: { value: unknown; path: string[] }[] = [{ value, path: [] }];
-  while (stack.length > 0) {
-    const { value: current, path } = stack.pop()!;
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const { value: current, path } = item;
     if (typeof current === 'string') {
       if (current.includes(NUL)) return path.join('.') || 'body';
     } else if (current !== null && typeof current === 'object') {
@@ -28,11 +28,18 @@ function nulPath(value: unknown): string | null {
  * A management `preValidation` hook: refuses NUL characters in the URL and in body strings.
  * PostgreSQL `text` cannot store U+0000, so without this check such input reached the database
  * and failed there as a 500 (found by `http/hardening.test.ts`); SQLite would store it.
- * @throws ApiError 400 `bad_request` for `%00` in the path or query, 400 `validation_failed`
- *   naming the body field otherwise.
+ * Fails the request (through `done`) with ApiError 400 `bad_request` for `%00` in the path or
+ * query, 400 `validation_failed` naming the body field otherwise.
  */
-export async function rejectNulCharacters(request: FastifyRequest): Promise<void> {
-  if (/%00/.test(request.url)) throw new ApiError('bad_request', `The URL ${PROBLEM} (%00).`);
+export function rejectNulCharacters(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
+  if (/%00/.test(request.url)) {
+    done(new ApiError('bad_request', `The URL ${PROBLEM} (%00).`));
+    return;
+  }
   const field = nulPath(request.body);
-  if (field !== null) throw invalidField(field, PROBLEM);
+  done(field === null ? undefined : invalidField(field, PROBLEM));
 }

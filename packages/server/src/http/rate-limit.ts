@@ -53,8 +53,8 @@ export class ManagementRateLimiter {
 export interface RateLimiterHandle {
   limiter: ManagementRateLimiter;
   /** True while Redis is unreachable and each node counts on its own (design record 019). */
-  perNodeFallback(): boolean;
-  close(): Promise<void>;
+  perNodeFallback: () => boolean;
+  close: () => Promise<void>;
 }
 
 /**

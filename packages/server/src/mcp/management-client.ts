@@ -35,7 +35,7 @@ export class ManagementClient {
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(options.query ?? {}))
       if (value !== undefined) query.set(name, String(value));
-    const search = query.size > 0 ? `?${query}` : '';
+    const search = query.size > 0 ? `?${query.toString()}` : '';
     const response = await this.app.inject({
       method,
       url: `/api/v1/${segments.map(encodeURIComponent).join('/')}${search}`,

@@ -41,32 +41,32 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
       ServeProcess.start(env),
       ServeProcess.start(env, ['--only', 'evaluation']),
     ]);
-    nodes.push(a!, b!);
+    nodes.push(a, b);
     expect(
       (
-        await a!.request('POST', '/api/v1/orgs/acme/projects', {
+        await a.request('POST', '/api/v1/orgs/acme/projects', {
           token,
           body: { key: 'web', name: 'Web' },
         })
       ).status,
     ).toBe(201);
     expect(
-      (await a!.request('POST', `${base}/flags`, { token, body: { key: 'beta' } })).status,
+      (await a.request('POST', `${base}/flags`, { token, body: { key: 'beta' } })).status,
     ).toBe(201);
-    const key = await a!.request('POST', `${base}/environments/production/sdk-keys`, {
+    const key = await a.request('POST', `${base}/environments/production/sdk-keys`, {
       token,
       body: { name: 'k', type: 'ServerSide' },
     });
     const evaluateOnB = () =>
-      b!.request('POST', '/v1/sdk/evaluate', {
+      b.request('POST', '/v1/sdk/evaluate', {
         sdkKey: key.body.key,
         body: { flagKey: 'beta', context: { userId: 'u' } },
       });
     expect((await evaluateOnB()).body.value).toBe(false);
     // B serves only evaluation: its management API is not mounted.
-    expect((await b!.request('GET', '/api/v1/me', { token })).status).toBe(404);
+    expect((await b.request('GET', '/api/v1/me', { token })).status).toBe(404);
 
-    await a!.request('POST', `${base}/flags/beta/environments/production/toggle`, {
+    await a.request('POST', `${base}/flags/beta/environments/production/toggle`, {
       token,
       body: { enabled: true },
     });
@@ -168,13 +168,13 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
       token,
       body: { enabled: false },
     });
-    expect(await eventually(async () => receiver.received.length === 1, 5000)).toBe(true);
+    expect(await eventually(() => receiver.received.length === 1, 5000)).toBe(true);
     await a!.stop('SIGKILL');
 
     const c = await ServeProcess.start(env);
     nodes.push(c);
     // After A's lease runs out, C retries the same event.
-    const delivered = await eventually(async () => receiver.received.length >= 2, 20_000);
+    const delivered = await eventually(() => receiver.received.length >= 2, 20_000);
     expect(delivered).toBe(true);
     expect(receiver.received[1]!.headers['webhook-id']).toBe(
       receiver.received[0]!.headers['webhook-id'],
@@ -202,7 +202,7 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
         body: { enabled: i % 2 === 0 },
       });
     }
-    const arrived = await eventually(async () => receiver.received.length >= already + 20, 20_000);
+    const arrived = await eventually(() => receiver.received.length >= already + 20, 20_000);
     expect(arrived).toBe(true);
     // Let any duplicate that was going to happen arrive before counting.
     await new Promise((resolve) => setTimeout(resolve, 1500));

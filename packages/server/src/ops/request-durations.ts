@@ -62,15 +62,18 @@ export class RequestDurations {
       }
       const seconds = reply.elapsedTime / 1000;
       let bucket = 0;
-      while (bucket < BUCKETS.length && seconds > BUCKETS[bucket]!) bucket++;
-      series.counts[bucket]!++;
+      for (const bound of BUCKETS) {
+        if (seconds <= bound) break;
+        bucket++;
+      }
+      series.counts[bucket] = (series.counts[bucket] ?? 0) + 1;
       series.sumSeconds += seconds;
       done();
     };
   }
 
   /** The samples, as prom-client's registry reads them from a histogram. */
-  async get(): Promise<{ name: string; help: string; type: string; values: Sample[] }> {
+  get(): Promise<{ name: string; help: string; type: string; values: Sample[] }> {
     const values: Sample[] = [];
     for (const { labels, counts, sumSeconds } of this.series) {
       let cumulative = 0;
@@ -86,7 +89,7 @@ export class RequestDurations {
       values.push({ metricName: `${this.name}_sum`, labels, value: sumSeconds });
       values.push({ metricName: `${this.name}_count`, labels, value: cumulative });
     }
-    return { name: this.name, help: this.help, type: this.type, values };
+    return Promise.resolve({ name: this.name, help: this.help, type: this.type, values });
   }
 
   /** Forgets every observation (prom-client's `registry.resetMetrics()`). */

@@ -48,9 +48,7 @@ export function registerOpsRoutes(
       route.url,
     );
     const existing = route.onResponse;
-    route.onResponse = (
-      existing === undefined ? [observe] : [existing, observe].flat()
-    ) as typeof route.onResponse;
+    route.onResponse = existing === undefined ? [observe] : [existing, observe].flat();
   });
   // Requests that matched no route, which have no route hooks.
   const unmatched = requestDurations.observer(null, 'unmatched');
@@ -117,7 +115,7 @@ export function registerOpsRoutes(
       // While the database is away the last counts stand: /metrics must answer through outages.
       const rows = await services.db
         .selectFrom('webhook_deliveries')
-        .select(['status', (eb) => eb.fn.countAll<number>().as('count')])
+        .select(['status', (eb) => eb.fn.countAll().as('count')])
         .groupBy('status')
         .execute()
         .catch(() => undefined);

@@ -266,5 +266,5 @@ export async function createProjectWithFlag(
     body: { name: 'test', type: options.keyType ?? 'ServerSide' },
   });
   if (key.status !== 201) throw new Error(`sdk key create failed: ${key.text}`);
-  return { project, flag: flagBody.key as string, sdkKey: key.body.key as string };
+  return { project, flag: flagBody.key, sdkKey: key.body.key as string };
 }

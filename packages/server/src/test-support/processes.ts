@@ -55,8 +55,8 @@ export class ServeProcess {
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => output.push(chunk.toString()));
     const node = new ServeProcess(child, `http://127.0.0.1:${port}`, output);
     const deadline = Date.now() + 20_000;
     while (Date.now() < deadline) {
@@ -104,16 +104,15 @@ export class ServeProcess {
     return {
       status: response.status,
       headers: response.headers,
-      // Tests read arbitrary JSON; asserting on it is the point.
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
-      body: (text ? JSON.parse(text) : undefined) as any,
+      // Tests read arbitrary JSON (typed any); asserting on it is the point.
+      body: text ? JSON.parse(text) : undefined,
     };
   }
 }
 
 /** Polls `check` every 50 ms until it returns true or `timeoutMs` passes; returns whether it did. */
 export async function eventually(
-  check: () => Promise<boolean>,
+  check: () => boolean | Promise<boolean>,
   timeoutMs: number,
 ): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;

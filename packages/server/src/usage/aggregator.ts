@@ -265,9 +265,10 @@ export class UsageAggregator {
       const result = await this.db
         .deleteFrom('flag_usage')
         .where('hour', '=', hour)
-        .where(({ exists, selectFrom }) =>
-          exists(
-            selectFrom('flag_usage as newer')
+        .where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('flag_usage as newer')
               .select('newer.hour')
               .whereRef('newer.flag_id', '=', 'flag_usage.flag_id')
               .whereRef('newer.environment_id', '=', 'flag_usage.environment_id')

@@ -57,7 +57,7 @@ export async function readFlagUsage(
   const fromHourMs = range.fromMs - (range.fromMs % HOUR_MS);
   const rows = await services.db
     .selectFrom('flag_usage')
-    .select((eb) => ['environment_id', 'variation_key', eb.fn.sum<number>('count').as('count')])
+    .select((eb) => ['environment_id', 'variation_key', eb.fn.sum('count').as('count')])
     .where('flag_id', '=', flag.id)
     .where('hour', '>=', new Date(fromHourMs).toISOString())
     .where('hour', '<=', new Date(range.toMs).toISOString())

@@ -112,20 +112,22 @@ export function guardedLookup(
   callback: LookupCallback,
 ): void {
   dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) return callback(error, []);
+    if (error) {
+      callback(error, []);
+      return;
+    }
     const refused = addresses.find((entry) => !isPublicAddress(entry.address));
+    const first = addresses[0];
     if (refused) {
-      return callback(
+      callback(
         new TargetRefusedError(
           `refused to connect: ${hostname} resolves to a non-public address (${refused.address})`,
         ),
         [],
       );
-    }
-    if (options.all) return callback(null, addresses);
-    const first = addresses[0];
-    if (!first) return callback(new TargetRefusedError(`${hostname} has no address`), []);
-    callback(null, first.address, first.family);
+    } else if (options.all) callback(null, addresses);
+    else if (!first) callback(new TargetRefusedError(`${hostname} has no address`), []);
+    else callback(null, first.address, first.family);
   });
 }
 
