@@ -12,8 +12,15 @@ import { actionsFor } from '../actions.js';
 import { DescriptionSchema, KeySchema, NameSchema, Timestamp, Uuid } from '../fields.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { checkVariationValue, initialConfiguration } from './configuration.js';
-import { expiryReference, flagDetail, flagListItem, requireFlag } from './queries.js';
-import { FlagListItem, FlagResponse, FlagTypeSchema } from './schemas.js';
+import {
+  expiryReference,
+  flagDetail,
+  flagListItem,
+  flagMetadata,
+  requireFlag,
+  storedMetadata,
+} from './queries.js';
+import { FlagListItem, FlagMetadataSchema, FlagResponse, FlagTypeSchema } from './schemas.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
 const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
@@ -70,6 +77,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
             type: Type.Optional(FlagTypeSchema),
             variations: Type.Optional(Type.Array(VariationInput, { minItems: 1, maxItems: 100 })),
             tags: Type.Optional(TagsSchema),
+            metadata: Type.Optional(FlagMetadataSchema),
             clientSideVisible: Type.Optional(Type.Boolean()),
             isPermanent: Type.Optional(Type.Boolean()),
             ownerId: Type.Optional(Type.Union([Uuid, Type.Null()])),
@@ -96,6 +104,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
         checkVariationValue(type, variation.value, `variations.${index}.value`);
       });
       await checkOwner(services, access, body.ownerId);
+      const metadata = storedMetadata(body.metadata ?? {});
       const flag = await mutateAs(services, access, async (m) => {
         const row: FlagsTable = {
           id: uuid(),
@@ -107,6 +116,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
           is_archived: 0,
           client_side_visible: body.clientSideVisible ? 1 : 0,
           tags: JSON.stringify(body.tags ?? []),
+          metadata,
           expires_at: body.expiresAtUtc ? new Date(body.expiresAtUtc).toISOString() : null,
           owner_user_id: body.ownerId ?? null,
           removal_pr_url: body.removalPrUrl ?? null,
@@ -244,6 +254,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
             name: Type.Optional(Type.Union([NameSchema, Type.Null()])),
             description: Type.Optional(DescriptionSchema),
             tags: Type.Optional(TagsSchema),
+            metadata: Type.Optional(FlagMetadataSchema),
             clientSideVisible: Type.Optional(Type.Boolean()),
             isPermanent: Type.Optional(Type.Boolean()),
             ownerId: Type.Optional(Type.Union([Uuid, Type.Null()])),
@@ -261,6 +272,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
       const flag = await requireFlag(services, access, project, request.params.flag);
       const body = request.body;
       await checkOwner(services, access, body.ownerId);
+      const metadata = body.metadata && storedMetadata(body.metadata);
       const updated = await mutateAs(services, access, async (m) => {
         const row = await m.trx
           .updateTable('flags')
@@ -268,6 +280,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
             ...(body.name !== undefined ? { name: body.name } : {}),
             ...(body.description !== undefined ? { description: body.description } : {}),
             ...(body.tags !== undefined ? { tags: JSON.stringify(body.tags) } : {}),
+            ...(metadata !== undefined ? { metadata } : {}),
             ...(body.clientSideVisible !== undefined
               ? { client_side_visible: body.clientSideVisible ? 1 : 0 }
               : {}),
@@ -288,6 +301,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
           description: r.description,
           ownerId: r.owner_user_id,
           removalPrUrl: r.removal_pr_url,
+          metadata: flagMetadata(r),
         });
         const { updatedAt: _a, ...before } = describe(flag);
         const { updatedAt: _b, ...after } = describe(row);
@@ -298,8 +312,9 @@ export function registerFlagRoutes(app: App, services: Services): void {
           changes: diffProperties(before, after),
           description: `Flag "${flag.key}" updated`,
         });
-        // Only client visibility is part of what SDKs receive.
-        if (body.clientSideVisible !== undefined) await m.touchFlag(flag);
+        // Of these fields, SDKs receive client visibility and metadata.
+        if (body.clientSideVisible !== undefined || row.metadata !== flag.metadata)
+          await m.touchFlag(flag);
         return row;
       });
       return flagDetail(services, access.role, updated);
