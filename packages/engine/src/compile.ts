@@ -5,6 +5,7 @@
 import { ConditionTable } from './conditions.js';
 import type { CompiledCondition } from './conditions.js';
 import type {
+  FlagMetadata,
   SdkConfiguration,
   SdkConditionGroup,
   SdkFlag,
@@ -66,6 +67,8 @@ export interface CompiledFlag {
   /** Sorted by ascending priority. */
   readonly rules: readonly CompiledRule[];
   readonly fallthrough: CompiledServe;
+  /** Frozen; one shared empty object for flags without metadata. */
+  readonly metadata: FlagMetadata;
 }
 
 /**
@@ -186,6 +189,7 @@ function makeServe(
 
 const NO_BOUNDS: readonly number[] = [];
 const NONE: readonly never[] = [];
+const NO_METADATA: FlagMetadata = Object.freeze({});
 
 function compileServe(
   serve: SdkServe | null | undefined,
@@ -288,6 +292,18 @@ function compileVariations(
   );
 }
 
+/** A frozen copy of the metadata's string, finite number and Boolean values; others are dropped. */
+function compileMetadata(metadata: FlagMetadata | null | undefined): FlagMetadata {
+  if (typeof metadata !== 'object' || metadata === null) return NO_METADATA;
+  const entries = Object.entries(metadata).filter(
+    ([, value]) =>
+      typeof value === 'string' ||
+      typeof value === 'boolean' ||
+      (typeof value === 'number' && Number.isFinite(value)),
+  );
+  return entries.length > 0 ? Object.freeze(Object.fromEntries(entries)) : NO_METADATA;
+}
+
 function compileFlag(flag: SdkFlag, key: string, index: number, scope: CompileScope): CompiledFlag {
   const variations = compileVariations(asArray(flag.variations), scope.shared);
   const variationIndex = new Map<string, number>();
@@ -314,6 +330,7 @@ function compileFlag(flag: SdkFlag, key: string, index: number, scope: CompileSc
     prerequisites: prerequisites.length > 0 ? prerequisites : NONE,
     rules: rules.length > 0 ? rules : NONE,
     fallthrough: compileServe(flag.fallthrough, variationIndex, key, scope.shared),
+    metadata: compileMetadata(flag.metadata),
   };
 }
 

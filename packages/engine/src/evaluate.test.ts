@@ -4,6 +4,7 @@ import {
   evaluateAll,
   evaluateFlag,
   evaluateSelected,
+  flagMetadata,
   isStaticFlag,
   selectFlags,
 } from './evaluate.js';
@@ -268,5 +269,31 @@ describe('isStaticFlag: whether a flag reads the context at all', () => {
         isStaticFlag(env, key),
       ),
     ).toEqual(['fixed']);
+  });
+});
+
+describe('flagMetadata: what the team recorded about a flag', () => {
+  const metadata = { version: '1.0.2', replicas: 2, audited: true };
+  const env = compileEnvironment(
+    config(
+      flag('described', { metadata }),
+      flag('plain'),
+      // Configurations are not trusted: values outside OpenFeature's metadata types are dropped.
+      flag('odd', { metadata: { kept: 'yes', nested: { a: 1 }, none: null } as never }),
+    ),
+  );
+
+  it('is the flag metadata, frozen; {} without; undefined for unknown flags', () => {
+    expect(flagMetadata(env, 'described')).toEqual(metadata);
+    expect(Object.isFrozen(flagMetadata(env, 'described'))).toBe(true);
+    expect(flagMetadata(env, 'plain')).toEqual({});
+    expect(flagMetadata(env, 'odd')).toEqual({ kept: 'yes' });
+    expect(flagMetadata(env, 'unknown')).toBeUndefined();
+  });
+
+  it('does not change evaluation', () => {
+    const { key: _described, ...described } = evaluateFlag(env, 'described', {});
+    const { key: _plain, ...plain } = evaluateFlag(env, 'plain', {});
+    expect(described).toEqual(plain);
   });
 });

@@ -23,6 +23,7 @@ import type {
   EvaluationErrorCode,
   EvaluationReason,
   EvaluationResult,
+  FlagMetadata,
 } from './types.js';
 
 const EMPTY_CONTEXT: EvaluationContext = Object.freeze({});
@@ -420,4 +421,13 @@ export function isStaticFlag(env: CompiledEnvironment, flagKey: string): boolean
     flag.rules.length === 0 &&
     !flag.fallthrough.rollout
   );
+}
+
+/**
+ * The flag's metadata (`SdkFlag.metadata`, frozen; empty when it has none), for callers that
+ * return it with an evaluation, as OpenFeature's flag metadata. Undefined for unknown flags.
+ */
+export function flagMetadata(env: CompiledEnvironment, flagKey: string): FlagMetadata | undefined {
+  const index = env.flagIndex.get(flagKey);
+  return index === undefined ? undefined : compiledFlag(env, index).metadata;
 }

@@ -11,6 +11,7 @@ export {
   evaluateAll,
   evaluateFlag,
   evaluateSelected,
+  flagMetadata,
   hasRolloutFallthrough,
   isStaticFlag,
   selectFlags,

@@ -82,6 +82,12 @@ export interface SdkPrerequisite {
   expectedVariationKey: string;
 }
 
+/**
+ * Flag metadata (OpenFeature's flag metadata): what the team recorded about the flag, for the
+ * code that reads it. Evaluation never reads it.
+ */
+export type FlagMetadata = Readonly<Record<string, string | number | boolean>>;
+
 export interface SdkFlag {
   key: string;
   version: number;
@@ -92,6 +98,8 @@ export interface SdkFlag {
   fallthrough: SdkServe;
   offVariation: string;
   prerequisites: SdkPrerequisite[];
+  /** The flag's metadata; absent when it has none. */
+  metadata?: FlagMetadata;
 }
 
 export interface SdkSegment {

@@ -83,6 +83,20 @@ describe.each(testDialects())('@vexil/openfeature-provider on %s', (dialect) => 
     });
   });
 
+  it("returns the flag's metadata in flagMetadata, with the evaluation's keys", async () => {
+    const metadata = { team: 'growth', since: 3, audited: true };
+    const changed = new Promise<void>((resolve) =>
+      client().addHandler(ProviderEvents.ConfigurationChanged, () => resolve()),
+    );
+    await call(vexil, 'PATCH', `${base}/flags/new-checkout`, { token, body: { metadata } });
+    await changed;
+    expect((await client().getBooleanDetails('new-checkout', false, pro)).flagMetadata).toEqual({
+      ...metadata,
+      ruleId: expect.any(String),
+    });
+    expect((await client().getStringDetails('banner-text', 'x', free)).flagMetadata).toEqual({});
+  });
+
   it('emits PROVIDER_CONFIGURATION_CHANGED when a flag changes', async () => {
     const changed = new Promise<void>((resolve) =>
       client().addHandler(ProviderEvents.ConfigurationChanged, () => resolve()),

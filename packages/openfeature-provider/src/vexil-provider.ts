@@ -48,6 +48,8 @@ const isJsonStructure = (value: unknown): boolean => typeof value === 'object' &
  *   context also has `userId` or `key` (design record 009).
  * - **Reasons**: `TARGETING_MATCH` (with `flagMetadata.ruleId`), `SPLIT`, `DEFAULT`, `DISABLED`; a
  *   failed prerequisite is `DEFAULT` with `flagMetadata.prerequisiteKey`, as on OFREP.
+ * - **Flag metadata**: the flag's metadata is returned in `flagMetadata`, with `ruleId` and
+ *   `prerequisiteKey` winning over metadata keys of the same name, as on OFREP.
  * - **Errors** (the caller's default is returned): `PROVIDER_NOT_READY` (no configuration yet),
  *   `FLAG_NOT_FOUND`, `TYPE_MISMATCH` (the flag's value is not of the type asked for), `GENERAL`
  *   (a flag Vexil cannot serve: malformed, prerequisite cycle).
@@ -175,7 +177,8 @@ function resolution<T>(detail: EvaluationDetail<T>): ResolutionDetails<T> {
       errorMessage: detail.errorCode,
     };
   }
-  const flagMetadata: Record<string, string> = {};
+  // The flag's metadata, then the evaluation's keys, which win on a clash (as over OFREP).
+  const flagMetadata: Record<string, string | number | boolean> = { ...detail.metadata };
   if (detail.ruleId) flagMetadata.ruleId = detail.ruleId;
   if (detail.prerequisiteKey) flagMetadata.prerequisiteKey = detail.prerequisiteKey;
   return {

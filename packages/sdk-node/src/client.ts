@@ -3,11 +3,13 @@ import {
   compileEnvironment,
   evaluateAll,
   evaluateFlag,
+  flagMetadata,
   type CompiledEnvironment,
   type EvaluationContext,
   type EvaluationErrorCode,
   type EvaluationReason,
   type EvaluationResult,
+  type FlagMetadata,
   type SdkConfiguration,
 } from '@vexil/engine';
 import { ConfigurationPoller } from './configuration-poller.js';
@@ -78,6 +80,8 @@ export interface EvaluationDetail<T> {
   prerequisiteKey?: string;
   /** The rule that matched (reason `TARGETING_MATCH`). */
   ruleId?: string;
+  /** The flag's metadata (frozen), when it has some and a variation was served. */
+  metadata?: FlagMetadata;
 }
 
 /** Event names and their listener arguments. */
@@ -337,7 +341,11 @@ export class VexilClient {
     if (result.errorCode) detail.errorCode = result.errorCode;
     if (result.prerequisiteKey) detail.prerequisiteKey = result.prerequisiteKey;
     if (result.ruleId) detail.ruleId = result.ruleId;
-    if (detail.variation !== null) this.recordServed(result);
+    if (detail.variation !== null) {
+      const metadata = flagMetadata(this.environment, key);
+      if (metadata && Object.keys(metadata).length > 0) detail.metadata = metadata;
+      this.recordServed(result);
+    }
     return detail;
   }
 

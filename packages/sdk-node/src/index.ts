@@ -14,4 +14,4 @@ export type {
   VexilClientOptions,
 } from './client.js';
 export type { TrackEvent } from './event-reporter.js';
-export type { EvaluationContext, EvaluationReason } from '@vexil/engine';
+export type { EvaluationContext, EvaluationReason, FlagMetadata } from '@vexil/engine';

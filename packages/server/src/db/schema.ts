@@ -87,6 +87,8 @@ export interface FlagsTable {
   client_side_visible: number;
   /** JSON array of strings. */
   tags: string;
+  /** JSON object of string, number and Boolean values (flag metadata). */
+  metadata: string;
   expires_at: string | null;
   owner_user_id: string | null;
   removal_pr_url: string | null;

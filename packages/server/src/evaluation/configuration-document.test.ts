@@ -87,4 +87,16 @@ describe('ConfigurationDocument and its writer', () => {
     const document = await build(config);
     expect((await document.plain()).toString()).toBe(JSON.stringify(config));
   });
+
+  it("carries a flag's metadata, which changes the ETag", async () => {
+    const plain = configuration(3);
+    const described = configuration(3);
+    described.flags[1] = { ...described.flags[1]!, metadata: { team: 'payments', since: 3 } };
+    const [before, after] = await Promise.all([build(plain), build(described)]);
+    expect(JSON.parse(after.flagJson(1).toString()).metadata).toEqual({
+      team: 'payments',
+      since: 3,
+    });
+    expect(after.etag).not.toBe(before.etag);
+  });
 });

@@ -205,6 +205,41 @@ describe.each(testDialects())('OFREP on %s', (dialect) => {
       const details = await server.getBooleanDetails('banner-text', true, { targetingKey: 'u1' });
       expect(details).toMatchObject({ value: true, errorCode: 'TYPE_MISMATCH' });
     });
+
+    it("returns the flag's metadata with the evaluation's; the evaluation's keys win", async () => {
+      const metadata = { version: '1.0.2', replicas: 2, ratio: 0.1, audited: true };
+      await callOk(vexil, 'PATCH', `${base}/flags/new-checkout`, token, {
+        metadata: { ...metadata, ruleId: 'set-by-the-team' },
+      });
+      try {
+        const vip = await server.getBooleanDetails('new-checkout', false, {
+          targetingKey: 'u1',
+          email: 'vip@acme.test',
+        });
+        expect(vip.reason).toBe('TARGETING_MATCH');
+        expect(vip.flagMetadata).toEqual({
+          ...metadata,
+          ruleId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        });
+        const wire = await post(
+          '/evaluate/flags/new-checkout',
+          { context: { targetingKey: 'u2' } },
+          { authorization: `Bearer ${serverKey}` },
+        );
+        expect(await wire.json()).toEqual({
+          key: 'new-checkout',
+          value: false,
+          reason: 'DEFAULT',
+          variant: 'false',
+          metadata: { ...metadata, ruleId: 'set-by-the-team' },
+        });
+      } finally {
+        await callOk(vexil, 'PATCH', `${base}/flags/new-checkout`, token, { metadata: {} });
+      }
+      // Without metadata, the evaluation's own keys only.
+      const plain = await server.getBooleanDetails('new-checkout', true, { targetingKey: 'u2' });
+      expect(plain.flagMetadata).toEqual({});
+    });
   });
 
   describe('web provider (@openfeature/ofrep-web-provider)', () => {

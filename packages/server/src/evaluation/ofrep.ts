@@ -2,9 +2,11 @@ import { createHash } from 'node:crypto';
 import {
   evaluateAll,
   evaluateFlag,
+  flagMetadata,
   hasRolloutFallthrough,
   isStaticFlag,
   type EvaluationResult,
+  type FlagMetadata,
 } from '@vexil/engine';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -46,7 +48,7 @@ interface OfrepSuccess {
   value: unknown;
   reason: string;
   variant: string;
-  metadata?: Record<string, string>;
+  metadata?: FlagMetadata;
 }
 
 /** An evaluation's failure body (OFREP `evaluationFailure` / `flagNotFound`). */
@@ -64,7 +66,9 @@ const ContextSchema = Type.Object(
   { additionalProperties: true, description: 'OpenFeature evaluation context' },
 );
 const RequestSchema = Type.Object({ context: Type.Optional(ContextSchema) });
-const MetadataSchema = Type.Optional(Type.Record(Type.String(), Type.String()));
+const MetadataSchema = Type.Optional(
+  Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()])),
+);
 const SuccessSchema = Type.Object({
   key: Type.String(),
   value: Type.Unknown(),
@@ -84,7 +88,7 @@ function ofrepReason(snapshot: Snapshot, result: EvaluationResult): string {
   return result.reason;
 }
 
-/** Maps an engine result to OFREP (design record 009). */
+/** Maps an engine result to OFREP (design records 009 and 020). */
 function toOfrep(snapshot: Snapshot, result: EvaluationResult): OfrepSuccess | OfrepFailure {
   const { key } = result;
   if (result.errorCode === 'FLAG_NOT_FOUND')
@@ -107,7 +111,11 @@ function toOfrep(snapshot: Snapshot, result: EvaluationResult): OfrepSuccess | O
       errorDetails: `Flag "${key}" is a percentage rollout; send a targetingKey in the context.`,
     };
   }
-  const metadata: Record<string, string> = {};
+  // The flag's own metadata, then the evaluation's: on a clash the evaluation's key wins, so a
+  // metadata entry can never misreport which rule or prerequisite decided (design record 020).
+  const metadata: Record<string, string | number | boolean> = {
+    ...flagMetadata(snapshot.compiled, key),
+  };
   if (result.ruleId) metadata.ruleId = result.ruleId;
   if (result.prerequisiteKey) metadata.prerequisiteKey = result.prerequisiteKey;
   return {

@@ -127,6 +127,7 @@ async function readFlagPage(
       'flags.version',
       'flags.salt',
       'flags.client_side_visible',
+      'flags.metadata',
       'flag_environments.is_enabled',
       'flag_environments.default_variation_id',
       'flag_environments.off_variation_id',
@@ -239,6 +240,10 @@ async function readFlagPage(
       fallthrough,
       offVariation: variationKey.get(flag.off_variation_id) ?? '',
       prerequisites: JSON.parse(flag.prerequisites) as SdkFlag['prerequisites'],
+      // Left out when empty: flags without metadata serialize as they did before it existed.
+      ...(flag.metadata !== '{}'
+        ? { metadata: JSON.parse(flag.metadata) as SdkFlag['metadata'] }
+        : {}),
     };
     return { sdkFlag, clientSideVisible: flag.client_side_visible === 1 };
   });

@@ -29,9 +29,4 @@ export const SERVER_PROVIDER_ONLY: Readonly<Record<string, string>> = {
 };
 
 /** Scenarios run and expected to fail: what Vexil does not do yet. A pass fails the test run. */
-export const KNOWN_GAPS: Readonly<Record<string, string>> = {
-  'Returns metadata':
-    'Not yet: Vexil flags carry no metadata of their own (OFREP metadata holds only ruleId and prerequisiteKey).',
-  'Flag metadata in evaluation details':
-    'Not yet: Vexil flags carry no metadata of their own (OFREP metadata holds only ruleId and prerequisiteKey).',
-};
+export const KNOWN_GAPS: Readonly<Record<string, string>> = {};

@@ -7,7 +7,7 @@ interface TestFlag {
   defaultVariant?: string | null;
   disabled?: boolean;
   contextEvaluator?: string;
-  flagMetadata?: Record<string, unknown> | null;
+  flagMetadata?: Record<string, string | number | boolean> | null;
 }
 
 interface Condition {
@@ -63,6 +63,7 @@ interface SeedFlag {
   defaultVariant: string;
   disabled: boolean;
   targeting?: Targeting;
+  metadata?: Record<string, string | number | boolean>;
 }
 
 /**
@@ -88,8 +89,7 @@ const CONTEXT_AWARE: SeedFlag = {
 /**
  * The flags to create: every flag of `test-flags.json` that Vexil can hold, plus
  * {@link CONTEXT_AWARE}. Flags without a default variant are left out (a Vexil flag always has
- * one; no scenario of these suites reads them), and `flagMetadata` is dropped (Vexil flags carry
- * no metadata of their own; design record 020).
+ * one; no scenario of these suites reads them); `flagMetadata` becomes the flag's metadata.
  */
 export function seedFlags(): SeedFlag[] {
   const testFlags = JSON.parse(
@@ -109,6 +109,7 @@ export function seedFlags(): SeedFlag[] {
       defaultVariant: flag.defaultVariant,
       disabled: flag.disabled === true,
       ...(targeting ? { targeting } : {}),
+      ...(flag.flagMetadata ? { metadata: flag.flagMetadata } : {}),
     });
   }
   return [...flags, CONTEXT_AWARE];
@@ -132,8 +133,8 @@ function vexilVariation(value: unknown): { type: string; value: string } {
 export type Manage = (method: 'POST' | 'PATCH', path: string, body: unknown) => Promise<unknown>;
 
 /**
- * Creates a flag through the management API as a user would: the flag and its variations (visible
- * to client keys, for the web provider), its default variation and targeting rule in `env`, and
+ * Creates a flag through the management API as a user would: the flag with its variations and
+ * metadata (visible to client keys, for the web provider), its default variation and targeting rule in `env`, and
  * switched on unless the suite wants it disabled.
  */
 export async function createFlag(
@@ -151,6 +152,7 @@ export async function createFlag(
     type: variants[0]?.type,
     clientSideVisible: true,
     variations: variants.map(({ key, value }) => ({ key, value })),
+    ...(flag.metadata ? { metadata: flag.metadata } : {}),
   })) as { variations: { id: string; key: string }[] };
   const variationId = (key: string) => {
     const variation = created.variations.find((candidate) => candidate.key === key);

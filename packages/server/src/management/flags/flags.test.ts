@@ -441,3 +441,123 @@ describe.each(testDialects())('flag expiry on %s', (dialect) => {
     }
   });
 });
+
+describe.each(testDialects())('flag metadata on %s', (dialect) => {
+  let vexil: TestVexil;
+  let org: Awaited<ReturnType<typeof createOrg>>;
+  let sdkKey: string;
+  const base = '/api/v1/orgs/acme/projects/web';
+  const flagUpdates = async () =>
+    (
+      await vexil.services.db
+        .selectFrom('webhook_events')
+        .select('payload')
+        .where('type', '=', 'flag.updated')
+        .orderBy('id')
+        .execute()
+    ).map((row) => JSON.parse(row.payload) as { changes: unknown[] });
+  const sdkFlag = async (key: string) =>
+    (await call(vexil, 'GET', `/v1/sdk/flags/${key}`, { token: sdkKey })).body;
+
+  beforeAll(async () => {
+    vexil = await createTestVexil(dialect);
+    org = await createOrg(vexil);
+    ({ sdkKey } = await createProjectWithFlag(vexil, org));
+  });
+  afterAll(() => vexil.close());
+
+  it('is set at create, returned in the detail and served to SDKs; {} when none is given', async () => {
+    const metadata = { version: '1.0.2', replicas: 2, ratio: 0.1, audited: true };
+    const created = await call(vexil, 'POST', `${base}/flags`, {
+      token: org.token,
+      body: { key: 'with-metadata', metadata },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.metadata).toEqual(metadata);
+    const detail = await call(vexil, 'GET', `${base}/flags/with-metadata`, { token: org.token });
+    expect(detail.body.metadata).toEqual(metadata);
+    expect((await sdkFlag('with-metadata')).metadata).toEqual(metadata);
+
+    const plain = await call(vexil, 'GET', `${base}/flags/new-checkout`, { token: org.token });
+    expect(plain.body.metadata).toEqual({});
+    // Omitted, not {}: documents of flags without metadata are as they were before it existed.
+    expect(await sdkFlag('new-checkout')).not.toHaveProperty('metadata');
+  });
+
+  it('update replaces it, emits the change, and bumps the flag version SDKs see', async () => {
+    const before = await sdkFlag('with-metadata');
+    const updated = await call(vexil, 'PATCH', `${base}/flags/with-metadata`, {
+      token: org.token,
+      body: { metadata: { version: '1.0.3' } },
+    });
+    expect(updated.status).toBe(200);
+    expect(updated.body.metadata).toEqual({ version: '1.0.3' });
+    const after = await sdkFlag('with-metadata');
+    expect(after.metadata).toEqual({ version: '1.0.3' });
+    expect(after.version).toBe(before.version + 1);
+    expect((await flagUpdates()).at(-1)?.changes).toEqual([
+      {
+        property: 'Metadata',
+        from: '{"audited":true,"ratio":0.1,"replicas":2,"version":"1.0.2"}',
+        to: '{"version":"1.0.3"}',
+      },
+    ]);
+
+    // The same metadata again (keys in any order) is no change for SDKs.
+    await call(vexil, 'PATCH', `${base}/flags/with-metadata`, {
+      token: org.token,
+      body: { metadata: { version: '1.0.3' }, name: 'With metadata' },
+    });
+    expect((await sdkFlag('with-metadata')).version).toBe(after.version);
+    expect((await flagUpdates()).at(-1)?.changes).toEqual([
+      { property: 'Name', from: null, to: 'With metadata' },
+    ]);
+
+    const cleared = await call(vexil, 'PATCH', `${base}/flags/with-metadata`, {
+      token: org.token,
+      body: { metadata: {} },
+    });
+    expect(cleared.body.metadata).toEqual({});
+    expect(await sdkFlag('with-metadata')).not.toHaveProperty('metadata');
+  });
+
+  it('is validated at the edge with field-level errors, on create and update', async () => {
+    const tooMany = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, i]));
+    const cases: [unknown, string][] = [
+      [tooMany, 'metadata'],
+      [{ ['k'.repeat(65)]: 1 }, 'metadata'],
+      [{ '': 1 }, 'metadata'],
+      [{ note: 'x'.repeat(513) }, 'metadata.note'],
+      [{ nested: { a: 1 } }, 'metadata.nested'],
+      [{ list: [1] }, 'metadata.list'],
+      [{ nothing: null }, 'metadata.nothing'],
+      ['1.0.2', 'metadata'],
+    ];
+    for (const [metadata, field] of cases) {
+      for (const [method, url, extra] of [
+        ['POST', `${base}/flags`, { key: 'refused' }],
+        ['PATCH', `${base}/flags/with-metadata`, {}],
+      ] as const) {
+        const response = await call(vexil, method, url, {
+          token: org.token,
+          body: { ...extra, metadata },
+        });
+        expect(response.status, `${method} ${JSON.stringify(metadata)}`).toBe(400);
+        expect(response.body.error).toBe('validation_failed');
+        expect(response.body.fields, JSON.stringify(metadata)).toHaveProperty([field]);
+      }
+    }
+    // JSON can spell a number too large for a double: it would be stored as null.
+    const infinite = await call(vexil, 'POST', `${base}/flags`, {
+      token: org.token,
+      body: '{"key":"refused","metadata":{"huge":1e999}}',
+    });
+    expect(infinite.status).toBe(400);
+    expect(infinite.body.fields).toEqual({ 'metadata.huge': ['must be a finite number'] });
+    // Nothing was half-written.
+    const refused = await call(vexil, 'GET', `${base}/flags/refused`, { token: org.token });
+    expect(refused.status).toBe(404);
+    const kept = await call(vexil, 'GET', `${base}/flags/with-metadata`, { token: org.token });
+    expect(kept.body.metadata).toEqual({});
+  });
+});

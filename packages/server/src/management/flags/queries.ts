@@ -1,3 +1,4 @@
+import type { FlagMetadata } from '@vexil/engine';
 import type { Selectable } from 'kysely';
 import type {
   FlagEnvironmentsTable,
@@ -7,6 +8,7 @@ import type {
   VariationsTable,
 } from '../../db/schema.js';
 import type { Services } from '../../services.js';
+import { invalidField } from '../../http/errors.js';
 import { isUuid, notFound, type OrgAccess } from '../access.js';
 import { actionsFor } from '../actions.js';
 
@@ -54,6 +56,28 @@ export function readFlagEnvironment(
     .where('flag_id', '=', flagId)
     .where('environment_id', '=', environmentId)
     .executeTakeFirstOrThrow();
+}
+
+/**
+ * Flag metadata as stored: checked for what the request schema (`FlagMetadataSchema`) cannot
+ * express, finite numbers (JSON such as `1e999` parses to Infinity), and written with its keys
+ * sorted, so that the same metadata is always the same text (events diff it, SDKs receive it).
+ * @throws ApiError 400 `validation_failed` naming `metadata.<key>`
+ */
+export function storedMetadata(metadata: FlagMetadata): string {
+  const sorted: Record<string, string | number | boolean> = {};
+  for (const key of Object.keys(metadata).sort()) {
+    const value = metadata[key]!;
+    if (typeof value === 'number' && !Number.isFinite(value))
+      throw invalidField(`metadata.${key}`, 'must be a finite number');
+    sorted[key] = value;
+  }
+  return JSON.stringify(sorted);
+}
+
+/** The flag's stored metadata (`{}` when it has none). */
+export function flagMetadata(row: Pick<FlagRow, 'metadata'>): FlagMetadata {
+  return JSON.parse(row.metadata) as FlagMetadata;
 }
 
 export function variationItem(row: Selectable<VariationsTable>) {
@@ -151,6 +175,7 @@ export async function flagDetail(services: Services, role: Role, flag: FlagRow) 
     isArchived,
     clientSideVisible,
     tags,
+    metadata: flagMetadata(flag),
     variations: variations.map(variationItem),
     createdAt,
     updatedAt,

@@ -14,8 +14,14 @@ import { DescriptionSchema, KeySchema, NameSchema, Timestamp, Uuid } from '../fi
 import { deleteUnlessReferenced } from '../deletion.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { checkVariationValue, defaultOffVariation, initialConfiguration } from './configuration.js';
-import { expiryReference, flagDetail, flagListItem } from './queries.js';
-import { FlagListItem, FlagResponse, FlagTypeSchema } from './schemas.js';
+import {
+  expiryReference,
+  flagDetail,
+  flagListItem,
+  flagMetadata,
+  storedMetadata,
+} from './queries.js';
+import { FlagListItem, FlagMetadataSchema, FlagResponse, FlagTypeSchema } from './schemas.js';
 import { scopedRoutes } from '../scope.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
@@ -101,6 +107,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
               }),
             ),
             tags: Type.Optional(TagsSchema),
+            metadata: Type.Optional(FlagMetadataSchema),
             clientSideVisible: Type.Optional(Type.Boolean()),
             isPermanent: Type.Optional(Type.Boolean()),
             ownerId: Type.Optional(Type.Union([Uuid, Type.Null()])),
@@ -142,6 +149,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
           `must be the key of one of the variations (${[...keys].join(', ')})`,
         );
       await checkOwner(services, access, body.ownerId);
+      const metadata = storedMetadata(body.metadata ?? {});
       const flag = await mutateAs(services, access, async (m) => {
         const row: FlagsTable = {
           id: uuid(),
@@ -153,6 +161,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
           is_archived: 0,
           client_side_visible: body.clientSideVisible ? 1 : 0,
           tags: JSON.stringify(body.tags ?? []),
+          metadata,
           expires_at: body.expiresAtUtc ? new Date(body.expiresAtUtc).toISOString() : null,
           owner_user_id: body.ownerId ?? null,
           removal_pr_url: body.removalPrUrl ?? null,
@@ -296,6 +305,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
             name: Type.Optional(Type.Union([NameSchema, Type.Null()])),
             description: Type.Optional(DescriptionSchema),
             tags: Type.Optional(TagsSchema),
+            metadata: Type.Optional(FlagMetadataSchema),
             clientSideVisible: Type.Optional(Type.Boolean()),
             isPermanent: Type.Optional(Type.Boolean()),
             ownerId: Type.Optional(Type.Union([Uuid, Type.Null()])),
@@ -310,6 +320,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
     async ({ project, flag, ...access }, request) => {
       const body = request.body;
       await checkOwner(services, access, body.ownerId);
+      const metadata = body.metadata && storedMetadata(body.metadata);
       const updated = await mutateAs(services, access, async (m) => {
         const row = await m.trx
           .updateTable('flags')
@@ -317,6 +328,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
             ...(body.name !== undefined ? { name: body.name } : {}),
             ...(body.description !== undefined ? { description: body.description } : {}),
             ...(body.tags !== undefined ? { tags: JSON.stringify(body.tags) } : {}),
+            ...(metadata !== undefined ? { metadata } : {}),
             ...(body.clientSideVisible !== undefined
               ? { client_side_visible: body.clientSideVisible ? 1 : 0 }
               : {}),
@@ -337,6 +349,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
           description: r.description,
           ownerId: r.owner_user_id,
           removalPrUrl: r.removal_pr_url,
+          metadata: flagMetadata(r),
         });
         const { updatedAt: _a, ...before } = describe(flag);
         const { updatedAt: _b, ...after } = describe(row);
@@ -347,8 +360,9 @@ export function registerFlagRoutes(app: App, services: Services): void {
           changes: diffProperties(before, after),
           description: `Flag "${flag.key}" updated`,
         });
-        // Only client visibility is part of what SDKs receive.
-        if (body.clientSideVisible !== undefined) await m.touchFlag(flag);
+        // Of these fields, SDKs receive client visibility and metadata.
+        if (body.clientSideVisible !== undefined || row.metadata !== flag.metadata)
+          await m.touchFlag(flag);
         return row;
       });
       return flagDetail(services, access.role, updated);

@@ -23,6 +23,26 @@ export const OwnerSchema = Type.Union([
   Type.Null(),
 ]);
 
+/** Most keys a flag's metadata may have. */
+export const METADATA_MAX_KEYS = 32;
+
+/**
+ * Flag metadata: what a team records about a flag for its code (a version, an owner team, a
+ * ticket), served to SDKs with the flag and returned by OFREP as OpenFeature flag metadata, so
+ * values are OpenFeature's flag-metadata types: strings (at most 512 characters), finite numbers,
+ * Booleans. At most {@link METADATA_MAX_KEYS} keys of 1–64 characters.
+ */
+export const FlagMetadataSchema = Type.Record(
+  Type.String(),
+  Type.Union([Type.String({ maxLength: 512 }), Type.Number(), Type.Boolean()]),
+  {
+    maxProperties: METADATA_MAX_KEYS,
+    propertyNames: { minLength: 1, maxLength: 64 },
+    description:
+      'Flag metadata: keys of 1–64 characters (at most 32), values strings (at most 512 characters), finite numbers or Booleans.',
+  },
+);
+
 /** Flag list item (not shown in the spec; design record 001). */
 export const FlagListItem = Type.Object({
   id: Uuid,
@@ -49,6 +69,7 @@ export const FlagResponse = Type.Object({
   isArchived: Type.Boolean(),
   clientSideVisible: Type.Boolean(),
   tags: Type.Array(Type.String()),
+  metadata: FlagMetadataSchema,
   variations: Type.Array(VariationItem),
   createdAt: Timestamp,
   updatedAt: Timestamp,
