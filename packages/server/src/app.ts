@@ -23,6 +23,7 @@ import { registerIdempotency } from './http/idempotency.js';
 import { loggerOptions } from './http/logging.js';
 import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
+import { registerConsole } from './console/serve.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
@@ -211,6 +212,8 @@ export async function createVexil(
     await app.register(async (mcp) => registerMcpApi(mcp, { services, snapshots, limiter }), {
       prefix: '/mcp',
     });
+    // The web console, a client of the management API (design record 023).
+    await registerConsole(app);
   }
 
   if (roles.has('evaluation')) {
