@@ -26,13 +26,10 @@ export function EnvironmentToggle(props: {
   const toggle = useMutation({
     mutationFn: (enabled: boolean) =>
       unwrap(
-        api.POST(
-          '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/toggle',
-          {
-            params: { path: { org, project, flag, env: environment.key ?? environment.id } },
-            body: { enabled },
-          },
-        ),
+        api.POST('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/toggle', {
+          params: { path: { org, project, flag, env: environment.key ?? environment.id } },
+          body: { enabled },
+        }),
       ),
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['flag', org, project, flag] }),
   });

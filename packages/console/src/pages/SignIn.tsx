@@ -45,8 +45,8 @@ export function SignIn() {
         <p id="token-help" className={problem ? 'field-error' : 'hint'}>
           {problem ?? (
             <>
-              A personal access token or service token; <code>npx vexil bootstrap</code> prints
-              the first one.
+              A personal access token or service token; <code>npx vexil bootstrap</code> prints the
+              first one.
             </>
           )}
         </p>
