@@ -1,6 +1,9 @@
 // Prints the gzipped size of the JavaScript a first visit downloads (the entry script and the
 // modules it preloads) and fails the build above the budget (console.md: Qualities).
+import console from 'node:console';
 import { readFileSync } from 'node:fs';
+import process from 'node:process';
+import { URL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 const BUDGET_BYTES = 300 * 1024;
