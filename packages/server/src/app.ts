@@ -204,7 +204,7 @@ export async function createVexil(
         });
         management.addHook('preValidation', rejectNulCharacters);
         registerIdempotency(management, services);
-        await registerManagementApi(management, services);
+        await registerManagementApi(management, services, snapshots);
       },
       { prefix: '/api/v1' },
     );

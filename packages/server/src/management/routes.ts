@@ -1,9 +1,11 @@
 import type { App } from '../app.js';
+import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
 import { registerAuditLogRoutes } from './audit-log/routes.js';
 import { registerEnvironmentRoutes } from './environments/routes.js';
 import { registerFlagEnvironmentRoutes } from './flags/flag-environments.js';
 import { registerLifecycleRoutes } from './flags/lifecycle.js';
+import { registerPlaygroundRoutes } from './flags/playground.js';
 import { registerFlagRoutes } from './flags/routes.js';
 import { registerVariationRoutes } from './flags/variations.js';
 import { registerMeRoutes } from './me/routes.js';
@@ -16,7 +18,11 @@ import { registerSegmentRoutes } from './targeting/segments.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
 
 /** The management API's route table, mounted under `/api/v1`. */
-export async function registerManagementApi(app: App, services: Services): Promise<void> {
+export async function registerManagementApi(
+  app: App,
+  services: Services,
+  snapshots: SnapshotStore,
+): Promise<void> {
   registerMeRoutes(app, services);
   registerOrgRoutes(app, services);
   registerServiceTokenRoutes(app, services);
@@ -26,6 +32,7 @@ export async function registerManagementApi(app: App, services: Services): Promi
   registerVariationRoutes(app, services);
   registerFlagEnvironmentRoutes(app, services);
   registerLifecycleRoutes(app, services);
+  registerPlaygroundRoutes(app, services, snapshots);
   registerSdkKeyRoutes(app, services);
   registerSegmentRoutes(app, services);
   registerRuleRoutes(app, services);
