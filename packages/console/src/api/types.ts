@@ -22,3 +22,9 @@ export type FlagPage = Ok<`${Project}/flags`, 'get'>;
 export type FlagSummary = FlagPage['items'][number];
 export type Flag = Ok<`${Project}/flags/{flag}`, 'get'>;
 export type FlagEnvironment = Ok<`${Project}/flags/{flag}/environments`, 'get'>[number];
+export type Rule = Ok<`${Project}/flags/{flag}/environments/{env}/rules`, 'get'>['items'][number];
+export type RuleBody = NonNullable<
+  paths[`${Project}/flags/{flag}/environments/{env}/rules`]['post']['requestBody']
+>['content']['application/json'];
+export type Segment = Ok<`${Project}/segments`, 'get'>['items'][number];
+export type Explanation = Ok<`${Project}/flags/{flag}/environments/{env}/evaluate`, 'post'>;

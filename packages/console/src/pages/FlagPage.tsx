@@ -3,10 +3,11 @@ import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { EnvironmentToggle } from '../components/EnvironmentToggle';
 import { usePlace } from '../components/Shell';
+import { Targeting } from '../components/targeting/Targeting';
 
 /** One flag: its variations and, per environment, whether it is on (journey 3). */
 export function FlagPage({ org, project, flag }: { org: string; project: string; flag: string }) {
-  const { environments } = usePlace();
+  const { environments, environment: chosen } = usePlace();
   const path = { org, project, flag };
   const detail = useQuery({
     queryKey: ['flag', org, project, flag, 'detail'],
@@ -63,6 +64,19 @@ export function FlagPage({ org, project, flag }: { org: string; project: string;
             );
           })}
         </ul>
+      </section>
+      <section aria-labelledby="targeting-heading">
+        <h2 id="targeting-heading">Targeting</h2>
+        {configurations.data && (
+          <Targeting
+            org={org}
+            project={project}
+            flag={data}
+            environments={environments}
+            configurations={configurations.data}
+            initial={chosen}
+          />
+        )}
       </section>
       <section aria-labelledby="variations-heading">
         <h2 id="variations-heading">Variations</h2>
