@@ -11,7 +11,7 @@ export default defineConfig({
   workers: 1,
   timeout: 30_000,
   expect: { timeout: 5_000 },
-  reporter: process.env.PLAYWRIGHT_JSON_OUTPUT_NAME ? [['list'], ['json']] : 'list',
+  reporter: process.env.PLAYWRIGHT_JSON_OUTPUT_FILE ? [['list'], ['json']] : 'list',
   use: {
     browserName: 'chromium',
     launchOptions: { executablePath: process.env.VEXIL_CHROMIUM ?? '/usr/bin/chromium' },
