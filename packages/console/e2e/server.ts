@@ -33,6 +33,11 @@ export default async function startServer(): Promise<() => Promise<void>> {
     VEXIL_DATABASE_URL: join(directory, 'vexil.db'),
     VEXIL_PORT: String(port),
     VEXIL_LOG_LEVEL: 'warn',
+    // Short lifecycle periods, so that removal candidates appear within a test: a flag unchanged
+    // for 3 s and evaluated within the last 60 s is `Dead`.
+    VEXIL_USAGE_FLUSH_INTERVAL: '1s',
+    VEXIL_STALE_FLAG_PERIOD: '60s',
+    VEXIL_DEAD_FLAG_PERIOD: '3s',
   };
   const { token } = JSON.parse(
     execFileSync(

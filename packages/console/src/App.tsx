@@ -5,6 +5,7 @@ import { readToken } from './api/token';
 import { Shell } from './components/Shell';
 import { FlagList } from './pages/FlagList';
 import { FlagPage } from './pages/FlagPage';
+import { RemovalCandidates } from './pages/RemovalCandidates';
 import { SignIn } from './pages/SignIn';
 
 const PROJECT = '/orgs/:org/projects/:project';
@@ -28,6 +29,15 @@ export function App() {
           <Signed>
             <Shell org={params.org} project={params.project}>
               <FlagList org={params.org} project={params.project} />
+            </Shell>
+          </Signed>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/removal-candidates`}>
+        {(params) => (
+          <Signed>
+            <Shell org={params.org} project={params.project}>
+              <RemovalCandidates org={params.org} project={params.project} />
             </Shell>
           </Signed>
         )}

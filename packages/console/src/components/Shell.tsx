@@ -112,6 +112,12 @@ export function Shell(props: { org: string; project: string; children: React.Rea
             </select>
           </label>
         </nav>
+        <nav aria-label="Sections" className="pages">
+          <Link href={`/orgs/${org}/projects/${project}/flags`}>Flags</Link>
+          <Link href={`/orgs/${org}/projects/${project}/removal-candidates`}>
+            Removal candidates
+          </Link>
+        </nav>
         <button type="button" className="quiet" onClick={signOut}>
           Sign out
         </button>

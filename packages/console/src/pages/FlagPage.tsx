@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { EnvironmentToggle } from '../components/EnvironmentToggle';
+import { Lifecycle } from '../components/Lifecycle';
 import { usePlace } from '../components/Shell';
 import { Targeting } from '../components/targeting/Targeting';
 
@@ -103,6 +104,7 @@ export function FlagPage({ org, project, flag }: { org: string; project: string;
           </tbody>
         </table>
       </section>
+      <Lifecycle org={org} project={project} flag={data} />
     </>
   );
 }
