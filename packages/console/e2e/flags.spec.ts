@@ -121,3 +121,16 @@ test('the flag list searches, filters and pages', async ({ page }) => {
   await page.getByLabel('Favourites only').check();
   await expect(page.getByRole('link', { name: /^bulk-/ })).toHaveCount(1);
 });
+
+test('the command bar jumps to a flag from the keyboard', async ({ page }) => {
+  await apiCall('POST', `${PROJECT}/flags`, { key: 'jump-target', name: 'Jump target' });
+  await signIn(page);
+  await page.keyboard.press('Control+k');
+  const bar = page.getByRole('combobox', { name: 'Go to' });
+  await expect(bar).toBeFocused();
+  await page.keyboard.type('jump');
+  await expect(page.getByRole('option', { name: /Jump target/ })).toBeVisible();
+  await expectAccessible(page);
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('heading', { name: 'Jump target' })).toBeVisible();
+});

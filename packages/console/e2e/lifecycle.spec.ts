@@ -29,6 +29,9 @@ test('archiving a recently evaluated flag says why it is refused, and can be for
 
   await signIn(page);
   await page.goto(`${server.url}/orgs/acme/projects/web/flags/guarded`);
+  await expect(
+    page.getByRole('figure', { name: /production: 1 in the last 24 hours/ }),
+  ).toBeVisible();
   await page.getByRole('button', { name: 'Archive flag' }).click();
   const dialog = page.getByRole('alertdialog', { name: 'Archive guarded?' });
   await dialog.getByRole('button', { name: 'Archive', exact: true }).click();
@@ -42,6 +45,13 @@ test('archiving a recently evaluated flag says why it is refused, and can be for
   await expect(page.getByRole('button', { name: 'Archive flag' })).toBeVisible();
   const flag = await apiCall<{ isArchived: boolean }>('GET', `${PROJECT}/flags/guarded`);
   expect(flag.isArchived).toBe(false);
+
+  // The history shows each change, before and after.
+  await apiCall('PATCH', `${PROJECT}/flags/guarded`, { name: 'Guarded flag' });
+  const rename = page.getByRole('row', { name: /^Name / });
+  await expect(rename.getByRole('deletion')).toContainText('Guarded');
+  await expect(rename.getByRole('insertion')).toContainText('Guarded flag');
+  await expectAccessible(page);
 });
 
 test('removal candidates show their reason and are archived together, the guard forced', async ({

@@ -4,6 +4,7 @@ import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { forgetToken } from '../api/token';
 import type { Environment } from '../api/types';
+import { CommandBar } from './CommandBar';
 
 interface Place {
   org: string;
@@ -118,6 +119,7 @@ export function Shell(props: { org: string; project: string; children: React.Rea
             Removal candidates
           </Link>
         </nav>
+        <CommandBar org={org} project={project} />
         <button type="button" className="quiet" onClick={signOut}>
           Sign out
         </button>

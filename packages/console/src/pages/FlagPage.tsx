@@ -2,7 +2,9 @@ import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { EnvironmentToggle } from '../components/EnvironmentToggle';
+import { History } from '../components/History';
 import { Lifecycle } from '../components/Lifecycle';
+import { UsageChart } from '../components/UsageChart';
 import { usePlace } from '../components/Shell';
 import { Targeting } from '../components/targeting/Targeting';
 
@@ -104,7 +106,9 @@ export function FlagPage({ org, project, flag }: { org: string; project: string;
           </tbody>
         </table>
       </section>
+      <UsageChart org={org} project={project} flag={data.key ?? flag} />
       <Lifecycle org={org} project={project} flag={data} />
+      <History org={org} flagId={data.id} />
     </>
   );
 }
