@@ -9,7 +9,7 @@ export default defineConfig({
   testDir: 'e2e',
   globalSetup: './e2e/server.ts',
   workers: 1,
-  timeout: 30_000,
+  timeout: 90_000,
   expect: { timeout: 5_000 },
   reporter: process.env.PLAYWRIGHT_JSON_OUTPUT_FILE ? [['list'], ['json']] : 'list',
   use: {

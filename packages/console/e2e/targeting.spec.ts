@@ -87,6 +87,14 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
     }),
   }).then((r) => r.json());
   expect(answer).toMatchObject({ variation: 'true', reason: 'TARGETING_MATCH' });
+
+  // Side by side: development is untouched, production now differs line by line.
+  await page.getByLabel('Compare', { exact: true }).selectOption('development');
+  await page.getByLabel('with', { exact: true }).selectOption('production');
+  await expect(page.getByRole('row', { name: /^On\/off differs Off On$/ })).toBeVisible();
+  await expect(
+    page.getByRole('row', { name: /^Rules differs none 1\. \(plan Equals pro\)/ }),
+  ).toBeVisible();
 });
 
 test('an invalid regex shows the API message at the field and keeps the typed text', async ({

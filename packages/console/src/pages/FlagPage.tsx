@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
+import { Compare } from '../components/Compare';
 import { EnvironmentToggle } from '../components/EnvironmentToggle';
 import { History } from '../components/History';
 import { Lifecycle } from '../components/Lifecycle';
@@ -106,6 +107,15 @@ export function FlagPage({ org, project, flag }: { org: string; project: string;
           </tbody>
         </table>
       </section>
+      {configurations.data && environments.length > 1 && (
+        <Compare
+          org={org}
+          project={project}
+          flag={data}
+          environments={environments}
+          configurations={configurations.data}
+        />
+      )}
       <UsageChart org={org} project={project} flag={data.key ?? flag} />
       <Lifecycle org={org} project={project} flag={data} />
       <History org={org} flagId={data.id} />
