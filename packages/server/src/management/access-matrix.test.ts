@@ -97,6 +97,10 @@ const ROUTES: Record<string, RouteClass> = {
     minimum: 'Member',
     body: { enabled: true },
   },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/copy': {
+    minimum: 'Member',
+    body: { target: 'production' },
+  },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/evaluate': {
     minimum: 'Viewer',
     body: { context: {} },

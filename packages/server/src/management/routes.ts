@@ -3,6 +3,7 @@ import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
 import { registerAuditLogRoutes } from './audit-log/routes.js';
 import { registerEnvironmentRoutes } from './environments/routes.js';
+import { registerCopyConfigurationRoutes } from './flags/copy-configuration.js';
 import { registerFlagEnvironmentRoutes } from './flags/flag-environments.js';
 import { registerLifecycleRoutes } from './flags/lifecycle.js';
 import { registerPlaygroundRoutes } from './flags/playground.js';
@@ -31,6 +32,7 @@ export async function registerManagementApi(
   registerFlagRoutes(app, services);
   registerVariationRoutes(app, services);
   registerFlagEnvironmentRoutes(app, services);
+  registerCopyConfigurationRoutes(app, services);
   registerLifecycleRoutes(app, services);
   registerPlaygroundRoutes(app, services, snapshots);
   registerSdkKeyRoutes(app, services);
