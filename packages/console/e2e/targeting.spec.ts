@@ -95,6 +95,19 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   await expect(
     page.getByRole('row', { name: /^Rules differs none 1\. \(plan Equals pro\)/ }),
   ).toBeVisible();
+
+  // Promote back: production's configuration copied to development, in one confirmed step.
+  await page.getByLabel('Compare', { exact: true }).selectOption('production');
+  await page.getByLabel('with', { exact: true }).selectOption('development');
+  await page.getByRole('button', { name: 'Copy production to development' }).click();
+  await page.getByRole('button', { name: 'Copy to development' }).click();
+  await expect(page.getByRole('row', { name: /^On\/off On On$/ })).toBeVisible();
+  await expect(page.getByRole('row', { name: /^Rules 1\. \(plan Equals pro\)/ })).toBeVisible();
+  const development = await apiCall<{ isEnabled: boolean }>(
+    'GET',
+    `${PROJECT}/flags/targeted/environments/development`,
+  );
+  expect(development.isEnabled).toBe(true);
 });
 
 test('an invalid regex shows the API message at the field and keeps the typed text', async ({

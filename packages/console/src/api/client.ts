@@ -1,8 +1,6 @@
 import createClient, { type Middleware } from 'openapi-fetch';
-import type { components, paths } from './schema';
+import type { paths } from './schema';
 import { readToken } from './token';
-
-export type { components, paths };
 
 /**
  * The management API's error envelope (spec: Errors; docs/api.md), thrown by {@link unwrap} so

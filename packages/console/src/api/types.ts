@@ -14,17 +14,9 @@ type Ok<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
 
 type Project = '/api/v1/orgs/{org}/projects/{project}';
 
-export type Me = Ok<'/api/v1/me', 'get'>;
-export type Org = Ok<'/api/v1/orgs', 'get'>['items'][number];
-export type ProjectSummary = Ok<'/api/v1/orgs/{org}/projects', 'get'>['items'][number];
 export type Environment = Ok<`${Project}/environments`, 'get'>['items'][number];
-export type FlagPage = Ok<`${Project}/flags`, 'get'>;
-export type FlagSummary = FlagPage['items'][number];
+export type FlagSummary = Ok<`${Project}/flags`, 'get'>['items'][number];
 export type Flag = Ok<`${Project}/flags/{flag}`, 'get'>;
 export type FlagEnvironment = Ok<`${Project}/flags/{flag}/environments`, 'get'>[number];
 export type Rule = Ok<`${Project}/flags/{flag}/environments/{env}/rules`, 'get'>['items'][number];
-export type RuleBody = NonNullable<
-  paths[`${Project}/flags/{flag}/environments/{env}/rules`]['post']['requestBody']
->['content']['application/json'];
 export type Segment = Ok<`${Project}/segments`, 'get'>['items'][number];
-export type Explanation = Ok<`${Project}/flags/{flag}/environments/{env}/evaluate`, 'post'>;

@@ -1,4 +1,5 @@
-import { useQuery } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { AlertDialog } from 'radix-ui';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Environment, Flag, FlagEnvironment } from '../api/types';
@@ -7,7 +8,8 @@ import { describeRule } from './targeting/Rules';
 
 /**
  * A flag's configuration in two environments side by side (journey 5), each line marked when the
- * two differ. Reads the same queries as the targeting tabs, so it costs no extra requests.
+ * two differ, and copying the left one's configuration to the right one in one confirmed step
+ * (`POST …/environments/{env}/copy`). Reads the same queries as the targeting tabs.
  */
 export function Compare(props: {
   org: string;
@@ -22,6 +24,23 @@ export function Compare(props: {
   const a = useSummary(props, left);
   const b = useSummary(props, right);
   const lines = a && b ? Object.keys(a) : [];
+  const queryClient = useQueryClient();
+  const flagKey = props.flag.key ?? props.flag.id;
+  const copy = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/copy', {
+          params: { path: { org: props.org, project: props.project, flag: flagKey, env: left } },
+          body: { target: right },
+        }),
+      ),
+    onSuccess: () =>
+      queryClient.invalidateQueries({ queryKey: ['flag', props.org, props.project, flagKey] }),
+  });
+  const canCopy =
+    left !== right &&
+    (props.configurations.find((c) => c.environmentKey === right)?._actions['update']?.allowed ??
+      false);
 
   const picker = (label: string, value: string, set: (key: string) => void) => (
     <Labelled label={label}>
@@ -67,6 +86,44 @@ export function Compare(props: {
           })}
         </tbody>
       </table>
+      {canCopy && (
+        <AlertDialog.Root onOpenChange={() => copy.reset()}>
+          <AlertDialog.Trigger asChild>
+            <button type="button" className="quiet">
+              Copy {left} to {right}
+            </button>
+          </AlertDialog.Trigger>
+          <AlertDialog.Portal>
+            <AlertDialog.Overlay className="overlay" />
+            <AlertDialog.Content className="dialog">
+              <AlertDialog.Title>
+                Copy {left}&apos;s configuration to {right}?
+              </AlertDialog.Title>
+              <AlertDialog.Description>
+                {right} gets {left}&apos;s on/off state, default serve, prerequisites and rules; its
+                own rules are replaced. SDKs in {right} receive the change within seconds.
+              </AlertDialog.Description>
+              <div className="actions">
+                <AlertDialog.Cancel asChild>
+                  <button type="button" className="quiet">
+                    Cancel
+                  </button>
+                </AlertDialog.Cancel>
+                <AlertDialog.Action asChild>
+                  <button type="button" onClick={() => copy.mutate()}>
+                    Copy to {right}
+                  </button>
+                </AlertDialog.Action>
+              </div>
+            </AlertDialog.Content>
+          </AlertDialog.Portal>
+        </AlertDialog.Root>
+      )}
+      {copy.error && (
+        <p role="alert" className="field-error">
+          {copy.error.message}
+        </p>
+      )}
     </section>
   );
 }
