@@ -28,6 +28,7 @@ import { loggerOptions, RequestLogController } from './http/logging.js';
 import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
 import { answerUnmatchedRequests } from './http/unmatched-routes.js';
+import { registerConsole } from './console/serve.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
@@ -209,7 +210,7 @@ export async function createVexil(
         });
         management.addHook('preValidation', rejectNulCharacters);
         registerIdempotency(management, services);
-        await registerManagementApi(management, services);
+        await registerManagementApi(management, services, snapshots);
       },
       { prefix: '/api/v1' },
     );
@@ -221,6 +222,8 @@ export async function createVexil(
       },
       { prefix: '/mcp' },
     );
+    // The web console, a client of the management API (design record 023).
+    await registerConsole(app);
   }
 
   if (roles.has('evaluation')) {

@@ -97,6 +97,14 @@ const ROUTES: Record<string, RouteClass> = {
     minimum: 'Member',
     body: { enabled: true },
   },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/copy': {
+    minimum: 'Member',
+    body: { target: 'production' },
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/evaluate': {
+    minimum: 'Viewer',
+    body: { context: {} },
+  },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules': {
     minimum: 'Member',
     body: { variationId: UNKNOWN_ID },

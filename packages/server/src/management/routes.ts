@@ -1,9 +1,12 @@
 import type { App } from '../http/app-instance.js';
+import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
 import { registerAuditLogRoutes } from './audit-log/routes.js';
 import { registerEnvironmentRoutes } from './environments/routes.js';
+import { registerCopyConfigurationRoutes } from './flags/copy-configuration.js';
 import { registerFlagEnvironmentRoutes } from './flags/flag-environments.js';
 import { registerLifecycleRoutes } from './flags/lifecycle.js';
+import { registerPlaygroundRoutes } from './flags/playground.js';
 import { registerFlagRoutes } from './flags/routes.js';
 import { registerVariationRoutes } from './flags/variations.js';
 import { registerMeRoutes } from './me/routes.js';
@@ -16,7 +19,11 @@ import { registerSegmentRoutes } from './targeting/segments.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
 
 /** The management API's route table, mounted under `/api/v1`. */
-export async function registerManagementApi(app: App, services: Services): Promise<void> {
+export async function registerManagementApi(
+  app: App,
+  services: Services,
+  snapshots: SnapshotStore,
+): Promise<void> {
   registerMeRoutes(app, services);
   registerOrgRoutes(app, services);
   registerServiceTokenRoutes(app, services);
@@ -25,7 +32,9 @@ export async function registerManagementApi(app: App, services: Services): Promi
   registerFlagRoutes(app, services);
   registerVariationRoutes(app, services);
   registerFlagEnvironmentRoutes(app, services);
+  registerCopyConfigurationRoutes(app, services);
   registerLifecycleRoutes(app, services);
+  registerPlaygroundRoutes(app, services, snapshots);
   registerSdkKeyRoutes(app, services);
   registerSegmentRoutes(app, services);
   registerRuleRoutes(app, services);

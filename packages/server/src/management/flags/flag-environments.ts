@@ -30,7 +30,7 @@ const FlagEnvParams = Type.Object({
 type Prerequisite = Static<typeof PrerequisitesSchema>[number];
 type RolloutWeight = Static<typeof RolloutSchema>[number];
 
-function configurationResponse(
+export function configurationResponse(
   row: Selectable<FlagEnvironmentsTable>,
   environmentKey: string,
   role: Role,
@@ -61,7 +61,7 @@ function configurationResponse(
  * @throws ApiError 400 `validation_failed` on the offending prerequisite of this flag, or on
  *   `prerequisites` for a cycle through other flags or a problem further down the chain.
  */
-async function checkPrerequisites(
+export async function checkPrerequisites(
   services: Services,
   projectId: string,
   environmentId: string,

@@ -1,0 +1,46 @@
+import AxeBuilder from '@axe-core/playwright';
+import { expect, type Page } from '@playwright/test';
+
+/** The server started by global setup, and its first (Owner) token. */
+export const server = {
+  get url(): string {
+    return process.env.VEXIL_E2E_URL!;
+  },
+  get token(): string {
+    return process.env.VEXIL_E2E_TOKEN!;
+  },
+};
+
+/** A management API call as a script would make it, with the Owner token. */
+export async function apiCall<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${server.token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** Fails on serious or critical axe-core violations of the page as it is now. */
+export async function expectAccessible(page: Page): Promise<void> {
+  const { violations } = await new AxeBuilder({ page }).analyze();
+  const severe = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(
+    severe.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+  ).toEqual([]);
+}
+
+/** Signs in through the sign-in page by pasting the token, as a person does. */
+export async function signIn(page: Page): Promise<void> {
+  await page.goto(`${server.url}/sign-in`);
+  await page.getByLabel('Access token').fill(server.token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByRole('heading', { name: 'Flags' })).toBeVisible();
+}
+
+export { expect, test } from '@playwright/test';

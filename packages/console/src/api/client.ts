@@ -1,0 +1,62 @@
+import createClient, { type Middleware } from 'openapi-fetch';
+import type { paths } from './schema';
+import { readToken } from './token';
+
+/**
+ * The management API's error envelope (spec: Errors; docs/api.md), thrown by {@link unwrap} so
+ * pages can show the message next to the control it concerns.
+ */
+export class ApiProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly fields: Record<string, string[]>,
+    readonly didYouMean: string[],
+  ) {
+    super(message);
+  }
+
+  /** The first problem reported for `field` (dotted path as the API names it), if any. */
+  field(field: string): string | undefined {
+    return this.fields[field]?.[0];
+  }
+}
+
+interface Envelope {
+  error?: string;
+  message?: string;
+  fields?: Record<string, string[]>;
+  did_you_mean?: string[];
+}
+
+const authorize: Middleware = {
+  onRequest({ request }) {
+    const token = readToken();
+    if (token) request.headers.set('Authorization', `Bearer ${token}`);
+    return request;
+  },
+};
+
+/** The typed management API client: paths and bodies come from the committed openapi.json. */
+export const api = createClient<paths>({ baseUrl: '/' });
+api.use(authorize);
+
+/**
+ * The body of a successful answer, or an {@link ApiProblem} carrying the error envelope.
+ * @throws ApiProblem
+ */
+export async function unwrap<T>(
+  call: Promise<{ data?: T; error?: unknown; response: Response }>,
+): Promise<T> {
+  const { data, error, response } = await call;
+  if (response.ok) return data as T;
+  const envelope = (error ?? {}) as Envelope;
+  throw new ApiProblem(
+    response.status,
+    envelope.error ?? 'error',
+    envelope.message ?? `${response.status} ${response.statusText}`,
+    envelope.fields ?? {},
+    envelope.did_you_mean ?? [],
+  );
+}

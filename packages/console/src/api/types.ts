@@ -1,0 +1,22 @@
+import type { paths } from './schema';
+
+type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+/** The JSON body of an operation's success answer (200, else 201). */
+type Ok<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
+  responses: infer R;
+}
+  ? R extends { 200: infer S }
+    ? Json<S>
+    : R extends { 201: infer S }
+      ? Json<S>
+      : never
+  : never;
+
+type Project = '/api/v1/orgs/{org}/projects/{project}';
+
+export type Environment = Ok<`${Project}/environments`, 'get'>['items'][number];
+export type FlagSummary = Ok<`${Project}/flags`, 'get'>['items'][number];
+export type Flag = Ok<`${Project}/flags/{flag}`, 'get'>;
+export type FlagEnvironment = Ok<`${Project}/flags/{flag}/environments`, 'get'>[number];
+export type Rule = Ok<`${Project}/flags/{flag}/environments/{env}/rules`, 'get'>['items'][number];
+export type Segment = Ok<`${Project}/segments`, 'get'>['items'][number];

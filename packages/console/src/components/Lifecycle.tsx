@@ -1,0 +1,151 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { AlertDialog } from 'radix-ui';
+import { useState } from 'react';
+import { ApiProblem, api, unwrap } from '../api/client';
+import type { Flag } from '../api/types';
+import { Labelled } from './Field';
+
+/**
+ * Archive and restore, with the spec's recently-evaluated guard said in words (the API's
+ * message) and "Archive anyway" as the explicit override; and the flag's expiry (journey 3).
+ */
+export function Lifecycle({ org, project, flag }: { org: string; project: string; flag: Flag }) {
+  const queryClient = useQueryClient();
+  const path = { org, project, flag: flag.key ?? flag.id };
+  const [asking, setAsking] = useState(false);
+  const [expiry, setExpiry] = useState(flag.expiresAtUtc?.slice(0, 10) ?? '');
+  const refresh = () => {
+    void queryClient.invalidateQueries({ queryKey: ['flag', org, project, path.flag] });
+    void queryClient.invalidateQueries({ queryKey: ['flags', org, project] });
+  };
+
+  const archive = useMutation({
+    mutationFn: (force: boolean) =>
+      unwrap(
+        api.POST('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/archive', {
+          params: { path, query: force ? { force } : {} },
+        }),
+      ),
+    onSuccess: () => {
+      setAsking(false);
+      refresh();
+    },
+  });
+  const restore = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/restore', {
+          params: { path },
+        }),
+      ),
+    onSuccess: refresh,
+  });
+  const saveExpiry = useMutation({
+    mutationFn: () =>
+      expiry
+        ? unwrap(
+            api.PATCH('/api/v1/orgs/{org}/projects/{project}/flags/{flag}', {
+              params: { path },
+              body: { expiresAtUtc: new Date(`${expiry}T00:00:00Z`).toISOString() },
+            }),
+          )
+        : unwrap(
+            api.DELETE('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/expiry', {
+              params: { path },
+            }),
+          ),
+    onSuccess: refresh,
+  });
+  const guard =
+    archive.error instanceof ApiProblem && archive.error.code === 'FLAG_RECENTLY_EVALUATED';
+  const expiryProblem = saveExpiry.error instanceof ApiProblem ? saveExpiry.error : null;
+
+  return (
+    <section aria-labelledby="lifecycle-heading">
+      <h2 id="lifecycle-heading">Lifecycle</h2>
+      <form
+        className="row"
+        onSubmit={(event) => {
+          event.preventDefault();
+          saveExpiry.mutate();
+        }}
+      >
+        <Labelled
+          label="Expires on"
+          hint={flag.isExpired ? 'Expired: time to remove it from code.' : 'Empty: never expires.'}
+          error={expiryProblem?.field('expiresAtUtc') ?? saveExpiry.error?.message}
+        >
+          {(id, describedBy) => (
+            <input
+              id={id}
+              type="date"
+              aria-describedby={describedBy}
+              value={expiry}
+              onChange={(event) => setExpiry(event.target.value)}
+            />
+          )}
+        </Labelled>
+        <button type="submit" className="quiet" disabled={saveExpiry.isPending}>
+          Save expiry
+        </button>
+      </form>
+      {flag.isArchived ? (
+        <button
+          type="button"
+          disabled={!flag._actions['restore']?.allowed || restore.isPending}
+          onClick={() => restore.mutate()}
+        >
+          Restore flag
+        </button>
+      ) : (
+        <AlertDialog.Root
+          open={asking}
+          onOpenChange={(open) => {
+            setAsking(open);
+            archive.reset();
+          }}
+        >
+          <AlertDialog.Trigger asChild>
+            <button type="button" className="quiet" disabled={!flag._actions['archive']?.allowed}>
+              Archive flag
+            </button>
+          </AlertDialog.Trigger>
+          <AlertDialog.Portal>
+            <AlertDialog.Overlay className="overlay" />
+            <AlertDialog.Content className="dialog">
+              <AlertDialog.Title>Archive {flag.key}?</AlertDialog.Title>
+              <AlertDialog.Description>
+                SDKs stop receiving it: code that still asks for it gets its fallback value.
+                Archived flags can be restored.
+              </AlertDialog.Description>
+              {archive.error && (
+                <p role="alert" className="field-error">
+                  {archive.error.message}
+                </p>
+              )}
+              <div className="actions">
+                <AlertDialog.Cancel asChild>
+                  <button type="button" className="quiet">
+                    Cancel
+                  </button>
+                </AlertDialog.Cancel>
+                <button
+                  type="button"
+                  disabled={archive.isPending}
+                  onClick={() => archive.mutate(guard)}
+                >
+                  {guard ? 'Archive anyway' : 'Archive'}
+                </button>
+              </div>
+            </AlertDialog.Content>
+          </AlertDialog.Portal>
+        </AlertDialog.Root>
+      )}
+      {restore.error && (
+        <p role="alert" className="field-error">
+          {restore.error.message}
+        </p>
+      )}
+    </section>
+  );
+}

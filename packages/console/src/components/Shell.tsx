@@ -1,0 +1,130 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { createContext, useContext, useState } from 'react';
+import { Link, useLocation } from 'wouter';
+import { api, unwrap } from '../api/client';
+import { forgetToken } from '../api/token';
+import type { Environment } from '../api/types';
+import { CommandBar } from './CommandBar';
+
+interface Place {
+  org: string;
+  project: string;
+  environments: Environment[];
+  /** The environment chosen in the header (kept per project in localStorage). */
+  environment: string | null;
+}
+
+const PlaceContext = createContext<Place | null>(null);
+
+/** Where the person is: organization, project, its environments and the chosen one. */
+export function usePlace(): Place {
+  const place = useContext(PlaceContext);
+  if (!place) throw new Error('usePlace outside <Shell>');
+  return place;
+}
+
+/** Environments marked critical ask for confirmation before a change (design record 023). */
+export function isCritical(environment: Pick<Environment, 'key' | 'name'>): boolean {
+  return /^prod/i.test(environment.key ?? '') || /^prod/i.test(environment.name ?? '');
+}
+
+/** The signed-in frame: organization, project and environment switchers, and sign-out. */
+export function Shell(props: { org: string; project: string; children: React.ReactNode }) {
+  const { org, project } = props;
+  const [, navigate] = useLocation();
+  const queryClient = useQueryClient();
+  const storageKey = `vexil.environment.${org}/${project}`;
+  const [chosen, choose] = useState(() => localStorage.getItem(storageKey));
+
+  const orgs = useQuery({
+    queryKey: ['orgs'],
+    queryFn: () => unwrap(api.GET('/api/v1/orgs')),
+  });
+  const projects = useQuery({
+    queryKey: ['projects', org],
+    queryFn: () => unwrap(api.GET('/api/v1/orgs/{org}/projects', { params: { path: { org } } })),
+  });
+  const environments = useQuery({
+    queryKey: ['environments', org, project],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/environments', {
+          params: { path: { org, project }, query: { limit: 200 } },
+        }),
+      ),
+  });
+  const environmentList = environments.data?.items ?? [];
+  const environment =
+    environmentList.find((e) => e.key === chosen)?.key ?? environmentList[0]?.key ?? null;
+
+  function signOut() {
+    forgetToken();
+    queryClient.clear();
+    navigate('/sign-in');
+  }
+
+  return (
+    <PlaceContext.Provider value={{ org, project, environments: environmentList, environment }}>
+      <header className="shell">
+        <Link href={`/orgs/${org}/projects/${project}/flags`} className="brand">
+          Vexil
+        </Link>
+        <nav aria-label="Context" className="switchers">
+          <label>
+            Organization
+            <select
+              value={org}
+              onChange={(event) => navigate(`/orgs/${event.target.value}/projects`)}
+            >
+              {(orgs.data?.items ?? [{ slug: org, name: org }]).map((o) => (
+                <option key={o.slug} value={o.slug}>
+                  {o.name ?? o.slug}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Project
+            <select
+              value={project}
+              onChange={(event) => navigate(`/orgs/${org}/projects/${event.target.value}/flags`)}
+            >
+              {(projects.data?.items ?? [{ key: project, name: project }]).map((p) => (
+                <option key={p.key} value={p.key ?? ''}>
+                  {p.name ?? p.key}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Environment
+            <select
+              value={environment ?? ''}
+              onChange={(event) => {
+                localStorage.setItem(storageKey, event.target.value);
+                choose(event.target.value);
+              }}
+            >
+              {environmentList.map((e) => (
+                <option key={e.id} value={e.key ?? ''}>
+                  {e.name ?? e.key}
+                </option>
+              ))}
+            </select>
+          </label>
+        </nav>
+        <nav aria-label="Sections" className="pages">
+          <Link href={`/orgs/${org}/projects/${project}/flags`}>Flags</Link>
+          <Link href={`/orgs/${org}/projects/${project}/removal-candidates`}>
+            Removal candidates
+          </Link>
+        </nav>
+        <CommandBar org={org} project={project} />
+        <button type="button" className="quiet" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <main className="page">{props.children}</main>
+    </PlaceContext.Provider>
+  );
+}

@@ -1,0 +1,183 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { Slider } from 'radix-ui';
+import { useState } from 'react';
+import { ApiProblem, api, unwrap } from '../../api/client';
+import type { Flag, FlagEnvironment } from '../../api/types';
+import { Labelled } from '../Field';
+
+/** Rollout weights are thousandths of a percent on the wire (0–100000): 0.001% steps. */
+const WEIGHT_PER_PERCENT = 1000;
+
+type Strategy = FlagEnvironment['strategy'];
+
+/**
+ * What a context that no rule matches gets (journey 3): one variation, or a percentage rollout
+ * with a slider and a number field per variation, to 0.001%; and the variation served while the
+ * flag is off. Saved together with `PATCH …/environments/{env}`.
+ */
+export function Fallthrough(props: {
+  org: string;
+  project: string;
+  flag: Flag;
+  environment: string;
+  configuration: FlagEnvironment;
+}) {
+  const { org, project, flag, environment, configuration } = props;
+  const queryClient = useQueryClient();
+  const [strategy, setStrategy] = useState<Strategy>(
+    configuration.strategy === 'PercentageRollout' ? 'PercentageRollout' : 'SingleVariation',
+  );
+  const [defaultId, setDefaultId] = useState(configuration.defaultVariationId);
+  const [offId, setOffId] = useState(configuration.offVariationId);
+  const [percentages, setPercentages] = useState<Record<string, string>>(() =>
+    Object.fromEntries(
+      flag.variations.map((variation) => {
+        const weight = configuration.rollout.find((w) => w.variationId === variation.id)?.weight;
+        return [variation.id, String((weight ?? 0) / WEIGHT_PER_PERCENT)];
+      }),
+    ),
+  );
+  const flagKey = flag.key ?? flag.id;
+
+  const save = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.PATCH('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}', {
+          params: { path: { org, project, flag: flagKey, env: environment } },
+          body: {
+            strategy,
+            defaultVariationId: defaultId,
+            offVariationId: offId,
+            ...(strategy === 'PercentageRollout'
+              ? {
+                  rollout: flag.variations.map((variation) => ({
+                    variationId: variation.id,
+                    weight: Math.round(Number(percentages[variation.id] ?? 0) * WEIGHT_PER_PERCENT),
+                  })),
+                }
+              : {}),
+          },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] }),
+  });
+  const problem = save.error instanceof ApiProblem ? save.error : null;
+  const total = Object.values(percentages).reduce((sum, p) => sum + (Number(p) || 0), 0);
+  const canUpdate = configuration._actions['update']?.allowed ?? false;
+
+  return (
+    <form
+      className="fallthrough"
+      aria-label={`Default serve in ${environment}`}
+      onSubmit={(event) => {
+        event.preventDefault();
+        save.mutate();
+      }}
+    >
+      <Labelled label="When no rule matches, serve" error={problem?.field('strategy')}>
+        {(id, describedBy) => (
+          <select
+            id={id}
+            aria-describedby={describedBy}
+            value={strategy}
+            onChange={(event) => setStrategy(event.target.value as Strategy)}
+          >
+            <option value="SingleVariation">one variation</option>
+            <option value="PercentageRollout">a percentage rollout</option>
+          </select>
+        )}
+      </Labelled>
+      {strategy === 'SingleVariation' ? (
+        <VariationSelect
+          label="Default variation"
+          flag={flag}
+          value={defaultId}
+          onChange={setDefaultId}
+          error={problem?.field('defaultVariationId')}
+        />
+      ) : (
+        <fieldset>
+          <legend>Percentage rollout (total {Number(total.toFixed(3))}%)</legend>
+          {flag.variations.map((variation) => {
+            const name = variation.name ?? variation.key ?? '';
+            const value = percentages[variation.id] ?? '0';
+            const set = (next: string) => setPercentages({ ...percentages, [variation.id]: next });
+            return (
+              <div key={variation.id} className="rollout-row">
+                <Slider.Root
+                  className="slider"
+                  min={0}
+                  max={100}
+                  step={0.001}
+                  value={[Number(value) || 0]}
+                  onValueChange={([next]) => set(String(next ?? 0))}
+                >
+                  <Slider.Track className="slider-track">
+                    <Slider.Range className="slider-range" />
+                  </Slider.Track>
+                  <Slider.Thumb className="slider-thumb" aria-label={`Share for ${name}`} />
+                </Slider.Root>
+                <Labelled label={`Percentage for ${name}`}>
+                  {(id) => (
+                    <input
+                      id={id}
+                      type="number"
+                      min={0}
+                      max={100}
+                      step={0.001}
+                      value={value}
+                      onChange={(event) => set(event.target.value)}
+                    />
+                  )}
+                </Labelled>
+              </div>
+            );
+          })}
+          {problem?.field('rollout') && <p className="field-error">{problem.field('rollout')}</p>}
+        </fieldset>
+      )}
+      <VariationSelect
+        label="While off, serve"
+        flag={flag}
+        value={offId}
+        onChange={setOffId}
+        error={problem?.field('offVariationId')}
+      />
+      {save.error && (
+        <p role="alert" className="field-error">
+          {save.error.message}
+        </p>
+      )}
+      <button type="submit" disabled={!canUpdate || save.isPending}>
+        Save default serve
+      </button>
+    </form>
+  );
+}
+
+function VariationSelect(props: {
+  label: string;
+  flag: Flag;
+  value: string;
+  onChange: (id: string) => void;
+  error?: string | undefined;
+}) {
+  return (
+    <Labelled label={props.label} error={props.error}>
+      {(id, describedBy) => (
+        <select
+          id={id}
+          aria-describedby={describedBy}
+          value={props.value}
+          onChange={(event) => props.onChange(event.target.value)}
+        >
+          {props.flag.variations.map((variation) => (
+            <option key={variation.id} value={variation.id}>
+              {variation.name ?? variation.key}
+            </option>
+          ))}
+        </select>
+      )}
+    </Labelled>
+  );
+}

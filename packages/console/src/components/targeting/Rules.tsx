@@ -1,0 +1,168 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, unwrap } from '../../api/client';
+import type { Flag, Rule, Segment } from '../../api/types';
+import { RuleEditor } from './RuleEditor';
+
+/** How a rule reads in the list: "country In DE, AT and plan Equals pro". */
+export function describeRule(rule: Rule, segments: readonly Segment[]): string {
+  const groups = rule.conditionGroups.map((group) =>
+    group.conditions
+      .map((c) => `${c.attribute} ${c.negate ? 'not ' : ''}${c.operator} ${c.values.join(', ')}`)
+      .join(group.operator === 'And' ? ' and ' : ' or '),
+  );
+  const segment = segments.find((s) => s.id === rule.userSegmentId);
+  return [
+    segment ? `in segment ${segment.name ?? segment.key}` : '',
+    ...groups.map((g) => `(${g})`),
+  ]
+    .filter(Boolean)
+    .join(' and ');
+}
+
+/**
+ * The environment's targeting rules in evaluation order (journey 3): drag a rule, or use its
+ * move buttons from the keyboard, to reorder (`PUT …/rules/reorder`); edit and delete each.
+ */
+export function Rules(props: {
+  org: string;
+  project: string;
+  flag: Flag;
+  environment: string;
+  rules: Rule[];
+  segments: Segment[];
+  canEdit: boolean;
+}) {
+  const { org, project, flag, environment, rules, segments, canEdit } = props;
+  const queryClient = useQueryClient();
+  const [dragged, setDragged] = useState<string | null>(null);
+  const path = { org, project, flag: flag.key ?? flag.id, env: environment };
+  const variationName = (id: string) => {
+    const variation = flag.variations.find((v) => v.id === id);
+    return variation?.name ?? variation?.key ?? id;
+  };
+  const refresh = () =>
+    queryClient.invalidateQueries({ queryKey: ['flag', org, project, path.flag] });
+
+  const reorder = useMutation({
+    mutationFn: (ruleIds: string[]) =>
+      unwrap(
+        api.PUT(
+          '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules/reorder',
+          { params: { path }, body: { ruleIds } },
+        ),
+      ),
+    onSettled: refresh,
+  });
+  const remove = useMutation({
+    mutationFn: (rule: string) =>
+      unwrap(
+        api.DELETE(
+          '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules/{rule}',
+          { params: { path: { ...path, rule } } },
+        ),
+      ),
+    onSettled: refresh,
+  });
+
+  function move(ruleId: string, to: number) {
+    const ids = rules.map((rule) => rule.id).filter((id) => id !== ruleId);
+    ids.splice(Math.max(0, Math.min(to, ids.length)), 0, ruleId);
+    reorder.mutate(ids);
+  }
+
+  return (
+    <section aria-label={`Rules in ${environment}`}>
+      <div className="page-heading">
+        <h3>Rules</h3>
+        {canEdit && (
+          <RuleEditor
+            org={org}
+            project={project}
+            flag={flag}
+            environment={environment}
+            segments={segments}
+            trigger={<button type="button">Add rule</button>}
+          />
+        )}
+      </div>
+      {rules.length === 0 && (
+        <p className="hint">No rules: every context gets the default serve.</p>
+      )}
+      <ol className="rules">
+        {rules.map((rule, index) => {
+          const name = `Rule ${index + 1}${rule.description ? `: ${rule.description}` : ''}`;
+          return (
+            <li
+              key={rule.id}
+              aria-label={name}
+              draggable={canEdit}
+              className={dragged === rule.id ? 'dragging' : undefined}
+              onDragStart={(event) => {
+                event.dataTransfer.setData('text/plain', rule.id);
+                setDragged(rule.id);
+              }}
+              onDragEnd={() => setDragged(null)}
+              onDragOver={(event) => event.preventDefault()}
+              onDrop={(event) => {
+                event.preventDefault();
+                const id = event.dataTransfer.getData('text/plain');
+                if (id && id !== rule.id) move(id, index);
+              }}
+            >
+              <div>
+                <strong>{name}</strong>
+                <p className="hint">
+                  If {describeRule(rule, segments) || 'any context'}, serve{' '}
+                  {variationName(rule.variationId)}
+                  {rule.rolloutPercentage !== null && ` to ${rule.rolloutPercentage}%`}
+                </p>
+              </div>
+              {canEdit && (
+                <div className="row">
+                  <button
+                    type="button"
+                    className="quiet"
+                    disabled={index === 0}
+                    onClick={() => move(rule.id, index - 1)}
+                  >
+                    Move rule {index + 1} up
+                  </button>
+                  <button
+                    type="button"
+                    className="quiet"
+                    disabled={index === rules.length - 1}
+                    onClick={() => move(rule.id, index + 1)}
+                  >
+                    Move rule {index + 1} down
+                  </button>
+                  <RuleEditor
+                    org={org}
+                    project={project}
+                    flag={flag}
+                    environment={environment}
+                    rule={rule}
+                    segments={segments}
+                    trigger={
+                      <button type="button" className="quiet">
+                        Edit rule {index + 1}
+                      </button>
+                    }
+                  />
+                  <button type="button" className="quiet" onClick={() => remove.mutate(rule.id)}>
+                    Delete rule {index + 1}
+                  </button>
+                </div>
+              )}
+            </li>
+          );
+        })}
+      </ol>
+      {(reorder.error ?? remove.error) && (
+        <p role="alert" className="field-error">
+          {(reorder.error ?? remove.error)?.message}
+        </p>
+      )}
+    </section>
+  );
+}
