@@ -1,10 +1,12 @@
+import fastifyCookie from '@fastify/cookie';
 import fastifySwagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { authenticate, type Caller } from './auth/caller.js';
+import type { Caller } from './auth/caller.js';
+import { identifyCaller } from './auth/credentials.js';
 import { secretsKey } from './auth/secrets-key.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -26,8 +28,10 @@ import { createManagementRateLimiter } from './http/rate-limit.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
+import { registerSignInRoutes } from './sign-in/routes.js';
 import { trackUnusedConnections } from './ops/unused-connections.js';
 import type { Services } from './services.js';
+import { InvitationMailer } from './mail/invitation-mailer.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 import { UsageAggregator } from './usage/aggregator.js';
@@ -107,6 +111,16 @@ export async function createVexil(
     onSdkKeyRevoked: (hash) => changeFeed.keyRevoked(hash),
     usage,
     signingSecrets,
+    mailer: config.smtpUrl
+      ? new InvitationMailer(config.smtpUrl, config.smtpFrom, (failure, error) =>
+          app.log[failure.willRetry ? 'warn' : 'error'](
+            { ...failure, err: error },
+            failure.willRetry
+              ? 'invitation e-mail not sent; will retry'
+              : 'invitation e-mail not sent; giving up (the inviter has the link)',
+          ),
+        )
+      : null,
   };
 
   // Bodies are validated strictly (no coercion: a null `enabled` must not become false);
@@ -167,6 +181,7 @@ export async function createVexil(
     },
   });
 
+  await app.register(fastifyCookie);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   app.get('/docs/errors', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(errorReferencePage()),
@@ -192,7 +207,7 @@ export async function createVexil(
           const now = clock.now();
           let failure: unknown = null;
           try {
-            request.caller = await authenticate(services.db, request.headers.authorization, now);
+            request.caller = await identifyCaller(services, request, now);
           } catch (error) {
             failure = error;
           }
@@ -206,6 +221,14 @@ export async function createVexil(
         await registerManagementApi(management, services);
       },
       { prefix: '/api/v1' },
+    );
+    // Browser sign-in (design record 022): same error envelope as the management API.
+    await app.register(
+      async (signIn) => {
+        signIn.setErrorHandler(managementErrorHandler(config.publicUrl));
+        registerSignInRoutes(signIn, services);
+      },
+      { prefix: '/auth' },
     );
     // The AI-agent tool server: its tools call the management API in-process (design record 011).
     await app.register(async (mcp) => registerMcpApi(mcp, { services, snapshots, limiter }), {
@@ -262,6 +285,7 @@ export async function createVexil(
       // After the last request, before the database closes: the final counts are written.
       await usage.close();
       await closeLimiter();
+      await services.mailer?.close();
       await database.close();
     },
   };

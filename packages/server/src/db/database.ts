@@ -6,6 +6,7 @@ import pg from 'pg';
 import * as initial from './migrations/0001-initial.js';
 import * as retention from './migrations/0002-retention.js';
 import * as sealedIdempotentResponses from './migrations/0003-sealed-idempotent-responses.js';
+import * as people from './migrations/0004-people.js';
 import type { Schema } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -49,6 +50,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0001-initial': initial.up,
   '0002-retention': retention.up,
   '0003-sealed-idempotent-responses': sealedIdempotentResponses.up,
+  '0004-people': people.up,
 };
 
 /** Applies pending migrations. On PostgreSQL Kysely holds an advisory lock, so nodes may race. */

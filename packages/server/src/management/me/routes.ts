@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { App } from '../../app.js';
+import type { UserCaller } from '../../auth/caller.js';
 import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
 import { issueToken, tokenSummary } from '../../auth/tokens.js';
 import { ApiError } from '../../http/errors.js';
@@ -45,12 +46,13 @@ export function registerMeRoutes(app: App, services: Services): void {
     };
   });
 
-  function userId(request: Parameters<typeof callerOf>[0]): string {
+  function userCaller(request: Parameters<typeof callerOf>[0]): UserCaller {
     const caller = callerOf(request);
     if (caller.type !== 'user')
       throw new ApiError('forbidden', 'Service tokens have no personal access tokens.');
-    return caller.id;
+    return caller;
   }
+  const userId = (request: Parameters<typeof callerOf>[0]) => userCaller(request).id;
 
   app.post(
     '/me/tokens',
@@ -70,12 +72,13 @@ export function registerMeRoutes(app: App, services: Services): void {
       },
     },
     async (request, reply) => {
-      const id = userId(request);
+      const caller = userCaller(request);
       const now = services.clock.now();
       const expiresAt = futureDate(request.body.expiresAt ?? null, now);
       const { row, token } = await issueToken(services.db, {
         kind: 'personal',
-        userId: id,
+        userId: caller.id,
+        ssoConnectionId: caller.ssoConnectionId,
         name: request.body.name,
         expiresAt,
         now: now.toISOString(),
