@@ -70,7 +70,10 @@ export interface Config {
     sessionLifetimeMs: number;
     /** `VEXIL_INVITATION_LIFETIME`: how long an invitation link works (ms). */
     invitationLifetimeMs: number;
-    /** `VEXIL_SIGN_IN_RATE_LIMIT`: password attempts per e-mail address, and per client IP, per window. */
+    /**
+     * `VEXIL_SIGN_IN_RATE_LIMIT`: failed password sign-ins per e-mail address per window (a client
+     * IP gets ten times as many).
+     */
     attempts: { points: number; windowSeconds: number };
   };
   /** `VEXIL_SMTP_URL` (`smtp://user:pass@host:587`, `smtps://…`): invitations are e-mailed when set. */
