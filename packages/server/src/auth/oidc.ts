@@ -84,12 +84,16 @@ export async function finishSignIn(
   callbackUrl: URL,
   pending: { state: string; nonce: string; codeVerifier: string },
 ): Promise<AssertedIdentity> {
-  const tokens = await client.authorizationCodeGrant(configuration, callbackUrl, {
-    pkceCodeVerifier: pending.codeVerifier,
-    expectedState: pending.state,
-    expectedNonce: pending.nonce,
-    idTokenExpected: true,
-  });
+  const tokens = await client
+    .authorizationCodeGrant(configuration, callbackUrl, {
+      pkceCodeVerifier: pending.codeVerifier,
+      expectedState: pending.state,
+      expectedNonce: pending.nonce,
+      idTokenExpected: true,
+    })
+    .catch((error: unknown) => {
+      throw new Error(describeFailure(error));
+    });
   let claims: Record<string, unknown> = { ...tokens.claims()! };
   if (typeof claims.email !== 'string')
     claims = {
@@ -104,4 +108,13 @@ export async function finishSignIn(
     emailVerified: typeof claims.email_verified === 'boolean' ? claims.email_verified : undefined,
     name: typeof claims.name === 'string' ? claims.name : null,
   };
+}
+
+/** The library's reason, with the underlying check that failed (which names a claim, not its value). */
+function describeFailure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const message = error.message.replace(/\.$/, '');
+  return error.cause instanceof Error && error.cause.message !== error.message
+    ? `${message}: ${error.cause.message}`
+    : message;
 }
