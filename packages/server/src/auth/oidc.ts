@@ -9,6 +9,14 @@ import type { SsoConnectionsTable } from '../db/schema.js';
  * SSRF guard does not apply.
  */
 
+/**
+ * The associated data sealing a connection's client secret to its row: the secret is sealed with
+ * the secrets key like webhook signing secrets (design record 015).
+ */
+export function clientSecretBinding(connectionId: string): string {
+  return `sso_connection:${connectionId}`;
+}
+
 /** What the start of a sign-in keeps for its callback. */
 export interface PendingSignIn {
   state: string;

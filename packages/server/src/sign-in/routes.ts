@@ -2,7 +2,12 @@ import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { App } from '../app.js';
-import { beginSignIn, finishSignIn, providerConfiguration } from '../auth/oidc.js';
+import {
+  beginSignIn,
+  clientSecretBinding,
+  finishSignIn,
+  providerConfiguration,
+} from '../auth/oidc.js';
 import { passwordMatches } from '../auth/passwords.js';
 import { hashSecret } from '../auth/secrets.js';
 import { checkCsrf, clearSessionCookies, SESSION_COOKIE, startSession } from '../auth/sessions.js';
@@ -10,7 +15,6 @@ import { mutate } from '../db/mutate.js';
 import type { SsoConnectionsTable } from '../db/schema.js';
 import { ApiError } from '../http/errors.js';
 import { isUuid } from '../management/access.js';
-import { clientSecretBinding } from '../management/sso-connections/routes.js';
 import type { Services } from '../services.js';
 
 /** A client IP may fail this many times the per-address allowance (many people share one NAT). */

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../../app.js';
-import { discoverIssuer } from '../../auth/oidc.js';
+import { clientSecretBinding, discoverIssuer } from '../../auth/oidc.js';
 import type { Role, SsoConnectionsTable } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
@@ -39,11 +39,6 @@ const ConnectionSchema = Type.Object({
 });
 
 const ConnectionParams = Type.Object({ org: Type.String(), id: Type.String() });
-
-/** The associated data sealing a connection's client secret to its row (design record 015). */
-export function clientSecretBinding(connectionId: string): string {
-  return `sso_connection:${connectionId}`;
-}
 
 function connectionBody(services: Services, access: OrgAccess, row: SsoConnectionsTable) {
   return {
