@@ -30,10 +30,11 @@ export async function keepAnOwner(
 }
 
 /**
- * Refuses granting or taking away the Owner role by anyone but an Owner.
+ * Refuses granting the Owner role, or changing or removing an Owner, by anyone but an Owner.
+ * `from` is the member's role before (null for an invitation), `to` after (null for a removal).
  * @throws ApiError `forbidden` (403).
  */
 export function checkOwnerChange(callerRole: Role, from: Role | null, to: Role | null): void {
-  if ((from === 'Owner' || to === 'Owner') && callerRole !== 'Owner' && from !== to)
-    throw new ApiError('forbidden', 'Only an Owner grants or removes the Owner role.');
+  if ((from === 'Owner' || to === 'Owner') && callerRole !== 'Owner')
+    throw new ApiError('forbidden', 'Only an Owner grants the Owner role or changes an Owner.');
 }
