@@ -226,6 +226,9 @@ export async function createVexil(
     await app.register(
       async (signIn) => {
         signIn.setErrorHandler(managementErrorHandler(config.publicUrl));
+        // JSON only, as the management API: a cross-site form cannot post a sign-in.
+        signIn.removeContentTypeParser('text/plain');
+        signIn.addHook('preValidation', rejectNulCharacters);
         registerSignInRoutes(signIn, services);
       },
       { prefix: '/auth' },

@@ -210,3 +210,21 @@ describe('password sign-in switched off', () => {
     await vexil.close();
   });
 });
+
+describe('sign-in input', () => {
+  it.each(testDialects())('on %s: a form post is 415, a NUL character 400', async (dialect) => {
+    const vexil = await createTestVexil(dialect);
+    const form = await vexil.app.inject({
+      method: 'POST',
+      url: '/auth/password',
+      headers: { 'content-type': 'text/plain' },
+      payload: '{"email":"a@b.test","password":"x"}',
+    });
+    expect(form.statusCode).toBe(415);
+    const nul = await call(vexil, 'POST', '/auth/password', {
+      body: { email: 'a\u0000@b.test', password: 'whatever whatever' },
+    });
+    expect(nul.status).toBe(400);
+    await vexil.close();
+  });
+});
