@@ -5,7 +5,7 @@ import { clientSecretBinding, discoverIssuer } from '../../auth/oidc.js';
 import type { Role, SsoConnectionsTable } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { requireOrg, type OrgAccess } from '../access.js';
+import { mutateAs, requireOrg, type OrgAccess } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 
@@ -141,7 +141,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         created_at: now,
         updated_at: now,
       };
-      await services.db.transaction().execute(async (trx) => {
+      await mutateAs(services, access, async ({ trx }) => {
         await trx.insertInto('sso_connections').values(row).execute();
         await trx
           .updateTable('organizations')
@@ -245,11 +245,9 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         enabled: body.enabled !== undefined ? (body.enabled ? 1 : 0) : before.enabled,
         updated_at: services.clock.now().toISOString(),
       };
-      await services.db
-        .updateTable('sso_connections')
-        .set(after)
-        .where('id', '=', before.id)
-        .execute();
+      await mutateAs(services, access, ({ trx }) =>
+        trx.updateTable('sso_connections').set(after).where('id', '=', before.id).execute(),
+      );
       return connectionBody(services, access, after);
     },
   );
@@ -265,7 +263,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
           'conflict',
           'The organization requires sign-in through this connection: switch ssoRequired off or choose another connection first.',
         );
-      await services.db.transaction().execute(async (trx) => {
+      await mutateAs(services, access, async ({ trx }) => {
         await trx
           .updateTable('organizations')
           .set({ sso_connection_id: null })
