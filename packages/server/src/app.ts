@@ -1,10 +1,11 @@
+import fastifyCookie from '@fastify/cookie';
 import fastifySwagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addErrorsModule from 'ajv-errors';
 import addFormatsModule from 'ajv-formats';
 import Fastify from 'fastify';
-import { authenticate } from './auth/caller.js';
+import { identifyCaller } from './auth/credentials.js';
 import { secretsKey } from './auth/secrets-key.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -29,11 +30,13 @@ import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
 import { answerUnmatchedRequests } from './http/unmatched-routes.js';
 import { registerConsole } from './console/serve.js';
+import { InvitationMailer } from './mail/invitation-mailer.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
 import { trackUnusedConnections } from './ops/unused-connections.js';
 import type { Services } from './services.js';
+import { registerSignInRoutes } from './sign-in/routes.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
 import { DeliveryWorker } from './webhooks/worker.js';
@@ -102,6 +105,16 @@ export async function createVexil(
     onSdkKeyRevoked: (hash) => bus.keyRevoked(hash),
     usage,
     signingSecrets,
+    mailer: config.smtpUrl
+      ? new InvitationMailer(config.smtpUrl, config.smtpFrom, (failure, error) =>
+          app.log[failure.willRetry ? 'warn' : 'error'](
+            { ...failure, err: error },
+            failure.willRetry
+              ? 'invitation e-mail not sent; will retry'
+              : 'invitation e-mail not sent; giving up (the inviter has the link)',
+          ),
+        )
+      : null,
   };
 
   // Bodies are validated strictly (no coercion: a null `enabled` must not become false);
@@ -182,6 +195,7 @@ export async function createVexil(
     },
   });
 
+  await app.register(fastifyCookie);
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   app.get('/docs/errors', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(errorReferencePage()),
@@ -199,7 +213,7 @@ export async function createVexil(
           let failure: { error: unknown } | null = null;
           try {
             if (!startup.ready) throw databaseUnavailable();
-            request.caller = await authenticate(services.db, request.headers.authorization, now);
+            request.caller = await identifyCaller(services, request, now);
           } catch (error) {
             failure = { error };
           }
@@ -213,6 +227,17 @@ export async function createVexil(
         await registerManagementApi(management, services, snapshots);
       },
       { prefix: '/api/v1' },
+    );
+    // Browser sign-in (design record 022): same error envelope as the management API.
+    await app.register(
+      async (signIn) => {
+        signIn.setErrorHandler(managementErrorHandler(config.publicUrl));
+        // JSON only, as the management API: a cross-site form cannot post a sign-in.
+        signIn.removeContentTypeParser('text/plain');
+        signIn.addHook('preValidation', rejectNulCharacters);
+        registerSignInRoutes(signIn, services);
+      },
+      { prefix: '/auth' },
     );
     // The AI-agent tool server: its tools call the management API in-process (design record 011).
     await app.register(
@@ -281,6 +306,7 @@ export async function createVexil(
       // After the last request, before the database closes: the final counts are written.
       await usage.close();
       await rateLimits.close();
+      await services.mailer?.close();
       await database.close();
     },
   };

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { text } from 'node:stream/consumers';
 import { Command, InvalidArgumentError } from 'commander';
 import { createRequire } from 'node:module';
 import { createVexil, SERVICE_ROLES, type ServiceRole } from './app.js';
@@ -6,6 +7,7 @@ import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 import type { Plan } from './db/schema.js';
+import { ApiError } from './http/errors.js';
 import { bootstrap } from './management/orgs/bootstrap.js';
 import { PLANS } from './management/orgs/routes.js';
 
@@ -79,21 +81,37 @@ program
     },
     'Enterprise' as Plan,
   )
-  .action(async (options: { org: string; email: string; name?: string; plan: Plan }) => {
-    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(options.org))
-      throw new InvalidArgumentError('--org: lowercase letters, digits and dashes');
-    const database = openDatabase(loadConfig().databaseUrl);
-    await migrate(database);
-    const result = await bootstrap(database.db, {
-      slug: options.org,
-      email: options.email,
-      name: options.name,
-      plan: options.plan,
-      now: systemClock.now(),
-    });
-    await database.close();
-    console.log(JSON.stringify(result));
-  });
+  .option(
+    '--password-stdin',
+    "also set the Owner's password for browser sign-in, read from standard input",
+  )
+  .action(
+    async (options: {
+      org: string;
+      email: string;
+      name?: string;
+      plan: Plan;
+      passwordStdin?: boolean;
+    }) => {
+      if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(options.org))
+        throw new InvalidArgumentError('--org: lowercase letters, digits and dashes');
+      const password = options.passwordStdin
+        ? (await text(process.stdin)).replace(/\r?\n$/, '')
+        : undefined;
+      const database = openDatabase(loadConfig().databaseUrl);
+      await migrate(database);
+      const result = await bootstrap(database.db, {
+        slug: options.org,
+        email: options.email,
+        name: options.name,
+        plan: options.plan,
+        password,
+        now: systemClock.now(),
+      });
+      await database.close();
+      console.log(JSON.stringify(result));
+    },
+  );
 
 program
   .command('openapi')
@@ -110,7 +128,11 @@ program
 
 program.parseAsync().catch((error: unknown) => {
   console.error(
-    error instanceof ConfigError || error instanceof InvalidArgumentError ? error.message : error,
+    error instanceof ConfigError ||
+      error instanceof InvalidArgumentError ||
+      error instanceof ApiError
+      ? error.message
+      : error,
   );
   process.exit(1);
 });

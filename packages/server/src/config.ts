@@ -67,6 +67,26 @@ export interface Config {
   streamHeartbeatMs: number;
   /** Per-client-IP quota of `POST /v1/client/events` (spec: Authentication rule 6). */
   clientEventsRateLimit: { points: number; windowSeconds: number };
+  /** People and sign-in (design record 022). */
+  signIn: {
+    /** `VEXIL_PASSWORD_SIGN_IN`: `false` switches password sign-in off for the whole instance. */
+    passwordEnabled: boolean;
+    /** `VEXIL_SESSION_IDLE_TIMEOUT`: a session unused this long ends (ms). */
+    sessionIdleMs: number;
+    /** `VEXIL_SESSION_LIFETIME`: a session ends this long after sign-in, used or not (ms). */
+    sessionLifetimeMs: number;
+    /** `VEXIL_INVITATION_LIFETIME`: how long an invitation link works (ms). */
+    invitationLifetimeMs: number;
+    /**
+     * `VEXIL_SIGN_IN_RATE_LIMIT`: failed password sign-ins per e-mail address per window (a client
+     * IP gets ten times as many).
+     */
+    attempts: { points: number; windowSeconds: number };
+  };
+  /** `VEXIL_SMTP_URL` (`smtp://user:pass@host:587`, `smtps://…`): invitations are e-mailed when set. */
+  smtpUrl: string | null;
+  /** `VEXIL_SMTP_FROM`: the sender of invitation e-mails. */
+  smtpFrom: string;
   lifecycle: {
     /** Archiving without `force` is refused when the flag was evaluated this recently (ms). */
     archiveGuardWindowMs: number;
@@ -172,6 +192,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         'VEXIL_CLIENT_EVENTS_RATE_LIMIT_WINDOW_SECONDS',
       ),
     },
+    signIn: {
+      passwordEnabled: env.VEXIL_PASSWORD_SIGN_IN !== 'false',
+      sessionIdleMs: parseDuration(
+        env.VEXIL_SESSION_IDLE_TIMEOUT || '12h',
+        'VEXIL_SESSION_IDLE_TIMEOUT',
+      ),
+      sessionLifetimeMs: parseDuration(
+        env.VEXIL_SESSION_LIFETIME || '7d',
+        'VEXIL_SESSION_LIFETIME',
+      ),
+      invitationLifetimeMs: parseDuration(
+        env.VEXIL_INVITATION_LIFETIME || '7d',
+        'VEXIL_INVITATION_LIFETIME',
+      ),
+      attempts: {
+        points: integer(env.VEXIL_SIGN_IN_RATE_LIMIT, 10, 'VEXIL_SIGN_IN_RATE_LIMIT'),
+        windowSeconds: 15 * 60,
+      },
+    },
+    smtpUrl: env.VEXIL_SMTP_URL || null,
+    smtpFrom: env.VEXIL_SMTP_FROM || 'Vexil <vexil@localhost>',
     lifecycle: {
       archiveGuardWindowMs: parseDuration(
         env.VEXIL_ARCHIVE_GUARD_WINDOW || '7d',

@@ -3,9 +3,12 @@ import type { Role, Schema } from '../db/schema.js';
 import { ApiError } from '../http/errors.js';
 import { hashSecret, secretMatches } from './secrets.js';
 
-/** A personal access token (or session) acting as its user. */
+/** A personal access token or a browser session, acting as its user. */
 export interface UserCaller {
   type: 'user';
+  /** The credential: a personal access token, or a session cookie (design record 022). */
+  via: 'token' | 'session';
+  /** The token's id, or the session's. */
   tokenId: string;
   id: string;
   email: string;
@@ -90,6 +93,7 @@ export async function authenticate(
   }
   return {
     type: 'user',
+    via: 'token',
     tokenId: row.id,
     id: required(row.user_id, 'user_id'),
     email: required(row.email, 'users.email'),

@@ -5,7 +5,14 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
  * Only their SHA-256 is stored; lookups go by hash (a slow KDF buys nothing for 256-bit
  * random secrets), and the final comparison is constant-time.
  */
-export type SecretPrefix = 'vxl_pat' | 'vxl_svc' | 'vxl_srv' | 'vxl_cli';
+export type SecretPrefix =
+  | 'vxl_pat'
+  | 'vxl_svc'
+  | 'vxl_srv'
+  | 'vxl_cli'
+  /** A browser session (the cookie) and an invitation link (design record 022). */
+  | 'vxl_ses'
+  | 'vxl_inv';
 
 /** A fresh secret: `<prefix>_<43 chars of base64url>` (32 random bytes). */
 export function generateSecret(prefix: SecretPrefix): string {

@@ -22,7 +22,15 @@ export interface TokenSummary {
 export async function issueToken(
   db: Kysely<Schema> | Transaction<Schema>,
   input:
-    | { kind: 'personal'; userId: string; name: string; expiresAt: string | null; now: string }
+    | {
+        kind: 'personal';
+        userId: string;
+        name: string;
+        expiresAt: string | null;
+        now: string;
+        /** Set when created through an SSO session: the token came through that connection too. */
+        ssoConnectionId?: string | null;
+      }
     | {
         kind: 'service';
         organizationId: string;
@@ -45,7 +53,7 @@ export async function issueToken(
     role: input.kind === 'service' ? input.role : null,
     project_scope:
       input.kind === 'service' && input.projectScope ? JSON.stringify(input.projectScope) : null,
-    sso_connection_id: null,
+    sso_connection_id: input.kind === 'personal' ? (input.ssoConnectionId ?? null) : null,
     expires_at: input.expiresAt,
     revoked_at: null,
     last_used_at: null,

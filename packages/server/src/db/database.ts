@@ -7,6 +7,7 @@ import * as initial from './migrations/0001-initial.js';
 import * as retention from './migrations/0002-retention.js';
 import * as sealedIdempotentResponses from './migrations/0003-sealed-idempotent-responses.js';
 import type { Dialect } from './dialect.js';
+import * as people from './migrations/0004-people.js';
 import * as flagMetadata from './migrations/0005-flag-metadata.js';
 import type { Schema } from './schema.js';
 
@@ -64,6 +65,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0001-initial': initial.up,
   '0002-retention': retention.up,
   '0003-sealed-idempotent-responses': sealedIdempotentResponses.up,
+  '0004-people': people.up,
   '0005-flag-metadata': flagMetadata.up,
 };
 

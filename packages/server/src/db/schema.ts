@@ -25,6 +25,9 @@ export interface UsersTable {
   name: string | null;
   email_verified: number;
   created_at: string;
+  /** Argon2id hash (PHC string); null when the user has no password (design record 022). */
+  password_hash: string | null;
+  last_seen_at: string | null;
 }
 
 export interface MembershipsTable {
@@ -32,6 +35,8 @@ export interface MembershipsTable {
   user_id: string;
   role: Role;
   created_at: string;
+  /** JSON array of project ids the member may reach; null means every project. */
+  project_ids: string | null;
 }
 
 export interface ApiTokensTable {
@@ -280,6 +285,66 @@ export interface CustomEventUsageTable {
   count: number;
 }
 
+/** An organization's OpenID Connect identity provider (design record 022). */
+export interface SsoConnectionsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  issuer: string;
+  client_id: string;
+  /** The client secret, sealed with the secrets key (design record 015). */
+  client_secret: string;
+  /** JSON array of lower-case e-mail domains; empty means any. */
+  allowed_domains: string;
+  default_role: Role;
+  auto_create_users: number;
+  enabled: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A browser sign-in: the cookie holds the secret, the row its SHA-256. */
+export interface SessionsTable {
+  id: string;
+  secret_hash: string;
+  user_id: string;
+  /** The SSO connection the session came through; null for a password sign-in. */
+  sso_connection_id: string | null;
+  user_agent: string | null;
+  ip: string | null;
+  created_at: string;
+  last_seen_at: string;
+  /** The absolute end of the session; the idle limit runs from `last_seen_at`. */
+  expires_at: string;
+  revoked_at: string | null;
+}
+
+export interface InvitationsTable {
+  id: string;
+  organization_id: string;
+  /** Lower-case. */
+  email: string;
+  role: Role;
+  /** JSON array of project ids; null means every project. */
+  project_ids: string | null;
+  token_hash: string;
+  /** Who invited: a user id, or a service token's id. */
+  invited_by: string;
+  created_at: string;
+  expires_at: string;
+  accepted_at: string | null;
+  revoked_at: string | null;
+}
+
+/** An OpenID Connect sign-in between its start and its callback, found by its `state`. */
+export interface SsoSignInsTable {
+  state_hash: string;
+  connection_id: string;
+  code_verifier: string;
+  nonce: string;
+  expires_at: string;
+}
+
 export interface Schema {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -301,4 +366,8 @@ export interface Schema {
   idempotency_keys: IdempotencyKeysTable;
   flag_usage: FlagUsageTable;
   custom_event_usage: CustomEventUsageTable;
+  sso_connections: SsoConnectionsTable;
+  sessions: SessionsTable;
+  invitations: InvitationsTable;
+  sso_sign_ins: SsoSignInsTable;
 }

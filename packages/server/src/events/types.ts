@@ -32,6 +32,12 @@ export const EVENT_TYPES = [
   'api_token.updated',
   'api_token.deleted',
   'organization.updated',
+  'member.created',
+  'member.updated',
+  'member.deleted',
+  'invitation.created',
+  'invitation.accepted',
+  'invitation.deleted',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

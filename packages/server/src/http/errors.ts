@@ -28,12 +28,42 @@ export const ERROR_CODES = {
   unauthorized: {
     status: 401,
     title: 'Unauthorized',
-    text: 'The bearer credential is missing, invalid, expired or revoked.',
+    text: 'The bearer credential or session is missing, invalid, expired or revoked.',
   },
   sso_required: {
     status: 403,
     title: 'Single sign-on required',
     text: 'The organization requires single sign-on and this credential did not come through its identity provider. Sign in with the connection in `connection_id`.',
+  },
+  csrf_rejected: {
+    status: 403,
+    title: 'Cross-site request refused',
+    text: 'A change signed in by the session cookie must come from the console: send `Origin`, or the `vexil_csrf` cookie value in `X-CSRF-Token`.',
+  },
+  sign_in_disabled: {
+    status: 403,
+    title: 'Sign-in method disabled',
+    text: 'This way of signing in is switched off on this instance or for this connection.',
+  },
+  sso_failed: {
+    status: 400,
+    title: 'Single sign-on failed',
+    text: 'The identity provider sign-in could not be completed; the message says why. Start again.',
+  },
+  invitation_used: {
+    status: 410,
+    title: 'Invitation already used',
+    text: 'The invitation link has been accepted already; each link works once.',
+  },
+  invitation_revoked: {
+    status: 410,
+    title: 'Invitation revoked',
+    text: 'The invitation was withdrawn. Ask an Admin of the organization for a new one.',
+  },
+  invitation_expired: {
+    status: 410,
+    title: 'Invitation expired',
+    text: 'The invitation link is past its expiry. Ask an Admin of the organization for a new one.',
   },
   forbidden: {
     status: 403,

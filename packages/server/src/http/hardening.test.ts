@@ -536,6 +536,7 @@ async function seed(vexil: TestVexil) {
     id: hook.id,
     secretId: secret.secretId,
     deliveryId: test.webhookDeliveryId,
+    userId: org.userId,
   };
   return { owner: org.token, keys: { server: sdkKey, client: client.key as string }, fixtures };
 }

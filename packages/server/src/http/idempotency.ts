@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bearerCredential } from '../auth/caller.js';
+import { SESSION_COOKIE } from '../auth/sessions.js';
 import { deriveKey, seal, unseal } from '../auth/sealing.js';
 import { isUniqueViolation } from '../db/unique.js';
 import type { Services } from '../services.js';
@@ -68,7 +69,10 @@ function requestHash(request: FastifyRequest): string {
 export function registerIdempotency(app: FastifyInstance, services: Services): void {
   app.addHook('preHandler', async (request, reply) => {
     const header = request.headers[HEADER];
-    const credential = bearerCredential(request.headers.authorization);
+    const credential =
+      request.caller?.type === 'user' && request.caller.via === 'session'
+        ? request.cookies[SESSION_COOKIE]
+        : bearerCredential(request.headers.authorization);
     if (header === undefined || !request.caller || !credential || !createsResource(request)) return;
     const key = Array.isArray(header) ? header.join(',') : header;
     if (key.length === 0 || key.length > MAX_KEY_LENGTH) {

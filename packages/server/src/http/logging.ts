@@ -7,7 +7,7 @@ import {
 } from 'fastify';
 
 /** Anything shaped like a Vexil credential or webhook signing secret (design record 004). */
-const CREDENTIAL = /\b(vxl_(?:pat|svc|srv|cli)|whsec)_[A-Za-z0-9_+/=-]+/g;
+const CREDENTIAL = /\b(vxl_(?:pat|svc|srv|cli|ses|inv)|whsec)_[A-Za-z0-9_+/=-]+/g;
 /** Query parameters that carry a credential, e.g. `sdkKey` on `GET /v1/client/stream`. */
 const SECRET_PARAMETER = /([?&][^=&#]*(?:key|token|secret)[^=&#]*=)[^&#]*/gi;
 

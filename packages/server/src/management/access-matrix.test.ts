@@ -5,6 +5,7 @@ import type { Role } from '../db/schema.js';
 import {
   call,
   createMember,
+  createSession,
   createOrg,
   createProjectWithFlag,
   createTestVexil,
@@ -27,6 +28,8 @@ import {
 interface RouteClass {
   minimum: Role | 'authenticated' | 'user';
   body?: unknown;
+  /** Also answers a request without any credential (an invitation accepted by a new user). */
+  public?: boolean;
 }
 
 const UNKNOWN_ID = '00000000-0000-7000-8000-000000000000';
@@ -168,6 +171,33 @@ const ROUTES: Record<string, RouteClass> = {
     minimum: 'Admin',
   },
   'GET /api/v1/orgs/{org}/audit-log': { minimum: 'Admin' },
+  // People and sign-in (design record 022).
+  'GET /api/v1/me/sessions': { minimum: 'user' },
+  'DELETE /api/v1/me/sessions/{id}': { minimum: 'user' },
+  'GET /api/v1/orgs/{org}/members': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/members/{userId}': { minimum: 'Viewer' },
+  'PATCH /api/v1/orgs/{org}/members/{userId}': { minimum: 'Admin', body: { role: 'Viewer' } },
+  'DELETE /api/v1/orgs/{org}/members/{userId}': { minimum: 'Admin' },
+  'POST /api/v1/orgs/{org}/invitations': {
+    minimum: 'Admin',
+    body: { email: 'matrix@example.test', role: 'Viewer' },
+  },
+  'GET /api/v1/orgs/{org}/invitations': { minimum: 'Admin' },
+  'DELETE /api/v1/orgs/{org}/invitations/{id}': { minimum: 'Admin' },
+  'POST /api/v1/invitations/accept': {
+    minimum: 'user',
+    public: true,
+    body: { token: 'vxl_inv_unknown' },
+  },
+  'POST /api/v1/orgs/{org}/sso-connections': {
+    minimum: 'Owner',
+    // Nothing listens there: discovery fails at once, which is fine here.
+    body: { name: 'matrix', issuer: 'https://127.0.0.1:1/', clientId: 'c', clientSecret: 's' },
+  },
+  'GET /api/v1/orgs/{org}/sso-connections': { minimum: 'Owner' },
+  'GET /api/v1/orgs/{org}/sso-connections/{id}': { minimum: 'Owner' },
+  'PATCH /api/v1/orgs/{org}/sso-connections/{id}': { minimum: 'Owner', body: { name: 'x' } },
+  'DELETE /api/v1/orgs/{org}/sso-connections/{id}': { minimum: 'Owner' },
 };
 
 /** Path parameters name fixtures that exist; any other parameter gets an unknown id. */
@@ -237,6 +267,8 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
   const clock = new TestClock();
   let vexil: TestVexil;
   const userTokens = {} as Record<Role, string>;
+  /** Browser sessions of the same users: the cookie and a same-origin `Origin`. */
+  const userSessions = {} as Record<Role, Record<string, string>>;
   const serviceTokens = {} as Record<Role, string>;
   let revoked: string;
   let expired: string;
@@ -256,7 +288,13 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
     const db = vexil.services.db;
     userTokens.Owner = org.token;
     for (const role of ORG_ROLES) {
-      if (role !== 'Owner') userTokens[role] = (await createMember(vexil, org.orgId, role)).token;
+      const userId =
+        role === 'Owner' ? org.userId : (await createMember(vexil, org.orgId, role)).userId;
+      if (role !== 'Owner')
+        userTokens[role] = (
+          await issueToken(db, { kind: 'personal', userId, name: 'matrix', expiresAt: null, now })
+        ).token;
+      userSessions[role] = (await createSession(vexil, userId)).headers;
       serviceTokens[role] = (
         await issueToken(db, {
           kind: 'service',
@@ -327,18 +365,30 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
   afterAll(() => vexil.close());
 
   it.each(ROUTE_TABLE.filter((route) => route.id in ROUTES))('$id', async (route) => {
-    const { minimum, body } = ROUTES[route.id]!;
+    const { minimum, body, public: isPublic } = ROUTES[route.id]!;
     const url = concretePath(route.path);
-    const send = (token: string | undefined) =>
+    const send = (token: string | Record<string, string> | undefined) =>
       // Explicit header: the harness sends `vxl_s…` tokens raw, as it does SDK keys.
       call(vexil, route.method, url, {
         body,
-        headers: token ? { authorization: `Bearer ${token}` } : {},
+        headers: typeof token === 'string' ? { authorization: `Bearer ${token}` } : (token ?? {}),
       });
 
-    for (const token of [undefined, 'vxl_pat_not-a-token', revoked, expired]) {
+    if (isPublic) {
+      const response = await send(undefined);
+      expect([401, 403, 500], `${route.id} without a credential`).not.toContain(response.status);
+    }
+    const strangers = [
+      ...(isPublic ? [] : [undefined]),
+      'vxl_pat_not-a-token',
+      revoked,
+      expired,
+      { cookie: 'vexil_session=vxl_ses_not-a-session' },
+    ];
+    for (const token of strangers) {
       const response = await send(token);
-      expect(response.status, `${route.id} with ${token ?? 'no credential'}`).toBe(401);
+      const label = `${route.id} with ${JSON.stringify(token) ?? 'no credential'}`;
+      expect(response.status, label).toBe(401);
       expectEnvelope(response);
     }
     if (route.path.includes('{org}')) {
@@ -362,11 +412,26 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
     }
 
     const callers = [
-      ...ORG_ROLES.map((role) => ({ label: `user ${role}`, role, service: false })),
-      ...ORG_ROLES.map((role) => ({ label: `service ${role}`, role, service: true })),
+      ...ORG_ROLES.map((role) => ({ label: `user ${role}`, role, service: false, session: false })),
+      ...ORG_ROLES.map((role) => ({
+        label: `session ${role}`,
+        role,
+        service: false,
+        session: true,
+      })),
+      ...ORG_ROLES.map((role) => ({
+        label: `service ${role}`,
+        role,
+        service: true,
+        session: false,
+      })),
     ];
     for (const caller of callers) {
-      const response = await send((caller.service ? serviceTokens : userTokens)[caller.role]);
+      const response = await send(
+        caller.session
+          ? userSessions[caller.role]
+          : (caller.service ? serviceTokens : userTokens)[caller.role],
+      );
       const label = `${route.id} as ${caller.label}: ${response.status} ${response.text}`;
       expect(response.status, label).not.toBe(500);
       expect(response.status, label).not.toBe(401);

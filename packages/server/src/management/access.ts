@@ -20,6 +20,8 @@ export interface OrgAccess {
   caller: Caller;
   org: OrganizationsTable;
   role: Role;
+  /** Project ids the caller may reach (a service token's or a member's allowlist); null: all. */
+  projectScope: string[] | null;
 }
 
 /** The authenticated caller of a management request (set by the authentication hook). */
@@ -47,16 +49,21 @@ export async function requireOrg(
     .where(isUuid(orgRef) ? 'id' : 'slug', '=', orgRef)
     .executeTakeFirst();
   let role: Role | undefined;
+  let projectScope: string[] | null = null;
   if (org && caller.type === 'service_token') {
     role = caller.organizationId === org.id ? caller.role : undefined;
+    projectScope = caller.projectScope;
   } else if (org) {
     const membership = await services.db
       .selectFrom('memberships')
-      .select('role')
+      .select(['role', 'project_ids'])
       .where('organization_id', '=', org.id)
       .where('user_id', '=', caller.id)
       .executeTakeFirst();
     role = membership?.role;
+    projectScope = membership?.project_ids
+      ? (JSON.parse(membership.project_ids) as string[])
+      : null;
   }
   if (!org || !role) {
     throw new ApiError('not_found', `Organization "${orgRef}" was not found.`, {
@@ -77,17 +84,12 @@ export async function requireOrg(
   if (!hasRole(role, minimum)) {
     throw new ApiError('forbidden', `This operation needs the ${minimum} role; you are ${role}.`);
   }
-  return { caller, org, role };
+  return { caller, org, role, projectScope };
 }
 
-/** Whether a service token's project allowlist admits the project. */
+/** Whether the caller's project allowlist (a service token's or a member's) admits the project. */
 export function projectInScope(access: OrgAccess, projectId: string): boolean {
-  const { caller } = access;
-  return (
-    caller.type !== 'service_token' ||
-    !caller.projectScope ||
-    caller.projectScope.includes(projectId)
-  );
+  return !access.projectScope || access.projectScope.includes(projectId);
 }
 
 /**

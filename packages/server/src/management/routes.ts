@@ -9,11 +9,15 @@ import { registerLifecycleRoutes } from './flags/lifecycle.js';
 import { registerPlaygroundRoutes } from './flags/playground.js';
 import { registerFlagRoutes } from './flags/routes.js';
 import { registerVariationRoutes } from './flags/variations.js';
+import { registerInvitationRoutes } from './invitations/routes.js';
+import { registerMemberRoutes } from './members/routes.js';
 import { registerMeRoutes } from './me/routes.js';
+import { registerMySessionRoutes } from './me/sessions.js';
 import { registerOrgRoutes } from './orgs/routes.js';
 import { registerProjectRoutes } from './projects/routes.js';
 import { registerSdkKeyRoutes } from './sdk-keys/routes.js';
 import { registerServiceTokenRoutes } from './service-tokens/routes.js';
+import { registerSsoConnectionRoutes } from './sso-connections/routes.js';
 import { registerRuleRoutes } from './targeting/rules.js';
 import { registerSegmentRoutes } from './targeting/segments.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
@@ -40,4 +44,9 @@ export async function registerManagementApi(
   registerRuleRoutes(app, services);
   registerWebhookRoutes(app, services);
   registerAuditLogRoutes(app, services);
+  // People and sign-in (design record 022).
+  registerMySessionRoutes(app, services);
+  registerMemberRoutes(app, services);
+  registerInvitationRoutes(app, services);
+  registerSsoConnectionRoutes(app, services);
 }

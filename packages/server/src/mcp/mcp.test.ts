@@ -24,6 +24,7 @@ const TOOLS = [
   'evaluate_flag',
   'get_flag',
   'list_flags',
+  'list_members',
   'list_removal_candidates',
   'list_webhook_deliveries',
   'list_webhooks',
@@ -288,6 +289,12 @@ describe('MCP tool server', () => {
         enabled: true,
       }),
     ).toMatch(/^not_found: /);
+  });
+
+  it('list_members answers as GET /members does (Viewer)', async () => {
+    const members = await output(viewer, 'list_members', { org: 'acme' });
+    expect(members.items.map((item: { role: string }) => item.role)).toContain('Owner');
+    expect(members.items.map((item: { role: string }) => item.role)).toContain('Viewer');
   });
 
   it('flag reads: list, get, removal candidates (Viewer)', async () => {

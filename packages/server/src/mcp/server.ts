@@ -1,5 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { registerFlagTools } from './tools/flag-tools.js';
+import { registerMemberTools } from './tools/member-tools.js';
 import type { ToolContext } from './tools/tool-context.js';
 import { registerWebhookTools } from './tools/webhook-tools.js';
 
@@ -13,12 +14,13 @@ export function createMcpServer(context: ToolContext): McpServer {
     { name: 'vexil', version: 'v1' },
     {
       instructions:
-        'Vexil feature flags and outbound webhooks. Every tool takes `org` (slug or id). ' +
+        'Vexil feature flags, outbound webhooks and members. Every tool takes `org` (slug or id). ' +
         'Refusals come back as tool errors reading "code: message", as the management API ' +
         'answers them (forbidden, not_found, validation_failed, ...).',
     },
   );
   registerWebhookTools(server, context);
   registerFlagTools(server, context);
+  registerMemberTools(server, context);
   return server;
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { v7 } from 'uuid';
 import { createVexil, type Vexil } from '../app.js';
+import { generateSecret, hashSecret } from '../auth/secrets.js';
 import { issueToken } from '../auth/tokens.js';
 import type { Clock } from '../clock.js';
 import { loadConfig, type Config } from '../config.js';
@@ -267,4 +268,41 @@ export async function createProjectWithFlag(
   });
   if (key.status !== 201) throw new Error(`sdk key create failed: ${key.text}`);
   return { project, flag: flagBody.key, sdkKey: key.body.key as string };
+}
+
+/**
+ * A browser session for `userId`, inserted as a sign-in makes it; returns the headers a console
+ * request sends with it (the cookie, and `Origin` for the CSRF check).
+ */
+export async function createSession(
+  vexil: TestVexil,
+  userId: string,
+  ssoConnectionId: string | null = null,
+): Promise<{ id: string; secret: string; headers: Record<string, string> }> {
+  const secret = generateSecret('vxl_ses');
+  const now = vexil.services.clock.now();
+  const id = v7();
+  await vexil.services.db
+    .insertInto('sessions')
+    .values({
+      id,
+      secret_hash: hashSecret(secret),
+      user_id: userId,
+      sso_connection_id: ssoConnectionId,
+      user_agent: null,
+      ip: null,
+      created_at: now.toISOString(),
+      last_seen_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + vexil.config.signIn.sessionLifetimeMs).toISOString(),
+      revoked_at: null,
+    })
+    .execute();
+  return {
+    id,
+    secret,
+    headers: {
+      cookie: `vexil_session=${secret}`,
+      origin: new URL(vexil.config.publicUrl).origin,
+    },
+  };
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVexil } from '../app.js';
+import { clientSecretBinding } from '../auth/oidc.js';
 import { ConfigError } from '../config.js';
 import { openDatabase } from '../db/database.js';
 import {
@@ -133,5 +134,46 @@ describe.each(testDialects())('webhook signing secrets at rest on %s', (dialect)
       secret,
     );
     await rotating.close();
+  });
+});
+
+describe('SSO client secrets at rest', () => {
+  it('are sealed bound to their connection and rotate with the webhook secrets', async () => {
+    const vexil = await createTestVexil('sqlite');
+    const org = await createOrg(vexil);
+    const id = '0190f5a0-0000-7000-8000-00000000c0de';
+    const binding = clientSecretBinding(id);
+    const now = vexil.services.clock.now().toISOString();
+    await vexil.services.db
+      .insertInto('sso_connections')
+      .values({
+        id,
+        organization_id: org.orgId,
+        name: 'IdP',
+        issuer: 'https://idp.acme.test',
+        client_id: 'vexil',
+        client_secret: vexil.services.signingSecrets.seal(binding, 'client-secret'),
+        allowed_domains: '[]',
+        default_role: 'Viewer',
+        auto_create_users: 0,
+        enabled: 1,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    const stored = () =>
+      vexil.services.db
+        .selectFrom('sso_connections')
+        .select('client_secret')
+        .executeTakeFirstOrThrow()
+        .then((row) => row.client_secret);
+    expect(await stored()).not.toContain('client-secret');
+    await expect(
+      new SigningSecretVault(OTHER_KEY).sealStoredSecrets(vexil.services.db),
+    ).rejects.toThrow(ConfigError);
+    const rotated = new SigningSecretVault(OTHER_KEY, TEST_SECRETS_KEY);
+    expect(await rotated.sealStoredSecrets(vexil.services.db)).toBe(1);
+    expect(new SigningSecretVault(OTHER_KEY).open(binding, await stored())).toBe('client-secret');
+    await vexil.close();
   });
 });

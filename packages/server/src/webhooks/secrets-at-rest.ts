@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { clientSecretBinding } from '../auth/oidc.js';
 import { deriveKey, seal, unseal } from '../auth/sealing.js';
 import { ConfigError } from '../config.js';
 import type { Schema } from '../db/schema.js';
@@ -47,7 +48,7 @@ export class SigningSecretVault {
     const secret =
       openWith(this.key, secretId, stored) ??
       (this.previousKey === null ? undefined : openWith(this.previousKey, secretId, stored));
-    if (secret === undefined) throw new Error(`webhook secret ${secretId} does not open`);
+    if (secret === undefined) throw new Error(`stored secret ${secretId} does not open`);
     return secret;
   }
 
@@ -63,10 +64,22 @@ export class SigningSecretVault {
    */
   async sealStoredSecrets(db: Kysely<Schema>): Promise<number> {
     const rows = await db.selectFrom('webhook_secrets').select(['id', 'secret']).execute();
+    // SSO client secrets are sealed with the same key (design record 022), bound to their row.
+    const connections = await db
+      .selectFrom('sso_connections')
+      .select(['id', 'client_secret'])
+      .execute();
     // Every row is checked before any is written: a key that opens nothing changes nothing.
     const rewrites = rows.flatMap((row) => {
       const secret = this.secretToRewrite(row.id, row.secret);
       return secret === undefined ? [] : [{ ...row, secret, stored: row.secret }];
+    });
+    const connectionRewrites = connections.flatMap((row) => {
+      const binding = clientSecretBinding(row.id);
+      const secret = this.secretToRewrite(binding, row.client_secret);
+      return secret === undefined
+        ? []
+        : [{ id: row.id, binding, secret, stored: row.client_secret }];
     });
     for (const { id, secret, stored } of rewrites) {
       await db
@@ -76,7 +89,15 @@ export class SigningSecretVault {
         .where('secret', '=', stored)
         .execute();
     }
-    return rewrites.length;
+    for (const { id, binding, secret, stored } of connectionRewrites) {
+      await db
+        .updateTable('sso_connections')
+        .set({ client_secret: this.seal(binding, secret) })
+        .where('id', '=', id)
+        .where('client_secret', '=', stored)
+        .execute();
+    }
+    return rewrites.length + connectionRewrites.length;
   }
 
   /** The secret of a stored row that must be rewritten, or undefined when the current key opens it. */
@@ -87,7 +108,7 @@ export class SigningSecretVault {
       this.previousKey === null ? undefined : openWith(this.previousKey, secretId, stored);
     if (previous !== undefined) return previous;
     throw new ConfigError(
-      'The secrets key does not open the stored webhook signing secrets: start with the ' +
+      'The secrets key does not open the stored webhook signing secrets or SSO client secrets: start with the ' +
         'VEXIL_SECRETS_KEY (or the generated key file) they were sealed with, or, to rotate, ' +
         'with the new key and the old one as VEXIL_SECRETS_KEY_PREVIOUS.',
     );

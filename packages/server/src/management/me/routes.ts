@@ -69,12 +69,12 @@ export function registerMeRoutes(app: App, services: Services): void {
       },
     },
     async ({ caller }, request, reply) => {
-      const id = caller.id;
       const now = services.clock.now();
       const expiresAt = futureDate(request.body.expiresAt ?? null, now);
       const { row, token } = await issueToken(services.db, {
         kind: 'personal',
-        userId: id,
+        userId: caller.id,
+        ssoConnectionId: caller.ssoConnectionId,
         name: request.body.name,
         expiresAt,
         now: now.toISOString(),

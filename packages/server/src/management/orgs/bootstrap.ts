@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { v7 as uuid } from 'uuid';
+import { hashPassword } from '../../auth/passwords.js';
 import { issueToken } from '../../auth/tokens.js';
 import type { Plan, Schema } from '../../db/schema.js';
 
@@ -12,13 +13,19 @@ export interface BootstrapResult {
 
 /**
  * Creates the organization (if absent, with `plan`), the user (if absent), makes the user the
- * org's Owner and issues them a new personal access token. Idempotent apart from the token.
+ * org's Owner and issues them a new personal access token; with `password`, also sets the user's
+ * password for browser sign-in. Idempotent apart from the token.
+ * @throws ApiError `validation_failed` when the password is too short.
  */
 export async function bootstrap(
   db: Kysely<Schema>,
-  input: { slug: string; email: string; name?: string; plan: Plan; now: Date },
+  input: { slug: string; email: string; name?: string; password?: string; plan: Plan; now: Date },
 ): Promise<BootstrapResult> {
   const now = input.now.toISOString();
+  const passwordHash =
+    input.password === undefined
+      ? undefined
+      : await hashPassword(input.password, '--password-stdin');
   return db.transaction().execute(async (trx) => {
     let org = await trx
       .selectFrom('organizations')
@@ -53,6 +60,12 @@ export async function bootstrap(
         .values({ ...user, name: input.name ?? null, email_verified: 0, created_at: now })
         .execute();
     }
+    if (passwordHash !== undefined)
+      await trx
+        .updateTable('users')
+        .set({ password_hash: passwordHash })
+        .where('id', '=', user.id)
+        .execute();
     const membership = await trx
       .selectFrom('memberships')
       .select('role')

@@ -18,6 +18,24 @@ describe.each(testDialects())('organizations on %s', (dialect) => {
     vexil = await createTestVexil(dialect);
     org = await createOrg(vexil);
     await createOrg(vexil, 'other');
+    const now = vexil.services.clock.now().toISOString();
+    await vexil.services.db
+      .insertInto('sso_connections')
+      .values({
+        id: CONNECTION,
+        organization_id: org.orgId,
+        name: 'IdP',
+        issuer: 'https://idp.acme.test',
+        client_id: 'vexil',
+        client_secret: vexil.services.signingSecrets.seal(`sso_connection:${CONNECTION}`, 's'),
+        allowed_domains: '[]',
+        default_role: 'Viewer',
+        auto_create_users: 0,
+        enabled: 1,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
   });
   afterAll(() => vexil.close());
 
@@ -63,6 +81,15 @@ describe.each(testDialects())('organizations on %s', (dialect) => {
     const response = await call(vexil, 'PATCH', '/api/v1/orgs/acme', {
       token: org.token,
       body: { ssoRequired: true },
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.fields).toHaveProperty('ssoConnectionId');
+  });
+
+  it("ssoConnectionId must name one of the org's connections", async () => {
+    const response = await call(vexil, 'PATCH', '/api/v1/orgs/acme', {
+      token: org.token,
+      body: { ssoRequired: true, ssoConnectionId: '0190f5a0-0000-7000-8000-00000000beef' },
     });
     expect(response.status).toBe(400);
     expect(response.body.fields).toHaveProperty('ssoConnectionId');

@@ -121,6 +121,16 @@ export function registerOrgRoutes(app: App, services: Services): void {
       if (after.ssoRequired && !after.ssoConnectionId) {
         throw invalidField('ssoConnectionId', 'is required while ssoRequired is true');
       }
+      if (after.ssoConnectionId && after.ssoConnectionId !== before.ssoConnectionId) {
+        const connection = await services.db
+          .selectFrom('sso_connections')
+          .select('id')
+          .where('organization_id', '=', access.org.id)
+          .where('id', '=', after.ssoConnectionId)
+          .executeTakeFirst();
+        if (!connection)
+          throw invalidField('ssoConnectionId', "is not one of the organization's SSO connections");
+      }
       const row = await mutateAs(services, access, async (m) => {
         const updated = await m.trx
           .updateTable('organizations')

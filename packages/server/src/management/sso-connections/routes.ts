@@ -1,0 +1,278 @@
+import { Type } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import type { App } from '../../http/app-instance.js';
+import { clientSecretBinding, discoverIssuer } from '../../auth/oidc.js';
+import type { Role, SsoConnectionsTable } from '../../db/schema.js';
+import { ApiError, invalidField } from '../../http/errors.js';
+import type { Services } from '../../services.js';
+import { mutateAs, requireOrg, type OrgAccess } from '../access.js';
+import { ActionsSchema, actionsFor } from '../actions.js';
+import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+
+const MEMBER_ROLES = ['Viewer', 'Member', 'Admin'] as const;
+const DOMAIN = '^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z]{2,63}$';
+
+const fields = {
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  issuer: Type.String({ format: 'uri', pattern: '^https://', maxLength: 2000 }),
+  clientId: Type.String({ minLength: 1, maxLength: 500 }),
+  clientSecret: Type.String({ minLength: 1, maxLength: 2000 }),
+  allowedDomains: Type.Array(Type.String({ pattern: DOMAIN }), { uniqueItems: true, maxItems: 50 }),
+  defaultRole: Type.Enum(MEMBER_ROLES),
+  autoCreateUsers: Type.Boolean(),
+  enabled: Type.Boolean(),
+};
+
+const ConnectionSchema = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  issuer: Type.String(),
+  clientId: Type.String(),
+  allowedDomains: Type.Array(Type.String()),
+  defaultRole: Type.String(),
+  autoCreateUsers: Type.Boolean(),
+  enabled: Type.Boolean(),
+  callbackUrl: Type.String(),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+  _actions: ActionsSchema,
+});
+
+const ConnectionParams = Type.Object({ org: Type.String(), id: Type.String() });
+
+function connectionBody(services: Services, access: OrgAccess, row: SsoConnectionsTable) {
+  return {
+    id: row.id,
+    name: row.name,
+    issuer: row.issuer,
+    clientId: row.client_id,
+    allowedDomains: JSON.parse(row.allowed_domains) as string[],
+    defaultRole: row.default_role,
+    autoCreateUsers: row.auto_create_users === 1,
+    enabled: row.enabled === 1,
+    callbackUrl: `${services.config.publicUrl}/auth/sso/callback`,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    _actions: actionsFor(access.role, {
+      update: { role: 'Owner' },
+      delete: {
+        role: 'Owner',
+        blockedBy:
+          access.org.sso_required === 1 && access.org.sso_connection_id === row.id
+            ? 'the organization requires sign-in through this connection'
+            : null,
+      },
+    }),
+  };
+}
+
+async function checkIssuer(issuer: string): Promise<void> {
+  try {
+    await discoverIssuer(issuer);
+  } catch (error) {
+    throw invalidField(
+      'issuer',
+      `OpenID Connect discovery failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+async function findConnection(services: Services, access: OrgAccess, id: string) {
+  const row = await services.db
+    .selectFrom('sso_connections')
+    .selectAll()
+    .where('organization_id', '=', access.org.id)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!row)
+    throw new ApiError('not_found', `SSO connection "${id}" was not found.`, {
+      nextActions: [{ method: 'GET', path: `/api/v1/orgs/${access.org.slug}/sso-connections` }],
+    });
+  return row;
+}
+
+/**
+ * An organization's OpenID Connect connections (people-and-sign-in.md, Sign-in). Owner only. The
+ * client secret is write-only and sealed at rest. The first connection becomes the org's
+ * `ssoConnectionId`, the one `/auth/sso/{org}` signs in through.
+ */
+export function registerSsoConnectionRoutes(app: App, services: Services): void {
+  app.post(
+    '/orgs/:org/sso-connections',
+    {
+      schema: {
+        tags: ['sso'],
+        params: Type.Object({ org: Type.String() }),
+        body: Type.Object(
+          {
+            name: fields.name,
+            issuer: fields.issuer,
+            clientId: fields.clientId,
+            clientSecret: fields.clientSecret,
+            allowedDomains: Type.Optional(fields.allowedDomains),
+            defaultRole: Type.Optional(fields.defaultRole),
+            autoCreateUsers: Type.Optional(fields.autoCreateUsers),
+            enabled: Type.Optional(fields.enabled),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: ConnectionSchema },
+      },
+    },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Owner');
+      await checkIssuer(request.body.issuer);
+      const now = services.clock.now().toISOString();
+      const id = uuid();
+      const row: SsoConnectionsTable = {
+        id,
+        organization_id: access.org.id,
+        name: request.body.name,
+        issuer: request.body.issuer,
+        client_id: request.body.clientId,
+        client_secret: services.signingSecrets.seal(
+          clientSecretBinding(id),
+          request.body.clientSecret,
+        ),
+        allowed_domains: JSON.stringify(request.body.allowedDomains ?? []),
+        default_role: (request.body.defaultRole ?? 'Viewer') as Role,
+        auto_create_users: request.body.autoCreateUsers ? 1 : 0,
+        enabled: request.body.enabled === false ? 0 : 1,
+        created_at: now,
+        updated_at: now,
+      };
+      await mutateAs(services, access, async ({ trx }) => {
+        await trx.insertInto('sso_connections').values(row).execute();
+        await trx
+          .updateTable('organizations')
+          .set({ sso_connection_id: id })
+          .where('id', '=', access.org.id)
+          .where('sso_connection_id', 'is', null)
+          .execute();
+      });
+      return reply.status(201).send(connectionBody(services, access, row));
+    },
+  );
+
+  app.get(
+    '/orgs/:org/sso-connections',
+    {
+      schema: {
+        tags: ['sso'],
+        params: Type.Object({ org: Type.String() }),
+        querystring: PageQuery,
+        response: { 200: pagedSchema(ConnectionSchema) },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Owner');
+      const { rows, nextCursor } = await paginate(
+        services.db
+          .selectFrom('sso_connections')
+          .selectAll()
+          .where('organization_id', '=', access.org.id),
+        request.query,
+      );
+      return {
+        items: rows.map((row) => connectionBody(services, access, row)),
+        next_cursor: nextCursor,
+        _actions: actionsFor(access.role, { create: { role: 'Owner' } }),
+      };
+    },
+  );
+
+  app.get(
+    '/orgs/:org/sso-connections/:id',
+    { schema: { tags: ['sso'], params: ConnectionParams, response: { 200: ConnectionSchema } } },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Owner');
+      return connectionBody(
+        services,
+        access,
+        await findConnection(services, access, request.params.id),
+      );
+    },
+  );
+
+  app.patch(
+    '/orgs/:org/sso-connections/:id',
+    {
+      schema: {
+        tags: ['sso'],
+        params: ConnectionParams,
+        body: Type.Object(
+          {
+            name: Type.Optional(fields.name),
+            issuer: Type.Optional(fields.issuer),
+            clientId: Type.Optional(fields.clientId),
+            clientSecret: Type.Optional(fields.clientSecret),
+            allowedDomains: Type.Optional(fields.allowedDomains),
+            defaultRole: Type.Optional(fields.defaultRole),
+            autoCreateUsers: Type.Optional(fields.autoCreateUsers),
+            enabled: Type.Optional(fields.enabled),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: ConnectionSchema },
+      },
+    },
+    async (request) => {
+      const access = await requireOrg(services, request, request.params.org, 'Owner');
+      const before = await findConnection(services, access, request.params.id);
+      const body = request.body;
+      if (body.issuer !== undefined && body.issuer !== before.issuer)
+        await checkIssuer(body.issuer);
+      const after: SsoConnectionsTable = {
+        ...before,
+        name: body.name ?? before.name,
+        issuer: body.issuer ?? before.issuer,
+        client_id: body.clientId ?? before.client_id,
+        client_secret:
+          body.clientSecret !== undefined
+            ? services.signingSecrets.seal(clientSecretBinding(before.id), body.clientSecret)
+            : before.client_secret,
+        allowed_domains:
+          body.allowedDomains !== undefined
+            ? JSON.stringify(body.allowedDomains)
+            : before.allowed_domains,
+        default_role: (body.defaultRole as Role | undefined) ?? before.default_role,
+        auto_create_users:
+          body.autoCreateUsers !== undefined
+            ? body.autoCreateUsers
+              ? 1
+              : 0
+            : before.auto_create_users,
+        enabled: body.enabled !== undefined ? (body.enabled ? 1 : 0) : before.enabled,
+        updated_at: services.clock.now().toISOString(),
+      };
+      await mutateAs(services, access, ({ trx }) =>
+        trx.updateTable('sso_connections').set(after).where('id', '=', before.id).execute(),
+      );
+      return connectionBody(services, access, after);
+    },
+  );
+
+  app.delete(
+    '/orgs/:org/sso-connections/:id',
+    { schema: { tags: ['sso'], params: ConnectionParams } },
+    async (request, reply) => {
+      const access = await requireOrg(services, request, request.params.org, 'Owner');
+      const row = await findConnection(services, access, request.params.id);
+      if (access.org.sso_required === 1 && access.org.sso_connection_id === row.id)
+        throw new ApiError(
+          'conflict',
+          'The organization requires sign-in through this connection: switch ssoRequired off or choose another connection first.',
+        );
+      await mutateAs(services, access, async ({ trx }) => {
+        await trx
+          .updateTable('organizations')
+          .set({ sso_connection_id: null })
+          .where('id', '=', access.org.id)
+          .where('sso_connection_id', '=', row.id)
+          .execute();
+        await trx.deleteFrom('sso_connections').where('id', '=', row.id).execute();
+      });
+      return reply.status(204).send();
+    },
+  );
+}

@@ -1,0 +1,380 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Provider, { type KoaContextWithOIDC } from 'oidc-provider';
+import { Agent, fetch } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueToken } from '../auth/tokens.js';
+import { openDatabase, type Database, type Dialect } from '../db/database.js';
+import { createPostgresDatabase, testDialects } from '../test-support/harness.js';
+import { bootstrapWithCli, ServeProcess } from '../test-support/processes.js';
+
+/**
+ * OpenID Connect sign-in against a real provider (`oidc-provider`) over HTTPS with a throw-away
+ * certificate, which the `vexil serve` process trusts through NODE_EXTRA_CA_CERTS as it would a
+ * company CA. The browser's round trip is driven over HTTP: start → provider → callback →
+ * session → API.
+ */
+
+interface Account {
+  email: string;
+  email_verified: boolean;
+  name: string;
+}
+
+const ACCOUNTS: Record<string, Account> = {
+  alice: { email: 'alice@acme.test', email_verified: true, name: 'Alice' },
+  bob: { email: 'bob@acme.test', email_verified: true, name: 'Bob' },
+  mallory: { email: 'mallory@evil.test', email_verified: true, name: 'Mallory' },
+};
+
+const CLIENT_SECRET = 'a-client-secret-that-is-long-enough-for-hs256';
+
+/** A certificate for 127.0.0.1, its own CA, made for this run. */
+function throwAwayCertificate(folder: string): { key: string; cert: string; certPath: string } {
+  const keyPath = join(folder, 'key.pem');
+  const certPath = join(folder, 'cert.pem');
+  execFileSync('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=Vexil test CA',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-keyout',
+    keyPath,
+    '-out',
+    certPath,
+  ]);
+  return { key: readFileSync(keyPath, 'utf8'), cert: readFileSync(certPath, 'utf8'), certPath };
+}
+
+/** The provider: the test says which account signs in next (its login page, in effect). */
+class TestProvider {
+  next = 'alice';
+  provider!: Provider;
+  readonly server: Server;
+
+  constructor(tls: { key: string; cert: string }) {
+    this.server = createServer(tls, (req, res) => {
+      if (req.url?.startsWith('/interaction/')) {
+        void this.provider.interactionFinished(
+          req,
+          res,
+          { login: { accountId: this.next } },
+          { mergeWithLastSubmission: false },
+        );
+        return;
+      }
+      void this.provider.callback()(req, res);
+    });
+  }
+
+  get issuer(): string {
+    return `https://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+  }
+
+  configure(redirectUri: string): void {
+    this.provider = new Provider(this.issuer, {
+      clients: [
+        {
+          client_id: 'vexil',
+          client_secret: CLIENT_SECRET,
+          redirect_uris: [redirectUri],
+          token_endpoint_auth_method: 'client_secret_post',
+        },
+      ],
+      pkce: { required: () => true },
+      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+      findAccount: (_ctx: KoaContextWithOIDC, sub: string) =>
+        ACCOUNTS[sub] ? { accountId: sub, claims: () => ({ sub, ...ACCOUNTS[sub] }) } : undefined,
+      interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+      features: { devInteractions: { enabled: false } },
+      // Consent is implied: every sign-in is granted the scopes asked for.
+      loadExistingGrant: async (ctx) => {
+        const grant = new ctx.oidc.provider.Grant({
+          clientId: ctx.oidc.client!.clientId,
+          accountId: ctx.oidc.session!.accountId!,
+        });
+        grant.addOIDCScope('openid email profile');
+        await grant.save();
+        return grant;
+      },
+      cookies: { keys: ['test-cookie-key'] },
+    });
+  }
+}
+
+/** A browser: follows the provider's redirects by hand, keeping its cookies. */
+class Browser {
+  private readonly cookies = new Map<string, string>();
+  constructor(private readonly dispatcher: Agent) {}
+
+  async get(url: string): Promise<{ status: number; location: string | null; text: string }> {
+    const response = await fetch(url, {
+      redirect: 'manual',
+      dispatcher: this.dispatcher,
+      headers: { cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ') },
+    });
+    for (const header of response.headers.getSetCookie()) {
+      const [pair] = header.split(';');
+      const [name, value] = pair!.split('=');
+      this.cookies.set(name!, value ?? '');
+    }
+    const location = response.headers.get('location');
+    return {
+      status: response.status,
+      location: location ? new URL(location, url).href : null,
+      text: await response.text(),
+    };
+  }
+
+  cookie(name: string): string | undefined {
+    return this.cookies.get(name);
+  }
+}
+
+describe.each(testDialects())('OpenID Connect sign-in on %s', (dialect: Dialect) => {
+  const folder = mkdtempSync(join(tmpdir(), 'vexil-oidc-'));
+  const tls = throwAwayCertificate(folder);
+  const idp = new TestProvider(tls);
+  const dispatcher = new Agent({ connect: { ca: tls.cert } });
+  let vexil: ServeProcess;
+  let database: Database;
+  let dropDatabase: (() => Promise<void>) | undefined;
+  let owner: string;
+  let connectionId: string;
+
+  beforeAll(async () => {
+    let databaseUrl = join(folder, 'vexil.db');
+    if (dialect === 'postgres') {
+      const postgres = await createPostgresDatabase();
+      databaseUrl = postgres.url;
+      dropDatabase = postgres.drop;
+    }
+    await idp.listen();
+    const env = { VEXIL_DATABASE_URL: databaseUrl, NODE_EXTRA_CA_CERTS: tls.certPath };
+    owner = (await bootstrapWithCli(env)).token;
+    vexil = await ServeProcess.start(env);
+    idp.configure(`${vexil.baseUrl}/auth/sso/callback`);
+    database = openDatabase(databaseUrl);
+
+    const created = await vexil.request('POST', '/api/v1/orgs/acme/sso-connections', {
+      token: owner,
+      body: {
+        name: 'Test IdP',
+        issuer: idp.issuer,
+        clientId: 'vexil',
+        clientSecret: CLIENT_SECRET,
+        allowedDomains: ['acme.test'],
+        defaultRole: 'Member',
+        autoCreateUsers: true,
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.callbackUrl).toBe(`${vexil.baseUrl}/auth/sso/callback`);
+    expect(JSON.stringify(created.body)).not.toContain(CLIENT_SECRET);
+    connectionId = created.body.id;
+    const stored = await database.db
+      .selectFrom('sso_connections')
+      .select('client_secret')
+      .executeTakeFirstOrThrow();
+    expect(stored.client_secret).not.toContain(CLIENT_SECRET);
+  }, 60_000);
+
+  afterAll(async () => {
+    await vexil?.stop();
+    await database?.close();
+    await dropDatabase?.();
+    await dispatcher.close();
+    await new Promise((resolve) => idp.server.close(resolve));
+    rmSync(folder, { recursive: true, force: true });
+  });
+
+  /** Start → provider → back to the callback address; returns the browser and that address. */
+  async function throughProvider(account: string, beforeProvider?: () => Promise<void>) {
+    idp.next = account;
+    const browser = new Browser(dispatcher);
+    const start = await browser.get(`${vexil.baseUrl}/auth/sso/acme`);
+    expect(start.status, start.text).toBe(302);
+    const authorize = new URL(start.location!);
+    expect(authorize.origin).toBe(idp.issuer);
+    expect(authorize.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(authorize.searchParams.get('state')).toEqual(expect.any(String));
+    expect(authorize.searchParams.get('nonce')).toEqual(expect.any(String));
+    await beforeProvider?.();
+    let next = start.location!;
+    while (!next.startsWith(vexil.baseUrl)) {
+      const step = await browser.get(next);
+      if (!step.location)
+        throw new Error(`provider stopped at ${next}: ${step.status} ${step.text}`);
+      next = step.location;
+    }
+    return { browser, callback: next };
+  }
+
+  async function signIn(account: string) {
+    const { browser, callback } = await throughProvider(account);
+    const finished = await browser.get(callback);
+    expect(finished.status, finished.text).toBe(302);
+    expect(finished.location).toBe(`${vexil.baseUrl}/`);
+    const session = browser.cookie('vexil_session')!;
+    expect(session).toMatch(/^vxl_ses_/);
+    return { session, callback, browser };
+  }
+
+  const withSession = async (session: string, path: string, method = 'GET', body?: unknown) => {
+    const response = await fetch(`${vexil.baseUrl}${path}`, {
+      method,
+      headers: {
+        cookie: `vexil_session=${session}`,
+        origin: vexil.baseUrl,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await response.text();
+    // Tests read arbitrary JSON; asserting on it is the point.
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    return { status: response.status, body: (text ? JSON.parse(text) : undefined) as any };
+  };
+
+  const usersNamed = async (email: string) =>
+    database.db.selectFrom('users').select('id').where('email', '=', email).execute();
+
+  it('signs a new person in through the provider: user and membership created, session works', async () => {
+    const { session } = await signIn('alice');
+    const me = await withSession(session, '/api/v1/me');
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ type: 'user', email: 'alice@acme.test', name: 'Alice' });
+    const projects = await withSession(session, '/api/v1/orgs/acme/projects');
+    expect(projects.status).toBe(200);
+    const member = await vexil.request('GET', `/api/v1/orgs/acme/members/${me.body.id}`, {
+      token: owner,
+    });
+    expect(member.body).toMatchObject({ role: 'Member', email: 'alice@acme.test' });
+    const audit = await vexil.request('GET', '/api/v1/orgs/acme/audit-log', { token: owner });
+    expect(audit.body.items.map((event: { type: string }) => event.type)).toContain(
+      'member.created',
+    );
+  });
+
+  it('a replayed callback, and a wrong state, are refused', async () => {
+    const { callback } = await signIn('alice');
+    const replay = await new Browser(dispatcher).get(callback);
+    expect(replay.status).toBe(400);
+    expect(JSON.parse(replay.text).error).toBe('sso_failed');
+    const wrongState = new URL(callback);
+    wrongState.searchParams.set('state', 'not-the-state');
+    const refused = await new Browser(dispatcher).get(wrongState.href);
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.text).error).toBe('sso_failed');
+  });
+
+  it('a wrong nonce is refused and nothing is written', async () => {
+    const { browser, callback } = await throughProvider('bob', async () => {
+      // What the callback will expect differs from what the provider put in the ID token.
+      await database.db.updateTable('sso_sign_ins').set({ nonce: 'another-nonce' }).execute();
+    });
+    const refused = await browser.get(callback);
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.text).message).toMatch(/nonce/);
+    expect(browser.cookie('vexil_session')).toBeUndefined();
+    expect(await usersNamed('bob@acme.test')).toEqual([]);
+  });
+
+  it('an address outside the allowed domains is refused and nothing is written', async () => {
+    const { browser, callback } = await throughProvider('mallory');
+    const refused = await browser.get(callback);
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.text)).toMatchObject({ error: 'sso_failed' });
+    expect(JSON.parse(refused.text).message).toMatch(/allowed domain/);
+    expect(await usersNamed('mallory@evil.test')).toEqual([]);
+  });
+
+  it('a disabled connection is refused', async () => {
+    const path = `/api/v1/orgs/acme/sso-connections/${connectionId}`;
+    await vexil.request('PATCH', path, { token: owner, body: { enabled: false } });
+    const start = await new Browser(dispatcher).get(`${vexil.baseUrl}/auth/sso/acme`);
+    expect(start.status).toBe(403);
+    expect(JSON.parse(start.text).error).toBe('sign_in_disabled');
+    await vexil.request('PATCH', path, { token: owner, body: { enabled: true } });
+  });
+
+  it('sso_required: the SSO session and tokens made in it pass; other credentials get 403', async () => {
+    const { session } = await signIn('alice');
+    const me = await withSession(session, '/api/v1/me');
+    const viaSso = await withSession(session, '/api/v1/me/tokens', 'POST', { name: 'cli' });
+    expect(viaSso.status).toBe(201);
+    const outside = await issueToken(database.db, {
+      kind: 'personal',
+      userId: me.body.id,
+      name: 'not through SSO',
+      expiresAt: null,
+      now: new Date().toISOString(),
+    });
+    const required = await vexil.request('PATCH', '/api/v1/orgs/acme', {
+      token: owner,
+      body: { ssoRequired: true, ssoConnectionId: connectionId },
+    });
+    expect(required.status, JSON.stringify(required.body)).toBe(200);
+
+    expect((await withSession(session, '/api/v1/orgs/acme/projects')).status).toBe(200);
+    const token = await vexil.request('GET', '/api/v1/orgs/acme/projects', {
+      token: viaSso.body.token,
+    });
+    expect(token.status).toBe(200);
+    const refused = await vexil.request('GET', '/api/v1/orgs/acme/projects', {
+      token: outside.token,
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ error: 'sso_required', connection_id: connectionId });
+
+    await vexil.request('PATCH', '/api/v1/orgs/acme', {
+      token: owner,
+      body: { ssoRequired: false },
+    });
+  });
+
+  it('expired, revoked and removed: the session stops working', async () => {
+    const expired = await signIn('alice');
+    await database.db
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('revoked_at', 'is', null)
+      .execute();
+    expect((await withSession(expired.session, '/api/v1/me')).status).toBe(401);
+
+    const revoked = await signIn('alice');
+    const sessions = await withSession(revoked.session, '/api/v1/me/sessions');
+    const current = sessions.body.items.find((item: { current: boolean }) => item.current);
+    expect(current.ssoConnectionId).toBe(connectionId);
+    const revoke = await withSession(
+      revoked.session,
+      `/api/v1/me/sessions/${current.id}`,
+      'DELETE',
+    );
+    expect(revoke.status).toBe(204);
+    expect((await withSession(revoked.session, '/api/v1/me')).status).toBe(401);
+
+    const removed = await signIn('alice');
+    const me = await withSession(removed.session, '/api/v1/me');
+    const remove = await vexil.request('DELETE', `/api/v1/orgs/acme/members/${me.body.id}`, {
+      token: owner,
+    });
+    expect(remove.status).toBe(204);
+    expect((await withSession(removed.session, '/api/v1/orgs/acme/projects')).status).toBe(404);
+  });
+});

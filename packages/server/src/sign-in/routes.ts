@@ -1,0 +1,338 @@
+import { Type } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import type { App } from '../http/app-instance.js';
+import {
+  beginSignIn,
+  clientSecretBinding,
+  finishSignIn,
+  providerConfiguration,
+} from '../auth/oidc.js';
+import { passwordMatches } from '../auth/passwords.js';
+import { hashSecret } from '../auth/secrets.js';
+import { checkCsrf, clearSessionCookies, SESSION_COOKIE, startSession } from '../auth/sessions.js';
+import { mutate } from '../db/mutate.js';
+import type { SsoConnectionsTable } from '../db/schema.js';
+import { ApiError } from '../http/errors.js';
+import { isUuid } from '../management/access.js';
+import type { Services } from '../services.js';
+
+/** A client IP may fail this many times the per-address allowance (many people share one NAT). */
+const IP_ALLOWANCE = 10;
+
+/** How long a started OpenID Connect sign-in may take at the provider (ms). */
+const SSO_SIGN_IN_WINDOW_MS = 10 * 60_000;
+
+/**
+ * Browser sign-in under `/auth` (people-and-sign-in.md, Sign-in; design record 022): password,
+ * OpenID Connect through an organization's connection, and sign-out.
+ */
+export function registerSignInRoutes(app: App, services: Services): void {
+  const { attempts } = services.config.signIn;
+  // Failed attempts only: per address, and per client IP with room for a shared office address.
+  const failures = {
+    email: new RateLimiterMemory({ points: attempts.points, duration: attempts.windowSeconds }),
+    ip: new RateLimiterMemory({
+      points: attempts.points * IP_ALLOWANCE,
+      duration: attempts.windowSeconds,
+    }),
+  };
+  const callbackUrl = `${services.config.publicUrl}/auth/sso/callback`;
+
+  /** @throws ApiError `rate_limited` (429) while the address or the IP has no attempts left. */
+  async function checkAttemptsLeft(email: string, ip: string): Promise<void> {
+    for (const [limiter, key, points] of [
+      [failures.email, email, attempts.points],
+      [failures.ip, ip, attempts.points * IP_ALLOWANCE],
+    ] as const) {
+      const spent = await limiter.get(key);
+      if (spent && spent.consumedPoints >= points) {
+        const retryAfter = Math.max(1, Math.ceil(spent.msBeforeNext / 1000));
+        throw new ApiError('rate_limited', `Too many failed sign-ins. Retry in ${retryAfter} s.`, {
+          retryAfter,
+        });
+      }
+    }
+  }
+
+  async function countFailure(email: string, ip: string): Promise<void> {
+    await Promise.all([failures.email.penalty(email, 1), failures.ip.penalty(ip, 1)]);
+  }
+
+  app.post(
+    '/password',
+    {
+      schema: {
+        tags: ['sign-in'],
+        body: Type.Object(
+          {
+            email: Type.String({ minLength: 1, maxLength: 320 }),
+            password: Type.String({ maxLength: 1024 }),
+          },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request, reply) => {
+      if (!services.config.signIn.passwordEnabled)
+        throw new ApiError(
+          'sign_in_disabled',
+          'Password sign-in is switched off on this instance.',
+        );
+      const email = request.body.email.toLowerCase();
+      await checkAttemptsLeft(email, request.ip);
+      const user = await services.db
+        .selectFrom('users')
+        .select(['id', 'password_hash'])
+        .where('email', '=', email)
+        .executeTakeFirst();
+      if (!(await passwordMatches(request.body.password, user?.password_hash ?? null)) || !user) {
+        await countFailure(email, request.ip);
+        throw new ApiError('unauthorized', 'The e-mail address or the password is wrong.');
+      }
+      const now = services.clock.now();
+      await services.db.transaction().execute(async (trx) => {
+        await startSession(trx, services.config, reply, {
+          userId: user.id,
+          ssoConnectionId: null,
+          request,
+          now,
+        });
+        await trx
+          .updateTable('users')
+          .set({ last_seen_at: now.toISOString() })
+          .where('id', '=', user.id)
+          .execute();
+      });
+      return reply.status(204).send();
+    },
+  );
+
+  app.post('/logout', { schema: { tags: ['sign-in'] } }, async (request, reply) => {
+    const secret = request.cookies[SESSION_COOKIE];
+    if (secret) {
+      checkCsrf(request, services.config, secret);
+      await services.db
+        .updateTable('sessions')
+        .set({ revoked_at: services.clock.now().toISOString() })
+        .where('secret_hash', '=', hashSecret(secret))
+        .where('revoked_at', 'is', null)
+        .execute();
+    }
+    clearSessionCookies(reply);
+    return reply.status(204).send();
+  });
+
+  app.get(
+    '/sso/:org',
+    { schema: { tags: ['sign-in'], params: Type.Object({ org: Type.String() }) } },
+    async (request, reply) => {
+      const { org: ref } = request.params;
+      const connection = await services.db
+        .selectFrom('organizations')
+        .innerJoin('sso_connections', 'sso_connections.id', 'organizations.sso_connection_id')
+        .selectAll('sso_connections')
+        .where(isUuid(ref) ? 'organizations.id' : 'organizations.slug', '=', ref)
+        .executeTakeFirst();
+      if (!connection)
+        throw new ApiError('not_found', `Organization "${ref}" has no single sign-on connection.`);
+      checkEnabled(connection);
+      const configuration = await discover(connection);
+      const pending = await beginSignIn(configuration, callbackUrl);
+      const now = services.clock.now();
+      await services.db
+        .deleteFrom('sso_sign_ins')
+        .where('expires_at', '<=', now.toISOString())
+        .execute();
+      await services.db
+        .insertInto('sso_sign_ins')
+        .values({
+          state_hash: hashSecret(pending.state),
+          connection_id: connection.id,
+          code_verifier: pending.codeVerifier,
+          nonce: pending.nonce,
+          expires_at: new Date(now.getTime() + SSO_SIGN_IN_WINDOW_MS).toISOString(),
+        })
+        .execute();
+      return reply.redirect(pending.authorizationUrl.href, 302);
+    },
+  );
+
+  app.get(
+    '/sso/callback',
+    {
+      schema: {
+        tags: ['sign-in'],
+        querystring: Type.Object({
+          state: Type.Optional(Type.String({ maxLength: 500 })),
+          code: Type.Optional(Type.String({ maxLength: 4000 })),
+          error: Type.Optional(Type.String({ maxLength: 500 })),
+          error_description: Type.Optional(Type.String({ maxLength: 2000 })),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const { state, error, error_description: description } = request.query;
+      if (!state) throw new ApiError('sso_failed', 'The callback carries no state; start again.');
+      // Taken, not read: a state (and the code that came with it) works once.
+      const pending = await services.db
+        .deleteFrom('sso_sign_ins')
+        .where('state_hash', '=', hashSecret(state))
+        .returningAll()
+        .executeTakeFirst();
+      const now = services.clock.now();
+      if (!pending || new Date(pending.expires_at) <= now)
+        throw new ApiError(
+          'sso_failed',
+          'This sign-in is unknown, was already used or took too long; start again.',
+        );
+      if (error)
+        throw new ApiError(
+          'sso_failed',
+          `The identity provider refused the sign-in: ${error}${description ? ` (${description})` : ''}.`,
+        );
+      const connection = await services.db
+        .selectFrom('sso_connections')
+        .selectAll()
+        .where('id', '=', pending.connection_id)
+        .executeTakeFirstOrThrow();
+      checkEnabled(connection);
+      let identity;
+      try {
+        identity = await finishSignIn(
+          await discover(connection),
+          new URL(request.url, services.config.publicUrl),
+          { state, nonce: pending.nonce, codeVerifier: pending.code_verifier },
+        );
+      } catch (failure) {
+        throw new ApiError(
+          'sso_failed',
+          `The identity provider's answer was refused: ${failure instanceof Error ? failure.message : String(failure)}.`,
+        );
+      }
+      const domains = JSON.parse(connection.allowed_domains) as string[];
+      const domain = identity.email.split('@').pop()!;
+      if (domains.length > 0 && !domains.includes(domain))
+        throw new ApiError(
+          'sso_failed',
+          `${identity.email} is not in an allowed domain of this connection (${domains.join(', ')}).`,
+          { status: 403 },
+        );
+      if (identity.emailVerified === false)
+        throw new ApiError(
+          'sso_failed',
+          `The identity provider has not verified ${identity.email}.`,
+          { status: 403 },
+        );
+      await signInThrough(connection, identity, request, reply, now);
+      return reply.redirect(`${services.config.publicUrl}/`, 302);
+    },
+  );
+
+  function checkEnabled(connection: SsoConnectionsTable): void {
+    if (connection.enabled !== 1)
+      throw new ApiError(
+        'sign_in_disabled',
+        `The SSO connection "${connection.name}" is disabled.`,
+      );
+  }
+
+  async function discover(connection: SsoConnectionsTable) {
+    const secret = services.signingSecrets.open(
+      clientSecretBinding(connection.id),
+      connection.client_secret,
+    );
+    try {
+      return await providerConfiguration(connection, secret);
+    } catch (failure) {
+      throw new ApiError(
+        'sso_failed',
+        `The identity provider at ${connection.issuer} could not be reached: ${failure instanceof Error ? failure.message : String(failure)}.`,
+        { status: 502 },
+      );
+    }
+  }
+
+  /** Finds or creates the user and membership, and starts the session, in one transaction. */
+  async function signInThrough(
+    connection: SsoConnectionsTable,
+    identity: { email: string; name: string | null },
+    request: Parameters<typeof startSession>[3]['request'],
+    reply: Parameters<typeof startSession>[2],
+    now: Date,
+  ): Promise<void> {
+    const existing = await services.db
+      .selectFrom('users')
+      .select(['id', 'name'])
+      .where('email', '=', identity.email)
+      .executeTakeFirst();
+    const userId = existing?.id ?? uuid();
+    const actor = { userId, email: identity.email, name: existing?.name ?? identity.name };
+    await mutate(
+      services.db,
+      {
+        organizationId: connection.organization_id,
+        actor,
+        now,
+        events: services.events,
+      },
+      async (m) => {
+        const member = existing
+          ? await m.trx
+              .selectFrom('memberships')
+              .select('role')
+              .where('organization_id', '=', connection.organization_id)
+              .where('user_id', '=', userId)
+              .executeTakeFirst()
+          : undefined;
+        if (!member) {
+          if (connection.auto_create_users !== 1)
+            throw new ApiError(
+              'sso_failed',
+              `${identity.email} is not a member of this organization; ask an Admin for an invitation.`,
+              { status: 403 },
+            );
+          if (!existing)
+            await m.trx
+              .insertInto('users')
+              .values({
+                id: userId,
+                email: identity.email,
+                name: identity.name,
+                email_verified: 1,
+                created_at: m.now,
+                password_hash: null,
+                last_seen_at: m.now,
+              })
+              .execute();
+          await m.trx
+            .insertInto('memberships')
+            .values({
+              organization_id: connection.organization_id,
+              user_id: userId,
+              role: connection.default_role,
+              project_ids: null,
+              created_at: m.now,
+            })
+            .execute();
+          await m.emit({
+            type: 'member.created',
+            entity: { type: 'member', id: userId },
+            description: `${identity.email} joined as ${connection.default_role} through single sign-on`,
+          });
+        }
+        await m.trx
+          .updateTable('users')
+          .set({ last_seen_at: m.now })
+          .where('id', '=', userId)
+          .execute();
+        await startSession(m.trx, services.config, reply, {
+          userId,
+          ssoConnectionId: connection.id,
+          request,
+          now,
+        });
+      },
+    );
+  }
+}
