@@ -203,7 +203,7 @@ export async function createVexil(
 
   if (roles.has('management')) {
     await app.register(
-      async (management) => {
+      (management, _options, done) => {
         management.setErrorHandler(managementErrorHandler(config.publicUrl));
         // Management bodies are JSON only (spec: Conventions): text/plain is a 415, not a string.
         management.removeContentTypeParser('text/plain');
@@ -224,18 +224,20 @@ export async function createVexil(
         });
         management.addHook('preValidation', rejectNulCharacters);
         registerIdempotency(management, services);
-        await registerManagementApi(management, services, snapshots);
+        registerManagementApi(management, services, snapshots);
+        done();
       },
       { prefix: '/api/v1' },
     );
     // Browser sign-in (design record 022): same error envelope as the management API.
     await app.register(
-      async (signIn) => {
+      (signIn, _options, done) => {
         signIn.setErrorHandler(managementErrorHandler(config.publicUrl));
         // JSON only, as the management API: a cross-site form cannot post a sign-in.
         signIn.removeContentTypeParser('text/plain');
         signIn.addHook('preValidation', rejectNulCharacters);
         registerSignInRoutes(signIn, services);
+        done();
       },
       { prefix: '/auth' },
     );

@@ -73,14 +73,14 @@ export function Compare(props: {
         </thead>
         <tbody>
           {lines.map((line) => {
-            const differs = a![line] !== b![line];
+            const differs = a?.[line] !== b?.[line];
             return (
               <tr key={line} className={differs ? 'differs' : undefined}>
                 <th scope="row">
                   {line} {differs && <span className="badge">differs</span>}
                 </th>
-                <td>{a![line]}</td>
-                <td>{b![line]}</td>
+                <td>{a?.[line]}</td>
+                <td>{b?.[line]}</td>
               </tr>
             );
           })}

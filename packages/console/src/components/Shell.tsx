@@ -78,7 +78,7 @@ export function Shell(props: { org: string; project: string; children: React.Rea
             >
               {(orgs.data?.items ?? [{ slug: org, name: org }]).map((o) => (
                 <option key={o.slug} value={o.slug}>
-                  {o.name ?? o.slug}
+                  {o.name}
                 </option>
               ))}
             </select>
@@ -90,8 +90,8 @@ export function Shell(props: { org: string; project: string; children: React.Rea
               onChange={(event) => navigate(`/orgs/${org}/projects/${event.target.value}/flags`)}
             >
               {(projects.data?.items ?? [{ key: project, name: project }]).map((p) => (
-                <option key={p.key} value={p.key ?? ''}>
-                  {p.name ?? p.key}
+                <option key={p.key} value={p.key}>
+                  {p.name}
                 </option>
               ))}
             </select>

@@ -69,7 +69,7 @@ export function UsageChart({ org, project, flag }: { org: string; project: strin
                   height={(count / max) * 38}
                 >
                   <title>
-                    {new Date(hours[i]!).toLocaleTimeString([], {
+                    {new Date(hours[i] ?? 0).toLocaleTimeString([], {
                       hour: '2-digit',
                       minute: '2-digit',
                     })}

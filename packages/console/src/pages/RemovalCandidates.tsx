@@ -36,7 +36,7 @@ export function RemovalCandidates({ org, project }: { org: string; project: stri
       );
       return outcomes.flatMap((outcome, i) =>
         outcome.status === 'rejected'
-          ? [{ key: keys[i]!, message: (outcome.reason as Error).message }]
+          ? [{ key: keys[i] ?? '', message: (outcome.reason as Error).message }]
           : [],
       );
     },

@@ -14,7 +14,7 @@ export function SignIn() {
   const [, navigate] = useLocation();
   const queryClient = useQueryClient();
 
-  async function signIn(event: React.FormEvent) {
+  async function signIn(event: React.SyntheticEvent) {
     event.preventDefault();
     saveToken(token.trim());
     try {
@@ -30,7 +30,7 @@ export function SignIn() {
   return (
     <main className="sign-in">
       <h1>Sign in to Vexil</h1>
-      <form onSubmit={signIn}>
+      <form onSubmit={(event) => void signIn(event)}>
         <label htmlFor="token">Access token</label>
         <input
           id="token"

@@ -102,7 +102,10 @@ export async function finishSignIn(
     .catch((error: unknown) => {
       throw new Error(describeFailure(error));
     });
-  let claims: Record<string, unknown> = { ...tokens.claims()! };
+  const idTokenClaims = tokens.claims();
+  // `idTokenExpected` makes openid-client refuse a response without an ID token.
+  if (!idTokenClaims) throw new Error('the identity provider returned no ID token');
+  let claims: Record<string, unknown> = { ...idTokenClaims };
   if (typeof claims.email !== 'string')
     claims = {
       ...claims,

@@ -48,11 +48,12 @@ export async function registerConsole(app: App, directory = CONSOLE_DIST): Promi
       wildcard: false,
       index: false,
       cacheControl: false,
-      setHeaders: (response, path) =>
+      setHeaders: (response, path) => {
         response.setHeader(
           'cache-control',
           path.includes('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
-        ),
+        );
+      },
     });
     for (const route of CLIENT_ROUTES)
       console.get(route, { schema: { hide: true } }, (_request, reply) =>

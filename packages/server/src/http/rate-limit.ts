@@ -105,9 +105,10 @@ export async function createManagementRateLimiter(
   return {
     limiter: new ManagementRateLimiter(points, duration, redis),
     perNodeFallback: () => fallback,
-    close: async () => {
+    close: () => {
       closing = true;
       client.disconnect();
+      return Promise.resolve();
     },
   };
 }

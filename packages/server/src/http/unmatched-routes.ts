@@ -21,7 +21,7 @@ export function answerUnmatchedRequests(scope: FastifyInstance): void {
     }
   });
   scope.setNotFoundHandler(async (request, reply) => {
-    const path = request.url.split('?')[0]!;
+    const [path = ''] = request.url.split('?');
     const allowed = [...methods].filter((method) => routes.find(method, path) !== null);
     if (allowed.length === 0)
       throw new ApiError('not_found', `No route ${request.method} ${path}.`);

@@ -66,7 +66,7 @@ function resolveUnions(errors: ErrorObject[]): ErrorObject[] {
   const branches = new Map<string, ErrorObject[]>();
   for (const error of errors) {
     if (!error.schemaPath.startsWith(prefix)) continue;
-    const branch = error.schemaPath.slice(prefix.length).split('/')[0]!;
+    const [branch = ''] = error.schemaPath.slice(prefix.length).split('/');
     branches.set(branch, [...(branches.get(branch) ?? []), error]);
   }
   const fitting = [...branches]
@@ -138,7 +138,7 @@ function sentence(error: ErrorObject): string {
       return FORMATS[params.format as string] ?? `must be a valid ${params.format as string}`;
     case 'errorMessage':
       // The schema's own description (ajv-errors), e.g. what a key may contain.
-      return error.message!;
+      return error.message ?? 'is not valid';
     case 'pattern':
       return 'is not in the expected format';
     default:
@@ -191,5 +191,5 @@ function alternatives(items: string[]): string {
   const unique = [...new Set(items)];
   return unique.length <= 1
     ? (unique[0] ?? '')
-    : `${unique.slice(0, -1).join(', ')} or ${unique.at(-1)!}`;
+    : `${unique.slice(0, -1).join(', ')} or ${unique[unique.length - 1] ?? ''}`;
 }

@@ -79,7 +79,8 @@ export async function paginate<DB, TB extends keyof DB, Row extends { id: string
     .execute();
   if (rows.length <= limit) return { rows, nextCursor: null };
   rows.length = limit;
-  const last = rows[limit - 1]!;
+  const last = rows[limit - 1];
+  if (!last) return { rows, nextCursor: null };
   const position: Position = [options.sortValue ? options.sortValue(last) : last.id, last.id];
   return { rows, nextCursor: Buffer.from(JSON.stringify(position)).toString('base64url') };
 }

@@ -23,11 +23,11 @@ import { registerSegmentRoutes } from './targeting/segments.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
 
 /** The management API's route table, mounted under `/api/v1`. */
-export async function registerManagementApi(
+export function registerManagementApi(
   app: App,
   services: Services,
   snapshots: SnapshotStore,
-): Promise<void> {
+): void {
   registerMeRoutes(app, services);
   registerOrgRoutes(app, services);
   registerServiceTokenRoutes(app, services);

@@ -61,7 +61,8 @@ async function enqueueDeliveries(trx: Transaction<Schema>, event: StoredEvent): 
  * transaction and, when it queued any, calls `deliveriesQueued` after commit.
  */
 export function fanOutTo(deliveriesQueued: () => void): (written: WrittenEvent) => Promise<void> {
-  return async ({ trx, event, afterCommit }) => {
-    if ((await enqueueDeliveries(trx, event)) > 0) afterCommit(deliveriesQueued);
+  return async (written) => {
+    if ((await enqueueDeliveries(written.trx, written.event)) > 0)
+      written.afterCommit(deliveriesQueued);
   };
 }

@@ -78,7 +78,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         if (limit !== null) {
           const { count } = await m.trx
             .selectFrom('webhook_subscriptions')
-            .select((eb) => eb.fn.countAll<number>().as('count'))
+            .select((eb) => eb.fn.countAll().as('count'))
             .where('organization_id', '=', access.org.id)
             .executeTakeFirstOrThrow();
           if (Number(count) >= limit)
@@ -129,7 +129,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
     {
       schema: { tags, params: OrgParams, response: { 200: Type.Array(Type.String()) } },
     },
-    async () => [...EVENT_TYPES],
+    () => [...EVENT_TYPES],
   );
 
   route.get(
@@ -157,7 +157,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
       if (limit !== null) {
         const { count } = await services.db
           .selectFrom('webhook_subscriptions')
-          .select((eb) => eb.fn.countAll<number>().as('count'))
+          .select((eb) => eb.fn.countAll().as('count'))
           .where('organization_id', '=', access.org.id)
           .executeTakeFirstOrThrow();
         if (Number(count) >= limit) blockedBy = `the ${access.org.plan} plan limit is reached`;

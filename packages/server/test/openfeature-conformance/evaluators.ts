@@ -39,7 +39,7 @@ function byType<R>(type: FlagType, fallback: FlagValue, calls: TypedCalls<R>): R
     case 'Float':
       return calls.number(fallback as number);
     case 'Object':
-      return calls.object(fallback as JsonValue);
+      return calls.object(fallback);
   }
 }
 

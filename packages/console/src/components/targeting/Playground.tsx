@@ -33,7 +33,7 @@ export function Playground(props: {
       ),
   });
 
-  function submit(event: React.FormEvent) {
+  function submit(event: React.SyntheticEvent) {
     event.preventDefault();
     let parsed: unknown;
     try {

@@ -88,11 +88,12 @@ export async function insertEnvironment(
     list.push(variation);
     byFlag.set(variation.flag_id, list);
   }
-  const rows = [...byFlag].map(([flagId, flagVariations]) => {
-    const first = flagVariations[0]!;
+  const rows = [...byFlag].flatMap(([flagId, flagVariations]) => {
+    const [first] = flagVariations;
+    if (!first) return [];
     const offVariationId =
       offVariationIds.get(flagId) ?? (defaultOffVariation(first.type, flagVariations) ?? first).id;
-    return initialConfiguration(flagId, environment.id, first.id, offVariationId, m.now);
+    return [initialConfiguration(flagId, environment.id, first.id, offVariationId, m.now)];
   });
   if (rows.length > 0) await m.trx.insertInto('flag_environments').values(rows).execute();
   await m.emit({

@@ -115,7 +115,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
         response: { 200: EnvironmentResponse },
       },
     },
-    async ({ environment, ...access }) => {
+    ({ environment, ...access }) => {
       return { ...environmentItem(environment), _actions: environmentActions(access.role) };
     },
   );

@@ -74,7 +74,7 @@ export function registerCopyConfigurationRoutes(app: App, services: Services): v
         project.id,
         target.id,
         flag,
-        JSON.parse(from.prerequisites),
+        JSON.parse(from.prerequisites) as Parameters<typeof checkPrerequisites>[4],
       );
 
       const updated = await mutateAs(services, access, async (m) => {

@@ -66,8 +66,7 @@ export function readFlagEnvironment(
  */
 export function storedMetadata(metadata: FlagMetadata): string {
   const sorted: Record<string, string | number | boolean> = {};
-  for (const key of Object.keys(metadata).sort()) {
-    const value = metadata[key]!;
+  for (const [key, value] of Object.entries(metadata).sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (typeof value === 'number' && !Number.isFinite(value))
       throw invalidField(`metadata.${key}`, 'must be a finite number');
     sorted[key] = value;

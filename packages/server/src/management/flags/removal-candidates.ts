@@ -34,7 +34,7 @@ function servedToEveryone(
     const weighted = (
       JSON.parse(config.rollout) as { variationId: string; weight: number }[]
     ).filter((entry) => entry.weight > 0);
-    variationId = weighted.length === 1 ? weighted[0]!.variationId : undefined;
+    variationId = weighted.length === 1 ? weighted[0]?.variationId : undefined;
   }
   if (!variationId) return { kind: 'mixed' };
   if (variationId === config.off_variation_id) return { kind: 'off' };
@@ -138,8 +138,9 @@ export async function findRemovalCandidates(
       reason = `Stuck rolled back: serves the off variation everywhere, still evaluated in ${trafficKeys.join(', ')}`;
     } else {
       const servedWithTraffic = withTraffic.map(served);
-      const first = servedWithTraffic[0]!;
+      const [first] = servedWithTraffic;
       if (
+        !first ||
         first.kind !== 'on' ||
         !servedWithTraffic.every(
           (entry) => entry.kind === 'on' && entry.variationKey === first.variationKey,

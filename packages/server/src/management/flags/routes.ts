@@ -192,7 +192,11 @@ export function registerFlagRoutes(app: App, services: Services): void {
           .select('id')
           .where('project_id', '=', project.id)
           .execute();
-        const offVariation = variationRows.find((variation) => variation.key === offVariationKey)!;
+        const [defaultVariation] = variationRows;
+        const offVariation = variationRows.find((variation) => variation.key === offVariationKey);
+        // Both were checked before the transaction: there is at least one variation, and the off
+        // variation's key is one of them.
+        if (!defaultVariation || !offVariation) throw new Error('flag create: variations unchecked');
         if (environments.length > 0) {
           await m.trx
             .insertInto('flag_environments')
@@ -201,7 +205,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
                 initialConfiguration(
                   row.id,
                   environment.id,
-                  variationRows[0]!.id,
+                  defaultVariation.id,
                   offVariation.id,
                   m.now,
                 ),

@@ -87,7 +87,7 @@ export function registerVariationRoutes(app: App, services: Services): void {
           name: name ?? null,
           value,
           description: description ?? null,
-          sort_order: Number(last?.max ?? -1) + 1,
+          sort_order: (last?.max ?? -1) + 1,
           created_at: m.now,
         };
         await m.trx

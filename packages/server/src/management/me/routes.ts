@@ -29,7 +29,7 @@ export function registerMeRoutes(app: App, services: Services): void {
     '/me',
     'authenticated',
     { schema: { tags: ['me'], response: { 200: MeResponse } } },
-    async ({ caller }) => {
+    ({ caller }) => {
       if (caller.type === 'user') {
         return {
           type: 'user' as const,

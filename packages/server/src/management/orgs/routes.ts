@@ -89,7 +89,7 @@ export function registerOrgRoutes(app: App, services: Services): void {
         response: { 200: OrganizationResponse },
       },
     },
-    async (access) => {
+    (access) => {
       return { ...organizationItem(access.org), _actions: organizationActions(access.role) };
     },
   );

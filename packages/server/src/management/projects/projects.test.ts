@@ -204,6 +204,6 @@ describe.each(testDialects())('projects and environments on %s', (dialect) => {
     expect(configs.body.map((c: { environmentKey: string }) => c.environmentKey)).toContain(
       'preview',
     );
-    expect(configs.body.every((c: { isEnabled: boolean }) => c.isEnabled === false)).toBe(true);
+    expect(configs.body.every((c: { isEnabled: boolean }) => !c.isEnabled)).toBe(true);
   });
 });

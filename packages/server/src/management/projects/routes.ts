@@ -166,7 +166,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
     '/orgs/:org/projects/:project',
     'Viewer',
     { schema: { tags: ['projects'], params: ProjectParams, response: { 200: ProjectResponse } } },
-    async ({ project, ...access }) => {
+    ({ project, ...access }) => {
       return { ...projectItem(project), _actions: projectActions(access.role) };
     },
   );

@@ -3,7 +3,6 @@ import type { App } from '../../http/app-instance.js';
 import { hasRole, ROLES } from '../../auth/roles.js';
 import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
 import { issueToken, tokenSummary } from '../../auth/tokens.js';
-import type { Role } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { checkProjectIds, mutateAs } from '../access.js';
@@ -43,7 +42,7 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
       },
     },
     async (access, request, reply) => {
-      const role = request.body.role as Role;
+      const role = request.body.role;
       if (!hasRole(access.role, role))
         throw invalidField('role', `cannot exceed your own role (${access.role})`);
       const projectIds = request.body.projectIds ?? null;

@@ -48,8 +48,9 @@ export class FieldProblems {
   /** @throws ApiError 400 `validation_failed` listing every problem, when there is any. */
   throwIfAny(): void {
     const entries = Object.entries(this.fields);
-    if (entries.length === 0) return;
-    const [field, problems] = entries[0]!;
+    const [first] = entries;
+    if (!first) return;
+    const [field, problems] = first;
     const more = entries.length > 1 ? ` (and ${entries.length - 1} more)` : '';
     throw new ApiError('validation_failed', `${field}: ${problems[0]}${more}`, {
       fields: this.fields,

@@ -133,7 +133,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
           id: uuid(),
           flag_id: flag.id,
           environment_id: environment.id,
-          priority: last?.max === null || last?.max === undefined ? 1 : Number(last.max) + 1,
+          priority: (last?.max ?? 0) + 1,
           description: body.description ?? null,
           variation_id: body.variationId,
           rollout_percentage: body.rolloutPercentage ?? null,
