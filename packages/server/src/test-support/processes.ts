@@ -40,7 +40,7 @@ export class ServeProcess {
     readonly output: string[],
   ) {}
 
-  /** Starts `vexil serve` with `env` and waits until `/readyz` answers 200 (at most 20 s). */
+  /** Starts `vexil serve` with `env` and waits until `/readyz` answers 200 (at most 60 s: CI machines are busy). */
   static async start(env: NodeJS.ProcessEnv, args: string[] = []): Promise<ServeProcess> {
     const port = await freePort();
     const output: string[] = [];
@@ -58,7 +58,7 @@ export class ServeProcess {
     child.stdout.on('data', (chunk: Buffer) => output.push(chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => output.push(chunk.toString()));
     const node = new ServeProcess(child, `http://127.0.0.1:${port}`, output);
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`vexil serve exited: ${output.join('')}`);
       try {
