@@ -211,7 +211,7 @@ export function registerSignInRoutes(app: App, services: Services): void {
         );
       }
       const domains = JSON.parse(connection.allowed_domains) as string[];
-      const domain = identity.email.split('@').pop()!;
+      const domain = identity.email.slice(identity.email.lastIndexOf('@') + 1);
       if (domains.length > 0 && !domains.includes(domain))
         throw new ApiError(
           'sso_failed',

@@ -9,10 +9,11 @@ import { mutate } from '../../db/mutate.js';
 import type { InvitationsTable, Role } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { actorOf, checkProjectIds, mutateAs, requireOrg } from '../access.js';
+import { actorOf, checkProjectIds, mutateAs } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { checkOwnerChange } from '../members/owners.js';
+import { scopedRoutes } from '../scope.js';
 
 const InvitationSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
@@ -48,8 +49,10 @@ function acceptUrl(services: Services, token: string): string {
  * once through a link bound to the invited address, revocable, expiring.
  */
 export function registerInvitationRoutes(app: App, services: Services): void {
-  app.post(
+  const route = scopedRoutes(app, services);
+  route.post(
     '/orgs/:org/invitations',
+    'Admin',
     {
       schema: {
         tags: ['members'],
@@ -72,9 +75,8 @@ export function registerInvitationRoutes(app: App, services: Services): void {
         },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
-      const role = request.body.role as Role;
+    async (access, request, reply) => {
+      const { role } = request.body;
       const email = request.body.email.toLowerCase();
       checkOwnerChange(access.role, null, role);
       if (!hasRole(access.role, role))
@@ -132,8 +134,9 @@ export function registerInvitationRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/invitations',
+    'Admin',
     {
       schema: {
         tags: ['members'],
@@ -142,8 +145,7 @@ export function registerInvitationRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(InvitationSchema) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('invitations')
@@ -162,13 +164,13 @@ export function registerInvitationRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/invitations/:id',
+    'Admin',
     {
       schema: { tags: ['members'], params: Type.Object({ org: Type.String(), id: Type.String() }) },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       await mutateAs(services, access, async (m) => {
         const row = await m.trx
           .updateTable('invitations')

@@ -2,8 +2,8 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { callerOf } from '../access.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { scopedRoutes } from '../scope.js';
 
 const SessionSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
@@ -18,14 +18,10 @@ const SessionSchema = Type.Object({
 
 /** The caller's own browser sessions: list and revoke (people-and-sign-in.md, Sign-in). */
 export function registerMySessionRoutes(app: App, services: Services): void {
-  function userOf(request: Parameters<typeof callerOf>[0]) {
-    const caller = callerOf(request);
-    if (caller.type !== 'user') throw new ApiError('forbidden', 'Service tokens have no sessions.');
-    return caller;
-  }
-
-  app.get(
+  const route = scopedRoutes(app, services);
+  route.get(
     '/me/sessions',
+    'user',
     {
       schema: {
         tags: ['me'],
@@ -33,8 +29,7 @@ export function registerMySessionRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(SessionSchema) },
       },
     },
-    async (request) => {
-      const caller = userOf(request);
+    async ({ caller }, request) => {
       const now = services.clock.now();
       const idleSince = new Date(now.getTime() - services.config.signIn.sessionIdleMs);
       const { rows, nextCursor } = await paginate(
@@ -64,11 +59,11 @@ export function registerMySessionRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/me/sessions/:id',
+    'user',
     { schema: { tags: ['me'], params: Type.Object({ id: Type.String() }) } },
-    async (request, reply) => {
-      const caller = userOf(request);
+    async ({ caller }, request, reply) => {
       const revoked = await services.db
         .updateTable('sessions')
         .set({ revoked_at: services.clock.now().toISOString() })

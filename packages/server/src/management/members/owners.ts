@@ -22,7 +22,7 @@ export async function keepAnOwner(
     .where('role', '=', 'Owner');
   if (dialect === 'postgres') query = query.forUpdate();
   const owners = await query.execute();
-  if (owners.length === 1 && owners[0]!.user_id === userId)
+  if (owners.length === 1 && owners[0]?.user_id === userId)
     throw new ApiError(
       'conflict',
       'This is the organization’s last Owner: make another member Owner first.',

@@ -6,9 +6,10 @@ import type { Role, Schema } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { checkProjectIds, mutateAs, requireOrg, type OrgAccess } from '../access.js';
+import { checkProjectIds, mutateAs, type OrgAccess } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { scopedRoutes } from '../scope.js';
 import { checkOwnerChange, keepAnOwner } from './owners.js';
 
 const MemberSchema = Type.Object({
@@ -84,8 +85,10 @@ async function findMember(
 
 /** Members of an organization (people-and-sign-in.md, People; design record 022). */
 export function registerMemberRoutes(app: App, services: Services): void {
-  app.get(
+  const route = scopedRoutes(app, services);
+  route.get(
     '/orgs/:org/members',
+    'Viewer',
     {
       schema: {
         tags: ['members'],
@@ -94,8 +97,7 @@ export function registerMemberRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(MemberSchema) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Viewer');
+    async (access, request) => {
       const { rows, nextCursor } = await paginate(
         memberQuery(services.db, access.org.id),
         request.query,
@@ -111,17 +113,17 @@ export function registerMemberRoutes(app: App, services: Services): void {
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/members/:userId',
+    'Viewer',
     { schema: { tags: ['members'], params: MemberParams, response: { 200: MemberSchema } } },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Viewer');
-      return memberBody(access, await findMember(services.db, access, request.params.userId));
-    },
+    async (access, request) =>
+      memberBody(access, await findMember(services.db, access, request.params.userId)),
   );
 
-  app.patch(
+  route.patch(
     '/orgs/:org/members/:userId',
+    'Admin',
     {
       schema: {
         tags: ['members'],
@@ -141,10 +143,9 @@ export function registerMemberRoutes(app: App, services: Services): void {
         response: { 200: MemberSchema },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request) => {
       const { userId } = request.params;
-      const role = request.body.role as Role | undefined;
+      const { role } = request.body;
       if (request.body.projectIds) await checkProjectIds(services, access, request.body.projectIds);
       await mutateAs(services, access, async (m) => {
         const before = await findMember(m.trx, access, userId);
@@ -188,11 +189,11 @@ export function registerMemberRoutes(app: App, services: Services): void {
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/members/:userId',
+    'Admin',
     { schema: { tags: ['members'], params: MemberParams } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Admin');
+    async (access, request, reply) => {
       const { userId } = request.params;
       await mutateAs(services, access, async (m) => {
         const member = await findMember(m.trx, access, userId);

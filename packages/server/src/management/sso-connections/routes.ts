@@ -2,12 +2,13 @@ import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
 import { clientSecretBinding, discoverIssuer } from '../../auth/oidc.js';
-import type { Role, SsoConnectionsTable } from '../../db/schema.js';
+import type { SsoConnectionsTable } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, requireOrg, type OrgAccess } from '../access.js';
+import { mutateAs, type OrgAccess } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { scopedRoutes } from '../scope.js';
 
 const MEMBER_ROLES = ['Viewer', 'Member', 'Admin'] as const;
 const DOMAIN = '^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z]{2,63}$';
@@ -97,8 +98,10 @@ async function findConnection(services: Services, access: OrgAccess, id: string)
  * `ssoConnectionId`, the one `/auth/sso/{org}` signs in through.
  */
 export function registerSsoConnectionRoutes(app: App, services: Services): void {
-  app.post(
+  const route = scopedRoutes(app, services);
+  route.post(
     '/orgs/:org/sso-connections',
+    'Owner',
     {
       schema: {
         tags: ['sso'],
@@ -119,8 +122,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         response: { 201: ConnectionSchema },
       },
     },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Owner');
+    async (access, request, reply) => {
       await checkIssuer(request.body.issuer);
       const now = services.clock.now().toISOString();
       const id = uuid();
@@ -135,7 +137,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
           request.body.clientSecret,
         ),
         allowed_domains: JSON.stringify(request.body.allowedDomains ?? []),
-        default_role: (request.body.defaultRole ?? 'Viewer') as Role,
+        default_role: request.body.defaultRole ?? 'Viewer',
         auto_create_users: request.body.autoCreateUsers ? 1 : 0,
         enabled: request.body.enabled === false ? 0 : 1,
         created_at: now,
@@ -154,8 +156,9 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/sso-connections',
+    'Owner',
     {
       schema: {
         tags: ['sso'],
@@ -164,8 +167,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         response: { 200: pagedSchema(ConnectionSchema) },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Owner');
+    async (access, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('sso_connections')
@@ -181,21 +183,17 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
     },
   );
 
-  app.get(
+  route.get(
     '/orgs/:org/sso-connections/:id',
+    'Owner',
     { schema: { tags: ['sso'], params: ConnectionParams, response: { 200: ConnectionSchema } } },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Owner');
-      return connectionBody(
-        services,
-        access,
-        await findConnection(services, access, request.params.id),
-      );
-    },
+    async (access, request) =>
+      connectionBody(services, access, await findConnection(services, access, request.params.id)),
   );
 
-  app.patch(
+  route.patch(
     '/orgs/:org/sso-connections/:id',
+    'Owner',
     {
       schema: {
         tags: ['sso'],
@@ -216,8 +214,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         response: { 200: ConnectionSchema },
       },
     },
-    async (request) => {
-      const access = await requireOrg(services, request, request.params.org, 'Owner');
+    async (access, request) => {
       const before = await findConnection(services, access, request.params.id);
       const body = request.body;
       if (body.issuer !== undefined && body.issuer !== before.issuer)
@@ -235,7 +232,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
           body.allowedDomains !== undefined
             ? JSON.stringify(body.allowedDomains)
             : before.allowed_domains,
-        default_role: (body.defaultRole as Role | undefined) ?? before.default_role,
+        default_role: body.defaultRole ?? before.default_role,
         auto_create_users:
           body.autoCreateUsers !== undefined
             ? body.autoCreateUsers
@@ -252,11 +249,11 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
     },
   );
 
-  app.delete(
+  route.delete(
     '/orgs/:org/sso-connections/:id',
+    'Owner',
     { schema: { tags: ['sso'], params: ConnectionParams } },
-    async (request, reply) => {
-      const access = await requireOrg(services, request, request.params.org, 'Owner');
+    async (access, request, reply) => {
       const row = await findConnection(services, access, request.params.id);
       if (access.org.sso_required === 1 && access.org.sso_connection_id === row.id)
         throw new ApiError(
