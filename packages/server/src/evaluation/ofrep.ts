@@ -169,8 +169,10 @@ function refusalError(failure: SdkAuthFailure): OfrepError {
         'The SDK key belongs to an environment that no longer exists.',
       );
     case 'ConfigurationUnavailable':
+      // A key this node has never seen cannot be checked while the database is away (design
+      // record 019): 503 with Retry-After, as on the evaluation API.
       return new OfrepError(
-        500,
+        503,
         'GENERAL',
         'The flag configuration is temporarily unavailable.',
         RETRY_AFTER_SECONDS,
@@ -222,11 +224,7 @@ function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: 
  * see every flag, client keys only client-side-visible ones (others are FLAG_NOT_FOUND).
  * Answers come from the same in-memory snapshots as the Vexil evaluation API.
  */
-export function registerOfrepApi(
-  app: App,
-  services: Services,
-  sdk: SdkAuthenticator,
-): void {
+export function registerOfrepApi(app: App, services: Services, sdk: SdkAuthenticator): void {
   app.setErrorHandler(ofrepErrorHandler);
   app.setNotFoundHandler((request) => {
     throw new OfrepError(404, null, `No route ${request.method} ${request.url.split('?')[0]}.`);

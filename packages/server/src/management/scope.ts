@@ -77,7 +77,10 @@ async function resolveScope(
   if (params.org === undefined) {
     const caller = callerOf(request);
     if (access === 'user' && caller.type !== 'user')
-      throw new ApiError('forbidden', 'Service tokens cannot use personal routes (tokens, sessions).');
+      throw new ApiError(
+        'forbidden',
+        'Service tokens cannot use personal routes (tokens, sessions).',
+      );
     return { caller };
   }
   // The types admit only a role where the path names an org.

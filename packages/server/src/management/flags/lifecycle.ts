@@ -130,7 +130,8 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
       const items = remaining.slice(0, limit);
       return {
         items,
-        next_cursor: remaining.length > limit ? encodeCursor(items[items.length - 1]?.key ?? '') : null,
+        next_cursor:
+          remaining.length > limit ? encodeCursor(items[items.length - 1]?.key ?? '') : null,
         _actions: actionsFor(access.role, { archive: { role: 'Member' } }),
       };
     },

@@ -103,7 +103,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
               Type.String({
                 minLength: 1,
                 description:
-                  'The variation served while the flag is off, in every environment. Default: a Boolean flag\'s `false` variation, otherwise the first variation.',
+                  "The variation served while the flag is off, in every environment. Default: a Boolean flag's `false` variation, otherwise the first variation.",
               }),
             ),
             tags: Type.Optional(TagsSchema),
@@ -196,7 +196,8 @@ export function registerFlagRoutes(app: App, services: Services): void {
         const offVariation = variationRows.find((variation) => variation.key === offVariationKey);
         // Both were checked before the transaction: there is at least one variation, and the off
         // variation's key is one of them.
-        if (!defaultVariation || !offVariation) throw new Error('flag create: variations unchecked');
+        if (!defaultVariation || !offVariation)
+          throw new Error('flag create: variations unchecked');
         if (environments.length > 0) {
           await m.trx
             .insertInto('flag_environments')
