@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
-import type { SdkKeyGrant, SdkKeyResolver } from './sdk-keys.js';
+import type { SdkKeyGrant } from './sdk-key-grant.js';
+import type { SdkKeyResolver } from './sdk-keys.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
 
 /** The two kinds of SDK key (spec: SDK keys). */

@@ -1,13 +1,8 @@
 import type { Kysely } from 'kysely';
 import { hashSecret } from '../auth/secrets.js';
 import type { Schema } from '../db/schema.js';
+import type { SdkKeyGrant } from './sdk-key-grant.js';
 import type { SnapshotCopies } from './snapshot-copies.js';
-
-/** What an SDK key grants: one environment, as a client or a server. */
-export interface SdkKeyGrant {
-  environmentId: string;
-  type: 'ClientSide' | 'ServerSide';
-}
 
 /** How long a resolved key is trusted before it is looked up again (covers revocations on other nodes). */
 const KEY_TTL_MS = 10_000;

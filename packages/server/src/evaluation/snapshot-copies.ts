@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import type { SdkFlag, SdkSegment } from '@vexil/engine';
 import type { FastifyBaseLogger } from 'fastify';
-import type { SdkKeyGrant } from './sdk-keys.js';
+import type { SdkKeyGrant } from './sdk-key-grant.js';
 
 const gunzipAsync = promisify(gunzip);
 
