@@ -164,7 +164,8 @@ const TYPE_NAMES: Record<string, string[]> = {
   null: ['null'],
 };
 
-function typeNames(type: string): string[] {
+/** How a JSON type reads in "must be …": `integer` is "a whole number". */
+export function typeNames(type: string): string[] {
   return TYPE_NAMES[type] ?? [type];
 }
 
@@ -187,7 +188,7 @@ function kinds(schema: Schema): string[] {
 }
 
 /** `a`, `a or b`, `a, b or c` — each alternative once. */
-function alternatives(items: string[]): string {
+export function alternatives(items: string[]): string {
   const unique = [...new Set(items)];
   return unique.length <= 1
     ? (unique[0] ?? '')

@@ -246,6 +246,22 @@ describe('MCP tool server', () => {
     expect(text).toMatch(/webhook/);
   });
 
+  it('tool arguments of the wrong kind are refused in the management API’s words', async () => {
+    const text = await refusal(admin, 'list_flags', {
+      org: 'acme',
+      project: 7,
+      limit: 500,
+      archived: 'yes',
+    });
+    expect(text).toMatch(/must be a string at project/);
+    expect(text).toMatch(/must be at most 200 at limit/);
+    expect(text).toMatch(/must be true or false at archived/);
+    expect(await refusal(admin, 'get_flag', { org: 'acme', project: 'web' })).toMatch(
+      /is required at flag/,
+    );
+    expect(text).not.toMatch(/Invalid input|expected|received/);
+  });
+
   it('webhook tools: the HTTP twin’s validation comes back as a tool error', async () => {
     const result = await callTool(admin, 'manage_webhook', {
       org: 'acme',

@@ -7,6 +7,7 @@ import { managementErrorHandler } from '../http/envelope.js';
 import type { ManagementRateLimiter } from '../http/rate-limit.js';
 import type { Services } from '../services.js';
 import { ManagementClient } from './management-client.js';
+import { useArgumentMessages } from './argument-messages.js';
 import { createMcpServer } from './server.js';
 import { twinSchemas, type TwinSchema } from './twin-schemas.js';
 
@@ -35,6 +36,7 @@ export function registerMcpApi(
   },
 ): void {
   app.setErrorHandler(managementErrorHandler(services.config.publicUrl));
+  useArgumentMessages();
   // Built on first use: the OpenAPI document is complete only once every route is registered.
   let schemas: TwinSchema | undefined;
 
