@@ -5,6 +5,7 @@ import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { Labelled } from '../Field';
+import { DialogActions } from '../DialogActions';
 
 interface DraftCondition {
   attribute: string;
@@ -345,16 +346,7 @@ export function RuleEditor(props: {
                 {save.error.message}
               </p>
             )}
-            <div className="actions">
-              <Dialog.Close asChild>
-                <button type="button" className="quiet">
-                  Cancel
-                </button>
-              </Dialog.Close>
-              <button type="submit" disabled={save.isPending}>
-                Save rule
-              </button>
-            </div>
+            <DialogActions confirmLabel="Save rule" busy={save.isPending} />
           </form>
         </Dialog.Content>
       </Dialog.Portal>
