@@ -4,6 +4,7 @@ import { useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Environment, Flag, FlagEnvironment } from '../api/types';
 import { Labelled } from './Field';
+import { percentageOf } from './targeting/PercentageControl';
 import { describeRule } from './targeting/Rules';
 import { DialogActions } from './DialogActions';
 
@@ -169,7 +170,7 @@ function useSummary(
       rules.data.items
         .map(
           (rule, i) =>
-            `${i + 1}. ${describeRule(rule, segments.data?.items ?? []) || 'any context'} → ${name(rule.variationId)}${rule.rolloutPercentage !== null ? ` (${rule.rolloutPercentage}%)` : ''}`,
+            `${i + 1}. ${describeRule(rule, segments.data?.items ?? []) || 'any context'} → ${name(rule.variationId)}${rule.rolloutWeight !== null ? ` (${percentageOf(rule.rolloutWeight)}%)` : ''}`,
         )
         .join('\n') || 'none',
   };
