@@ -75,6 +75,12 @@ test('a change made through the API appears on an open page within 2 seconds', a
   await expect(page.getByRole('heading', { name: 'Renamed elsewhere' })).toBeVisible({
     timeout: 2_000,
   });
+
+  // The list too: pushed by the event stream (the fallback poll is 30 s).
+  await page.getByRole('link', { name: 'Flags', exact: true }).first().click();
+  await expect(page.getByRole('link', { name: 'Renamed elsewhere' })).toBeVisible();
+  await apiCall('POST', `${PROJECT}/flags`, { key: 'live-newcomer', name: 'Live newcomer' });
+  await expect(page.getByRole('link', { name: 'Live newcomer' })).toBeVisible({ timeout: 2_000 });
 });
 
 test('a flag can be created with the keyboard alone', async ({ page }) => {
