@@ -392,6 +392,8 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
     });
     expect(cycle.status).toBe(400);
     expect(cycle.body.error).toBe('validation_failed');
+    // Reported at the prerequisite that leads into the cycle, so a form can show it there.
+    expect(cycle.body.fields['prerequisites.0.prerequisiteFlagKey'][0]).toMatch(/cycle/i);
   });
 
   it('flag delete: refused with 409 while another flag has it as a prerequisite', async () => {
