@@ -75,6 +75,12 @@ test('a change made through the API appears on an open page within 2 seconds', a
   await expect(page.getByRole('heading', { name: 'Renamed elsewhere' })).toBeVisible({
     timeout: 2_000,
   });
+
+  // The list too: pushed by the event stream (the fallback poll is 30 s).
+  await page.getByRole('link', { name: 'Flags', exact: true }).first().click();
+  await expect(page.getByRole('link', { name: 'Renamed elsewhere' })).toBeVisible();
+  await apiCall('POST', `${PROJECT}/flags`, { key: 'live-newcomer', name: 'Live newcomer' });
+  await expect(page.getByRole('link', { name: 'Live newcomer' })).toBeVisible({ timeout: 2_000 });
 });
 
 test('a flag can be created with the keyboard alone', async ({ page }) => {
@@ -120,6 +126,53 @@ test('the flag list searches, filters and pages', async ({ page }) => {
   await page.getByRole('button', { name: 'Favourite bulk-03' }).click();
   await page.getByLabel('Favourites only').check();
   await expect(page.getByRole('link', { name: /^bulk-/ })).toHaveCount(1);
+  await page.getByLabel('Favourites only').uncheck();
+
+  // Newest first across pages: the API sorts before paging.
+  await page.getByLabel('Sort by').selectOption('created');
+  await expect(page.getByRole('link', { name: /^bulk-/ }).first()).toHaveText('bulk-54');
+});
+
+test('the flag list filters by status per environment, type, owner and lifecycle', async ({
+  page,
+}) => {
+  const me = await apiCall<{ id: string }>('GET', '/api/v1/me');
+  await apiCall('POST', `${PROJECT}/flags`, { key: 'filter-on', ownerId: me.id });
+  await apiCall('POST', `${PROJECT}/flags/filter-on/environments/development/toggle`, {
+    enabled: true,
+  });
+  await apiCall('POST', `${PROJECT}/flags`, {
+    key: 'filter-text',
+    type: 'String',
+    variations: [
+      { key: 'a', value: 'a' },
+      { key: 'b', value: 'b' },
+    ],
+  });
+  await signIn(page);
+  const filters = page.getByRole('search', { name: 'Filter flags' });
+  await filters.getByLabel('Search flags').fill('filter-');
+  await expect(page.getByRole('link', { name: /^filter-/ })).toHaveCount(2);
+
+  await filters.getByLabel('Status in environment').selectOption('development');
+  await filters.getByLabel('Flag status').selectOption('on');
+  await expect(page.getByRole('link', { name: /^filter-/ })).toHaveText(['filter-on']);
+  await filters.getByLabel('Flag status').selectOption('off');
+  await expect(page.getByRole('link', { name: /^filter-/ })).toHaveText(['filter-text']);
+  await filters.getByLabel('Flag status').selectOption('');
+
+  await filters.getByLabel('Type').selectOption('String');
+  await expect(page.getByRole('link', { name: /^filter-/ })).toHaveText(['filter-text']);
+  await filters.getByLabel('Type').selectOption('');
+
+  await filters.getByLabel('Mine').check();
+  await expect(page.getByRole('link', { name: /^filter-/ })).toHaveText(['filter-on']);
+  await filters.getByLabel('Mine').uncheck();
+
+  // Nothing here has been evaluated for the stale period.
+  await filters.getByLabel('Lifecycle').selectOption('Stale');
+  await expect(page.getByText('No flags match.')).toBeVisible();
+  await expectAccessible(page);
 });
 
 test('the command bar jumps to a flag from the keyboard', async ({ page }) => {

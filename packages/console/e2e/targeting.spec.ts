@@ -12,7 +12,7 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   await expect(page.getByRole('heading', { name: 'targeted' })).toBeVisible();
   await page.getByRole('tab', { name: 'Production' }).click();
 
-  // Rule 1: two condition groups (country in DE or AT) and (plan is pro), serving Off.
+  // Rule 1: two condition groups (country in DE or AT) and (plan is pro), serving Off to 12.5%.
   await page.getByRole('button', { name: 'Add rule' }).click();
   let editor = page.getByRole('dialog', { name: 'New rule' });
   await editor.getByLabel('Description').fill('Germans on pro');
@@ -23,9 +23,20 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   await editor.getByLabel('Attribute, group 2 condition 1').fill('plan');
   await editor.getByLabel('Values, group 2 condition 1').fill('pro');
   await editor.getByLabel('Serve').selectOption({ label: 'Off' });
+  await editor.getByLabel('Rollout percentage').fill('12.5');
+  await expect(editor.getByRole('slider', { name: 'Rollout share' })).toHaveAttribute(
+    'aria-valuenow',
+    '12.5',
+  );
   await expectAccessible(page);
   await editor.getByRole('button', { name: 'Save rule' }).click();
-  await expect(page.getByRole('listitem', { name: 'Rule 1: Germans on pro' })).toBeVisible();
+  await expect(page.getByRole('listitem', { name: 'Rule 1: Germans on pro' })).toContainText(
+    'serve Off to 12.5%',
+  );
+  const saved = await apiCall<{
+    items: { rolloutWeight: number | null; rolloutPercentage: number | null }[];
+  }>('GET', `${PROJECT}/flags/targeted/environments/production/rules`);
+  expect(saved.items[0]).toMatchObject({ rolloutWeight: 12_500, rolloutPercentage: 12 });
 
   // Rule 2: everyone on pro, serving On.
   await page.getByRole('button', { name: 'Add rule' }).click();

@@ -2,16 +2,17 @@ import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { ApiProblem } from './api/client';
+import { FALLBACK_POLL_MS, liveStream } from './api/live';
 import { App } from './App';
 import './styles.css';
 
-// Live updates (design record 023): every query on screen is refetched each second while the
-// tab is visible, so a change made elsewhere appears without a reload; client mistakes (4xx)
-// are not retried.
+// Live updates (design record 026): the organization's event stream marks the queries a change
+// concerns stale (api/live.ts); only while that stream is down are the queries on screen polled,
+// every 30 s, in visible tabs. Client mistakes (4xx) are not retried.
 const queryClient = new QueryClient({
   defaultOptions: {
     queries: {
-      refetchInterval: 1000,
+      refetchInterval: () => (liveStream.connected ? false : FALLBACK_POLL_MS),
       refetchIntervalInBackground: false,
       retry: (failures, error) =>
         !(error instanceof ApiProblem && error.status < 500) && failures < 2,

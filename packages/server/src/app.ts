@@ -12,6 +12,7 @@ import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/database.js';
 import { DatabaseStartup } from './db/startup.js';
 import { NodeBus } from './bus/node-bus.js';
+import { LiveFeed } from './events/live-feed.js';
 import { allowBrowserCalls } from './evaluation/cors.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
@@ -95,6 +96,9 @@ export async function createVexil(
   const onDeliveriesQueued = () => bus.deliveriesQueued();
   events.onWritten(fanOutTo(onDeliveriesQueued));
   events.onCommitted(({ environmentIds }) => bus.configChanged(environmentIds));
+  // The console's live feed (design record 026): changes committed here and on other nodes.
+  const liveFeed = new LiveFeed();
+  events.onWritten(liveFeed.onWritten);
   const services: Services = {
     db: database.db,
     dialect: database.dialect,
@@ -162,6 +166,8 @@ export async function createVexil(
     app.log,
     config.snapshotCheckIntervalMs,
   );
+  liveFeed.relayTo((change) => bus.liveChange(change));
+  bus.onLiveChange((change) => liveFeed.publish(change));
   const roles = new Set(options.roles ?? SERVICE_ROLES);
   const rateLimits = await createManagementRateLimiter(config.rateLimit, config.redisUrl, app.log);
   const { limiter } = rateLimits;
@@ -224,7 +230,7 @@ export async function createVexil(
         });
         management.addHook('preValidation', rejectNulCharacters);
         registerIdempotency(management, services);
-        registerManagementApi(management, services, snapshots);
+        registerManagementApi(management, services, snapshots, liveFeed);
         done();
       },
       { prefix: '/api/v1' },

@@ -4,7 +4,9 @@ import { useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Environment, Flag, FlagEnvironment } from '../api/types';
 import { Labelled } from './Field';
+import { percentageOf } from './targeting/PercentageControl';
 import { describeRule } from './targeting/Rules';
+import { DialogActions } from './DialogActions';
 
 /**
  * A flag's configuration in two environments side by side (journey 5), each line marked when the
@@ -103,18 +105,11 @@ export function Compare(props: {
                 {right} gets {left}&apos;s on/off state, default serve, prerequisites and rules; its
                 own rules are replaced. SDKs in {right} receive the change within seconds.
               </AlertDialog.Description>
-              <div className="actions">
-                <AlertDialog.Cancel asChild>
-                  <button type="button" className="quiet">
-                    Cancel
-                  </button>
-                </AlertDialog.Cancel>
-                <AlertDialog.Action asChild>
-                  <button type="button" onClick={() => copy.mutate()}>
-                    Copy to {right}
-                  </button>
-                </AlertDialog.Action>
-              </div>
+              <DialogActions
+                alert
+                confirmLabel={`Copy to ${right}`}
+                onConfirm={() => copy.mutate()}
+              />
             </AlertDialog.Content>
           </AlertDialog.Portal>
         </AlertDialog.Root>
@@ -175,7 +170,7 @@ function useSummary(
       rules.data.items
         .map(
           (rule, i) =>
-            `${i + 1}. ${describeRule(rule, segments.data?.items ?? []) || 'any context'} → ${name(rule.variationId)}${rule.rolloutPercentage !== null ? ` (${rule.rolloutPercentage}%)` : ''}`,
+            `${i + 1}. ${describeRule(rule, segments.data?.items ?? []) || 'any context'} → ${name(rule.variationId)}${rule.rolloutWeight !== null ? ` (${percentageOf(rule.rolloutWeight)}%)` : ''}`,
         )
         .join('\n') || 'none',
   };

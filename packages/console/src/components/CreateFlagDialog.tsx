@@ -4,6 +4,7 @@ import { useState } from 'react';
 import { useLocation } from 'wouter';
 import { ApiProblem, api, unwrap } from '../api/client';
 import { Field } from './Field';
+import { DialogActions } from './DialogActions';
 
 const TYPES = ['Boolean', 'String', 'Number', 'Json'] as const;
 
@@ -94,16 +95,7 @@ export function CreateFlagDialog({ org, project }: { org: string; project: strin
                 {create.error.message}
               </p>
             )}
-            <div className="actions">
-              <Dialog.Close asChild>
-                <button type="button" className="quiet">
-                  Cancel
-                </button>
-              </Dialog.Close>
-              <button type="submit" disabled={create.isPending}>
-                Create flag
-              </button>
-            </div>
+            <DialogActions confirmLabel="Create flag" busy={create.isPending} />
           </form>
         </Dialog.Content>
       </Dialog.Portal>

@@ -4,6 +4,7 @@ import { useId, useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Environment, FlagEnvironment } from '../api/types';
 import { isCritical } from './Shell';
+import { DialogActions } from './DialogActions';
 
 /**
  * On/off for one flag in one environment (`POST …/toggle`); a critical environment asks first.
@@ -65,18 +66,11 @@ export function EnvironmentToggle(props: {
             <AlertDialog.Description>
               {name} is a critical environment: SDKs there receive the change within seconds.
             </AlertDialog.Description>
-            <div className="actions">
-              <AlertDialog.Cancel asChild>
-                <button type="button" className="quiet">
-                  Cancel
-                </button>
-              </AlertDialog.Cancel>
-              <AlertDialog.Action asChild>
-                <button type="button" onClick={() => toggle.mutate(asking ?? false)}>
-                  Turn {asking ? 'on' : 'off'} in {name}
-                </button>
-              </AlertDialog.Action>
-            </div>
+            <DialogActions
+              alert
+              confirmLabel={`Turn ${asking ? 'on' : 'off'} in ${name}`}
+              onConfirm={() => toggle.mutate(asking ?? false)}
+            />
           </AlertDialog.Content>
         </AlertDialog.Portal>
       </AlertDialog.Root>

@@ -4,6 +4,7 @@ import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../api/client';
 import type { Flag } from '../api/types';
 import { Labelled } from './Field';
+import { DialogActions } from './DialogActions';
 
 /**
  * Archive and restore, with the spec's recently-evaluated guard said in words (the API's
@@ -123,20 +124,13 @@ export function Lifecycle({ org, project, flag }: { org: string; project: string
                   {archive.error.message}
                 </p>
               )}
-              <div className="actions">
-                <AlertDialog.Cancel asChild>
-                  <button type="button" className="quiet">
-                    Cancel
-                  </button>
-                </AlertDialog.Cancel>
-                <button
-                  type="button"
-                  disabled={archive.isPending}
-                  onClick={() => archive.mutate(guard)}
-                >
-                  {guard ? 'Archive anyway' : 'Archive'}
-                </button>
-              </div>
+              <DialogActions
+                alert
+                keepOpen
+                confirmLabel={guard ? 'Archive anyway' : 'Archive'}
+                busy={archive.isPending}
+                onConfirm={() => archive.mutate(guard)}
+              />
             </AlertDialog.Content>
           </AlertDialog.Portal>
         </AlertDialog.Root>

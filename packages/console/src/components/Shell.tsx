@@ -5,6 +5,7 @@ import { api, unwrap } from '../api/client';
 import { forgetToken } from '../api/token';
 import type { Environment } from '../api/types';
 import { CommandBar } from './CommandBar';
+import { useLiveUpdates } from '../api/live';
 
 interface Place {
   org: string;
@@ -35,6 +36,7 @@ export function Shell(props: { org: string; project: string; children: React.Rea
   const queryClient = useQueryClient();
   const storageKey = `vexil.environment.${org}/${project}`;
   const [chosen, choose] = useState(() => localStorage.getItem(storageKey));
+  useLiveUpdates(org);
 
   const orgs = useQuery({
     queryKey: ['orgs'],

@@ -2,32 +2,28 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useDeferredValue, useState } from 'react';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
-import type { FlagSummary } from '../api/types';
 import { CreateFlagDialog } from '../components/CreateFlagDialog';
 import { useFavourites } from '../components/favourites';
+import { usePlace } from '../components/Shell';
 
 const PAGE_SIZE = 50;
 
+/** The API's orders (`sort`); it sorts before paging, so every page follows the order. */
 const SORTS = {
-  key: { label: 'Key', compare: (a: FlagSummary, b: FlagSummary) => a.key.localeCompare(b.key) },
-  name: {
-    label: 'Name',
-    compare: (a: FlagSummary, b: FlagSummary) => (a.name ?? a.key).localeCompare(b.name ?? b.key),
-  },
-  updated: {
-    label: 'Recently changed',
-    compare: (a: FlagSummary, b: FlagSummary) => b.updatedAt.localeCompare(a.updatedAt),
-  },
-  created: {
-    label: 'Newest',
-    compare: (a: FlagSummary, b: FlagSummary) => b.createdAt.localeCompare(a.createdAt),
-  },
+  key: 'Key',
+  updated: 'Recently changed',
+  created: 'Newest',
 } as const;
 type Sort = keyof typeof SORTS;
 
+const TYPES = ['Boolean', 'String', 'Number', 'Json'] as const;
+type FlagType = (typeof TYPES)[number] | '';
+type Status = '' | 'on' | 'off';
+type LifecycleStatus = '' | 'Stale' | 'Dead';
+
 /**
- * Journey 2, "find a flag": search, tag, archived and expired go to the API (`GET …/flags`);
- * favourites and sort apply to the page shown. Paging follows the API's cursors.
+ * Journey 2, "find a flag": every filter and the sort go to the API (`GET …/flags`), which applies
+ * them before paging; favourites are sent as `keys`. Paging follows the API's cursors.
  */
 export function FlagList({ org, project }: { org: string; project: string }) {
   const [search, setSearch] = useState('');
@@ -35,14 +31,42 @@ export function FlagList({ org, project }: { org: string; project: string }) {
   const [archived, setArchived] = useState(false);
   const [expired, setExpired] = useState(false);
   const [favouritesOnly, setFavouritesOnly] = useState(false);
+  const [mine, setMine] = useState(false);
+  const [type, setType] = useState<FlagType>('');
+  const [lifecycle, setLifecycle] = useState<LifecycleStatus>('');
+  const { environments, environment: chosenEnvironment } = usePlace();
+  const [statusEnvironment, setStatusEnvironment] = useState(
+    () => chosenEnvironment ?? environments[0]?.key ?? '',
+  );
+  const [status, setStatus] = useState<Status>('');
   const [sort, setSort] = useState<Sort>('key');
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
   const { favourites, toggle } = useFavourites(org, project);
   const q = useDeferredValue(search.trim());
   const cursor = cursors[cursors.length - 1];
+  const favouriteKeys = favouritesOnly ? [...favourites].sort().join(',') : null;
+  const statusFilter =
+    status && statusEnvironment ? { environment: statusEnvironment, enabled: status === 'on' } : {};
 
   const flags = useQuery({
-    queryKey: ['flags', org, project, { q, tag, archived, expired, cursor }],
+    queryKey: [
+      'flags',
+      org,
+      project,
+      {
+        q,
+        tag,
+        archived,
+        expired,
+        mine,
+        type,
+        lifecycle,
+        statusFilter,
+        favouriteKeys,
+        sort,
+        cursor,
+      },
+    ],
     placeholderData: keepPreviousData,
     queryFn: () =>
       unwrap(
@@ -55,6 +79,12 @@ export function FlagList({ org, project }: { org: string; project: string }) {
               ...(tag.trim() ? { tag: tag.trim() } : {}),
               ...(archived ? { archived } : {}),
               ...(expired ? { expired } : {}),
+              ...(mine ? { owner: 'me' } : {}),
+              ...(type ? { type } : {}),
+              ...(lifecycle ? { lifecycle } : {}),
+              ...statusFilter,
+              ...(favouriteKeys !== null ? { keys: favouriteKeys } : {}),
+              sort,
               ...(cursor ? { cursor } : {}),
             },
           },
@@ -69,9 +99,7 @@ export function FlagList({ org, project }: { org: string; project: string }) {
     };
   }
 
-  const items = (flags.data?.items ?? [])
-    .filter((flag) => !favouritesOnly || favourites.has(flag.key))
-    .sort(SORTS[sort].compare);
+  const items = flags.data?.items ?? [];
   const canCreate = flags.data?._actions['create']?.allowed ?? false;
 
   return (
@@ -114,14 +142,73 @@ export function FlagList({ org, project }: { org: string; project: string }) {
           <input
             type="checkbox"
             checked={favouritesOnly}
-            onChange={(event) => setFavouritesOnly(event.target.checked)}
+            onChange={(event) => filtered(setFavouritesOnly)(event.target.checked)}
           />
           Favourites only
         </label>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={mine}
+            onChange={(event) => filtered(setMine)(event.target.checked)}
+          />
+          Mine
+        </label>
+        <label>
+          Type
+          <select
+            value={type}
+            onChange={(event) => filtered(setType)(event.target.value as FlagType)}
+          >
+            <option value="">Any type</option>
+            {TYPES.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Flag status
+          <select
+            value={status}
+            onChange={(event) => {
+              filtered(setStatus)(event.target.value as Status);
+              if (!statusEnvironment) setStatusEnvironment(environments[0]?.key ?? '');
+            }}
+          >
+            <option value="">On or off</option>
+            <option value="on">On</option>
+            <option value="off">Off</option>
+          </select>
+        </label>
+        <label>
+          Status in environment
+          <select
+            value={statusEnvironment}
+            onChange={(event) => filtered(setStatusEnvironment)(event.target.value)}
+          >
+            <option value="">Choose an environment</option>
+            {environments.map((environment) => (
+              <option key={environment.id} value={environment.key ?? ''}>
+                {environment.name ?? environment.key}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Lifecycle
+          <select
+            value={lifecycle}
+            onChange={(event) => filtered(setLifecycle)(event.target.value as LifecycleStatus)}
+          >
+            <option value="">Any</option>
+            <option value="Stale">Stale</option>
+            <option value="Dead">Dead</option>
+          </select>
+        </label>
         <label>
           Sort by
-          <select value={sort} onChange={(event) => setSort(event.target.value as Sort)}>
-            {Object.entries(SORTS).map(([value, { label }]) => (
+          <select value={sort} onChange={(event) => filtered(setSort)(event.target.value as Sort)}>
+            {Object.entries(SORTS).map(([value, label]) => (
               <option key={value} value={value}>
                 {label}
               </option>

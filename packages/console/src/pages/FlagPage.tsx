@@ -7,6 +7,7 @@ import { History } from '../components/History';
 import { Lifecycle } from '../components/Lifecycle';
 import { UsageChart } from '../components/UsageChart';
 import { usePlace } from '../components/Shell';
+import { Variations } from '../components/Variations';
 import { Targeting } from '../components/targeting/Targeting';
 
 /** One flag: its variations and, per environment, whether it is on (journey 3). */
@@ -82,31 +83,7 @@ export function FlagPage({ org, project, flag }: { org: string; project: string;
           />
         )}
       </section>
-      <section aria-labelledby="variations-heading">
-        <h2 id="variations-heading">Variations</h2>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Key</th>
-              <th scope="col">Name</th>
-              <th scope="col">Value</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.variations.map((variation) => (
-              <tr key={variation.id}>
-                <td>
-                  <code>{variation.key}</code>
-                </td>
-                <td>{variation.name}</td>
-                <td>
-                  <code>{variation.value}</code>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
+      <Variations org={org} project={project} flag={data} />
       {configurations.data && environments.length > 1 && (
         <Compare
           org={org}

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Schema } from '../db/schema.js';
+import type { LiveChange } from '../events/live-feed.js';
 import type { SdkKeyResolver } from '../evaluation/sdk-keys.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { StreamIdentifier, StreamRelay } from '../evaluation/streaming.js';
@@ -20,14 +21,15 @@ type Context = Record<string, unknown>;
  * A notice between nodes: a configuration version or a revoked SDK key (by hash), never the data
  * itself; or a client stream to switch to a new context (`identify` answered by another node
  * than the one holding the stream), and its confirmation; or that webhook deliveries were queued
- * (by the node named).
+ * (by the node named); or a committed management change for the console's live feed.
  */
 type Notice =
   | { environmentId: string; version: number }
   | { revokedKeyHash: string }
   | { deliveriesQueuedBy: string }
   | { identify: { requestId: string; environmentId: string; streamId: string; context: Context } }
-  | { identified: string };
+  | { identified: string }
+  | { liveChange: LiveChange; from: string };
 
 /**
  * The cross-node bus: keeps every node's evaluation snapshots, SDK-key cache and client streams
@@ -51,6 +53,7 @@ export class NodeBus implements StreamRelay {
   private stopped = false;
   private identifyHere: StreamIdentifier = () => false;
   private wakeDeliveryWorker: () => void = () => {};
+  private publishLiveChange: (change: LiveChange) => void = () => {};
   /** Names this node in its own notices, which its listener receives too. */
   private readonly nodeId = randomUUID();
   /** Confirmations awaited by `identifyElsewhere`, by request id. */
@@ -106,6 +109,22 @@ export class NodeBus implements StreamRelay {
   /** Lets this node's queued deliveries, and other nodes' notices of theirs, wake its worker. */
   onDeliveriesQueued(wake: () => void): void {
     this.wakeDeliveryWorker = wake;
+  }
+
+  /** After commit: a management change, for the live feeds of the other nodes (design record 026). */
+  liveChange(change: LiveChange): void {
+    if (!this.postgresUrl) return;
+    const payload = JSON.stringify({ liveChange: change, from: this.nodeId });
+    // Keys are short, so a change fits; one that would not is left to the consoles' slow poll.
+    if (Buffer.byteLength(payload) > MAX_NOTICE_BYTES) return;
+    this.send(payload).catch((error: unknown) =>
+      this.log.warn({ err: error }, 'live change notice not sent; consoles catch up at their poll'),
+    );
+  }
+
+  /** Lets other nodes' management changes reach this node's live feed. */
+  onLiveChange(publish: (change: LiveChange) => void): void {
+    this.publishLiveChange = publish;
   }
 
   /** Lets notices from other nodes switch the client streams this node holds. */
@@ -184,6 +203,10 @@ export class NodeBus implements StreamRelay {
     }
     if ('deliveriesQueuedBy' in notice) {
       if (notice.deliveriesQueuedBy !== this.nodeId) this.wakeDeliveryWorker();
+      return;
+    }
+    if ('liveChange' in notice) {
+      if (notice.from !== this.nodeId) this.publishLiveChange(notice.liveChange);
       return;
     }
     if ('revokedKeyHash' in notice) {

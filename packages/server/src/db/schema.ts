@@ -154,7 +154,10 @@ export interface RulesTable {
   priority: number;
   description: string | null;
   variation_id: string;
+  /** The rule's whole-percent rollout, `rollout_weight` rounded down (kept for older readers). */
   rollout_percentage: number | null;
+  /** The rule's rollout in thousandths of a percent (0–100000); null: every matching context. */
+  rollout_weight: number | null;
   segment_id: string | null;
   /** JSON array of condition groups, with their server-assigned ids. */
   condition_groups: string;

@@ -405,7 +405,8 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
       ]);
       expect(response.status).toBe(400);
       expect(response.body.error).toBe('validation_failed');
-      expect(response.body.fields.prerequisites[0]).toContain(
+      // At the prerequisite that leads into the cycle.
+      expect(response.body.fields['prerequisites.0.prerequisiteFlagKey'][0]).toContain(
         'new-checkout → child → new-checkout',
       );
     });

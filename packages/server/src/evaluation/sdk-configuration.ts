@@ -159,7 +159,7 @@ async function readFlagPage(
         'rules.flag_id',
         'rules.priority',
         'rules.variation_id',
-        'rules.rollout_percentage',
+        'rules.rollout_weight',
         'rules.condition_groups',
         'segments.key as segment_key',
       ])
@@ -207,7 +207,7 @@ async function readFlagPage(
         conditions: group.conditions.map(sdkCondition),
       }));
       const serve: SdkServe =
-        rule.rollout_percentage === null
+        rule.rollout_weight === null
           ? fixed(rule.variation_id)
           : {
               type: 'Rollout',
@@ -215,7 +215,7 @@ async function readFlagPage(
               variations: [
                 {
                   key: variationKey.get(rule.variation_id) ?? '',
-                  weight: rule.rollout_percentage * 1000,
+                  weight: rule.rollout_weight,
                 },
               ],
             };

@@ -29,7 +29,7 @@ export function sseFrame(event: string, data: string, id?: string): string {
 }
 
 /** A heartbeat: an SSE comment, ignored by parsers, that keeps proxies from closing the idle connection. */
-const PING = ': ping\n\n';
+export const PING = ': ping\n\n';
 
 interface StreamOptions {
   environmentId: string;
@@ -266,7 +266,7 @@ const EVENT_STREAM_HEADERS = {
 };
 
 /** Takes the response over from Fastify and sends the SSE headers at once. */
-function openEventStream(reply: FastifyReply, extraHeaders: Record<string, string> = {}) {
+export function openEventStream(reply: FastifyReply, extraHeaders: Record<string, string> = {}) {
   reply.hijack();
   // Headers set before the takeover (CORS) were Fastify's to send, and it no longer will.
   for (const [name, value] of Object.entries(reply.getHeaders())) {

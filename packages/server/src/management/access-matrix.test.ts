@@ -30,6 +30,8 @@ interface RouteClass {
   body?: unknown;
   /** Also answers a request without any credential (an invitation accepted by a new user). */
   public?: boolean;
+  /** Answers with a Server-Sent Events stream that stays open: called over a socket. */
+  stream?: boolean;
 }
 
 const UNKNOWN_ID = '00000000-0000-7000-8000-000000000000';
@@ -171,6 +173,7 @@ const ROUTES: Record<string, RouteClass> = {
     minimum: 'Admin',
   },
   'GET /api/v1/orgs/{org}/audit-log': { minimum: 'Admin' },
+  'GET /api/v1/orgs/{org}/events/stream': { minimum: 'Viewer', stream: true },
   // People and sign-in (design record 022).
   'GET /api/v1/me/sessions': { minimum: 'user' },
   'DELETE /api/v1/me/sessions/{id}': { minimum: 'user' },
@@ -364,15 +367,29 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
   });
   afterAll(() => vexil.close());
 
+  /** Opens a stream over a socket: its status, and its error body when refused; then hangs up. */
+  async function openStream(url: string, headers: Record<string, string>): Promise<TestResponse> {
+    if (!vexil.app.server.listening) await vexil.app.listen({ port: 0, host: '127.0.0.1' });
+    const address = vexil.app.server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const response = await fetch(`http://127.0.0.1:${String(port)}${url}`, { headers });
+    if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+      await response.body?.cancel();
+      return { status: response.status, headers: {}, body: undefined, text: '' };
+    }
+    const text = await response.text();
+    return { status: response.status, headers: {}, body: JSON.parse(text) as unknown, text };
+  }
+
   it.each(ROUTE_TABLE.filter((route) => route.id in ROUTES))('$id', async (route) => {
-    const { minimum, body, public: isPublic } = ROUTES[route.id]!;
+    const { minimum, body, public: isPublic, stream } = ROUTES[route.id]!;
     const url = concretePath(route.path);
-    const send = (token: string | Record<string, string> | undefined) =>
+    const send = (token: string | Record<string, string> | undefined) => {
       // Explicit header: the harness sends `vxl_s…` tokens raw, as it does SDK keys.
-      call(vexil, route.method, url, {
-        body,
-        headers: typeof token === 'string' ? { authorization: `Bearer ${token}` } : (token ?? {}),
-      });
+      const headers =
+        typeof token === 'string' ? { authorization: `Bearer ${token}` } : (token ?? {});
+      return stream ? openStream(url, headers) : call(vexil, route.method, url, { body, headers });
+    };
 
     if (isPublic) {
       const response = await send(undefined);

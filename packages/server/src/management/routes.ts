@@ -21,12 +21,15 @@ import { registerSsoConnectionRoutes } from './sso-connections/routes.js';
 import { registerRuleRoutes } from './targeting/rules.js';
 import { registerSegmentRoutes } from './targeting/segments.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
+import type { LiveFeed } from '../events/live-feed.js';
+import { registerLiveRoutes } from './live/routes.js';
 
 /** The management API's route table, mounted under `/api/v1`. */
 export function registerManagementApi(
   app: App,
   services: Services,
   snapshots: SnapshotStore,
+  liveFeed: LiveFeed,
 ): void {
   registerMeRoutes(app, services);
   registerOrgRoutes(app, services);
@@ -44,6 +47,7 @@ export function registerManagementApi(
   registerRuleRoutes(app, services);
   registerWebhookRoutes(app, services);
   registerAuditLogRoutes(app, services);
+  registerLiveRoutes(app, services, liveFeed);
   // People and sign-in (design record 022).
   registerMySessionRoutes(app, services);
   registerMemberRoutes(app, services);

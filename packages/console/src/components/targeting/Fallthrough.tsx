@@ -1,12 +1,9 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { Slider } from 'radix-ui';
 import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../../api/client';
 import type { Flag, FlagEnvironment } from '../../api/types';
 import { Labelled } from '../Field';
-
-/** Rollout weights are thousandths of a percent on the wire (0–100000): 0.001% steps. */
-const WEIGHT_PER_PERCENT = 1000;
+import { PercentageControl, percentageOf, weightOf } from './PercentageControl';
 
 type Strategy = FlagEnvironment['strategy'];
 
@@ -33,7 +30,7 @@ export function Fallthrough(props: {
     Object.fromEntries(
       flag.variations.map((variation) => {
         const weight = configuration.rollout.find((w) => w.variationId === variation.id)?.weight;
-        return [variation.id, String((weight ?? 0) / WEIGHT_PER_PERCENT)];
+        return [variation.id, percentageOf(weight ?? 0)];
       }),
     ),
   );
@@ -52,7 +49,7 @@ export function Fallthrough(props: {
               ? {
                   rollout: flag.variations.map((variation) => ({
                     variationId: variation.id,
-                    weight: Math.round(Number(percentages[variation.id] ?? 0) * WEIGHT_PER_PERCENT),
+                    weight: weightOf(percentages[variation.id] ?? '0'),
                   })),
                 }
               : {}),
@@ -103,34 +100,13 @@ export function Fallthrough(props: {
             const value = percentages[variation.id] ?? '0';
             const set = (next: string) => setPercentages({ ...percentages, [variation.id]: next });
             return (
-              <div key={variation.id} className="rollout-row">
-                <Slider.Root
-                  className="slider"
-                  min={0}
-                  max={100}
-                  step={0.001}
-                  value={[Number(value) || 0]}
-                  onValueChange={([next]) => set(String(next ?? 0))}
-                >
-                  <Slider.Track className="slider-track">
-                    <Slider.Range className="slider-range" />
-                  </Slider.Track>
-                  <Slider.Thumb className="slider-thumb" aria-label={`Share for ${name}`} />
-                </Slider.Root>
-                <Labelled label={`Percentage for ${name}`}>
-                  {(id) => (
-                    <input
-                      id={id}
-                      type="number"
-                      min={0}
-                      max={100}
-                      step={0.001}
-                      value={value}
-                      onChange={(event) => set(event.target.value)}
-                    />
-                  )}
-                </Labelled>
-              </div>
+              <PercentageControl
+                key={variation.id}
+                label={`Percentage for ${name}`}
+                sliderLabel={`Share for ${name}`}
+                value={value}
+                onChange={set}
+              />
             );
           })}
           {problem?.field('rollout') && <p className="field-error">{problem.field('rollout')}</p>}

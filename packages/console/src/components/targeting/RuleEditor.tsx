@@ -5,6 +5,8 @@ import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { Labelled } from '../Field';
+import { DialogActions } from '../DialogActions';
+import { PercentageControl, percentageOf, weightOf } from './PercentageControl';
 
 interface DraftCondition {
   attribute: string;
@@ -29,7 +31,7 @@ const emptyCondition = (): DraftCondition => ({
 interface Draft {
   description: string;
   variationId: string;
-  /** A whole percentage as typed; empty means every matching context. */
+  /** A percentage (to 0.001%) as typed; empty means every matching context. */
   rollout: string;
   segmentId: string;
   groups: DraftGroup[];
@@ -39,7 +41,7 @@ function draftOf(rule: Rule | undefined, flag: Flag): Draft {
   return {
     description: rule?.description ?? '',
     variationId: rule?.variationId ?? flag.variations[0]?.id ?? '',
-    rollout: rule?.rolloutPercentage?.toString() ?? '',
+    rollout: rule?.rolloutWeight == null ? '' : percentageOf(rule.rolloutWeight),
     segmentId: rule?.userSegmentId ?? '',
     groups: rule?.conditionGroups.map((group) => ({
       operator: group.operator,
@@ -79,7 +81,7 @@ export function RuleEditor(props: {
       const body = {
         description: draft.description.trim() || null,
         variationId: draft.variationId,
-        rolloutPercentage: draft.rollout.trim() === '' ? null : Number(draft.rollout),
+        rolloutWeight: draft.rollout.trim() === '' ? null : weightOf(draft.rollout),
         userSegmentId: draft.segmentId || null,
         conditionGroups: draft.groups.map((group) => ({
           operator: group.operator,
@@ -322,39 +324,20 @@ export function RuleEditor(props: {
                 </select>
               )}
             </Labelled>
-            <Labelled
+            <PercentageControl
               label="Rollout percentage"
-              hint="Of the matching contexts, this share gets the variation (empty: all)"
-              error={problemAt('rolloutPercentage')}
-            >
-              {(id, describedBy) => (
-                <input
-                  id={id}
-                  type="number"
-                  min={0}
-                  max={100}
-                  step={1}
-                  aria-describedby={describedBy}
-                  value={draft.rollout}
-                  onChange={(event) => setDraft({ ...draft, rollout: event.target.value })}
-                />
-              )}
-            </Labelled>
+              sliderLabel="Rollout share"
+              hint="Of the matching contexts, this share (to 0.001%) gets the variation; empty: all"
+              error={problemAt('rolloutWeight') || problemAt('rolloutPercentage')}
+              value={draft.rollout}
+              onChange={(rollout) => setDraft({ ...draft, rollout })}
+            />
             {save.error && (
               <p role="alert" className="field-error">
                 {save.error.message}
               </p>
             )}
-            <div className="actions">
-              <Dialog.Close asChild>
-                <button type="button" className="quiet">
-                  Cancel
-                </button>
-              </Dialog.Close>
-              <button type="submit" disabled={save.isPending}>
-                Save rule
-              </button>
-            </div>
+            <DialogActions confirmLabel="Save rule" busy={save.isPending} />
           </form>
         </Dialog.Content>
       </Dialog.Portal>

@@ -2,6 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
+import { percentageOf } from './PercentageControl';
 import { RuleEditor } from './RuleEditor';
 
 /** How a rule reads in the list: "country In DE, AT and plan Equals pro". */
@@ -115,7 +116,7 @@ export function Rules(props: {
                 <p className="hint">
                   If {describeRule(rule, segments) || 'any context'}, serve{' '}
                   {variationName(rule.variationId)}
-                  {rule.rolloutPercentage !== null && ` to ${rule.rolloutPercentage}%`}
+                  {rule.rolloutWeight !== null && ` to ${percentageOf(rule.rolloutWeight)}%`}
                 </p>
               </div>
               {canEdit && (

@@ -4,6 +4,7 @@ import { api, unwrap } from '../../api/client';
 import type { Environment, Flag, FlagEnvironment } from '../../api/types';
 import { Fallthrough } from './Fallthrough';
 import { Playground } from './Playground';
+import { Prerequisites } from './Prerequisites';
 import { Rules } from './Rules';
 
 /** A flag's targeting, one tab per environment: default serve, rules and the playground. */
@@ -78,6 +79,7 @@ function EnvironmentTargeting(props: {
   return (
     <div className="environment-targeting">
       <Fallthrough {...shared} configuration={configuration} />
+      <Prerequisites {...shared} configuration={configuration} />
       <Rules
         {...shared}
         rules={ruleList}

@@ -97,10 +97,16 @@ export async function checkPrerequisites(
   }));
   const problem = findPrerequisiteProblem(graph, flag.key);
   if (!problem) return;
-  const index =
-    problem.flagKey === flag.key
-      ? prerequisites.findIndex((p) => p.prerequisiteFlagKey === problem.prerequisiteKey)
-      : -1;
+  if (problem.flagKey !== flag.key) {
+    // A problem further down the chain (a cycle back here, a missing flag below) is reported at
+    // the prerequisite of this flag that leads to it: the path starts at this flag.
+    const [start, via] = problem.path;
+    const index =
+      start === flag.key ? prerequisites.findIndex((p) => p.prerequisiteFlagKey === via) : -1;
+    if (index === -1) throw invalidField('prerequisites', problem.message);
+    throw invalidField(`prerequisites.${String(index)}.prerequisiteFlagKey`, problem.message);
+  }
+  const index = prerequisites.findIndex((p) => p.prerequisiteFlagKey === problem.prerequisiteKey);
   if (index === -1) throw invalidField('prerequisites', problem.message);
   const member =
     problem.kind === 'unknown-variation' ? 'expectedVariationKey' : 'prerequisiteFlagKey';

@@ -223,6 +223,62 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
     expect(page.body.next_cursor).toEqual(expect.any(String));
   });
 
+  it('flag list: filters by type, on/off per environment, owner, keys; sorts before paging', async () => {
+    const list = async (query: string, token = org.token) => {
+      const response = await call(vexil, 'GET', `${base}/flags?${query}`, { token });
+      expect(response.status).toBe(200);
+      return response.body.items.map((f: { key: string }) => f.key);
+    };
+    await call(vexil, 'POST', `${base}/flags`, {
+      token: org.token,
+      body: { key: 'mine', ownerId: org.userId },
+    });
+    await call(vexil, 'POST', `${base}/flags/mine/environments/production/toggle`, {
+      token: org.token,
+      body: { enabled: true },
+    });
+    const all = await list('sort=key');
+    expect(all).toEqual([...all].sort());
+    expect(all).toEqual(expect.arrayContaining(['mine', 'new-checkout', 'theme']));
+    const everything = await call(vexil, 'GET', `${base}/flags?sort=key`, { token: org.token });
+    const strings = everything.body.items
+      .filter((f: { type: string }) => f.type === 'String')
+      .map((f: { key: string }) => f.key);
+    expect(strings.length).toBeGreaterThan(0);
+    expect(strings.length).toBeLessThan(all.length);
+    expect(await list('type=String&sort=key')).toEqual(strings);
+    expect(await list('environment=production&enabled=true')).toEqual(['mine']);
+    expect(await list('environment=production&enabled=false&sort=key')).toEqual(
+      all.filter((key: string) => key !== 'mine'),
+    );
+    expect(await list('owner=me')).toEqual(['mine']);
+    expect(await list('keys=theme,mine,unknown&sort=key')).toEqual(['mine', 'theme']);
+    // Newest first, and the order holds across pages.
+    const first = await call(vexil, 'GET', `${base}/flags?sort=created&limit=1`, {
+      token: org.token,
+    });
+    expect(first.body.items[0].key).toBe('mine');
+    const second = await call(
+      vexil,
+      'GET',
+      `${base}/flags?sort=created&limit=1&cursor=${first.body.next_cursor}`,
+      { token: org.token },
+    );
+    expect(second.body.items[0].key).not.toBe('mine');
+
+    const noEnvironment = await call(vexil, 'GET', `${base}/flags?enabled=true`, {
+      token: org.token,
+    });
+    expect(noEnvironment.status).toBe(400);
+    expect(noEnvironment.body.fields).toHaveProperty('environment');
+    const unknown = await call(vexil, 'GET', `${base}/flags?environment=nowhere&enabled=true`, {
+      token: org.token,
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.fields.environment[0]).toMatch(/no environment "nowhere"/);
+    await call(vexil, 'DELETE', `${base}/flags/mine`, { token: org.token });
+  });
+
   it('flag update emits changes; owner must be an org member', async () => {
     const updated = await call(vexil, 'PATCH', `${base}/flags/theme`, {
       token: org.token,
@@ -336,6 +392,8 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
     });
     expect(cycle.status).toBe(400);
     expect(cycle.body.error).toBe('validation_failed');
+    // Reported at the prerequisite that leads into the cycle, so a form can show it there.
+    expect(cycle.body.fields['prerequisites.0.prerequisiteFlagKey'][0]).toMatch(/cycle/i);
   });
 
   it('flag delete: refused with 409 while another flag has it as a prerequisite', async () => {

@@ -322,6 +322,15 @@ describe.each(testDialects())('removal candidates on %s', (dialect) => {
         status: 'Stale',
       },
     ]);
+    // The flag list filters by the same status.
+    const listed = async (lifecycle: string) =>
+      (
+        await call(vexil, 'GET', `${base}/flags?sort=key&lifecycle=${lifecycle}`, {
+          token: org.token,
+        })
+      ).body.items.map((flag: { key: string }) => flag.key);
+    expect(await listed('Stale')).toEqual(['rolled-back', 'rolled-out']);
+    expect(await listed('Dead')).toEqual([]);
     // Omitted or unrecognised staleness means dead.
     expect((await candidates()).items).toEqual([]);
     expect((await candidates('?staleness=dead')).items).toEqual([]);

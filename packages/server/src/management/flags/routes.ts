@@ -23,6 +23,7 @@ import {
 } from './queries.js';
 import { FlagListItem, FlagMetadataSchema, FlagResponse, FlagTypeSchema } from './schemas.js';
 import { scopedRoutes } from '../scope.js';
+import { applyFlagListFilters, FlagListFilters, flagListOrder } from './list-filters.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
 const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
@@ -245,11 +246,13 @@ export function registerFlagRoutes(app: App, services: Services): void {
             q: Type.Optional(Type.String({ maxLength: 200 })),
             expired: Type.Optional(Type.Boolean()),
           }),
+          FlagListFilters,
         ]),
         response: { 200: pagedSchema(FlagListItem) },
       },
     },
-    async ({ project, ...access }, request) => {
+    async (scope, request) => {
+      const { project, ...access } = scope;
       const { tag, archived, q, expired } = request.query;
       const expiryAt = expiryReference(services);
       let query = services.db
@@ -276,7 +279,12 @@ export function registerFlagRoutes(app: App, services: Services): void {
           ]),
         );
       }
-      const { rows, nextCursor } = await paginate(query, request.query);
+      query = await applyFlagListFilters(services, scope, request.query, query);
+      const { rows, nextCursor } = await paginate(
+        query,
+        request.query,
+        flagListOrder(request.query.sort),
+      );
       const items = rows
         .map((row) => flagListItem(row, expiryAt))
         // The LIKE above narrows; this makes the tag match exact.

@@ -21,6 +21,7 @@ import {
   RuleParams,
   RulePatchBody,
   RuleResponse,
+  requestedRollout,
   ruleItem,
 } from './rule-schemas.js';
 
@@ -60,6 +61,7 @@ async function updateRule(
 ) {
   checkNotArchived(flag);
   const rule = await requireRule(services, params, flag.id, environment.id);
+  const rollout = requestedRollout(body);
   const before = ruleItem(rule);
   const groups =
     body.conditionGroups !== undefined
@@ -75,9 +77,7 @@ async function updateRule(
       .set({
         ...(body.description !== undefined ? { description: body.description } : {}),
         variation_id: variationId,
-        ...(body.rolloutPercentage !== undefined
-          ? { rollout_percentage: body.rolloutPercentage }
-          : {}),
+        ...rollout,
         segment_id: segmentId,
         condition_groups: JSON.stringify(groups),
         updated_at: m.now,
@@ -119,6 +119,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
       checkNotArchived(flag);
       const body = request.body;
       const segmentId = body.userSegmentId ?? null;
+      const rollout = requestedRollout(body) ?? { rollout_percentage: null, rollout_weight: null };
       const groups = normalizeGroups(body.conditionGroups ?? [], new Set());
       await checkReferences(services, flag, body.variationId, segmentId);
       const id = await mutateAs(services, access, async (m) => {
@@ -136,7 +137,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
           priority: (last?.max ?? 0) + 1,
           description: body.description ?? null,
           variation_id: body.variationId,
-          rollout_percentage: body.rolloutPercentage ?? null,
+          ...rollout,
           segment_id: segmentId,
           condition_groups: JSON.stringify(groups),
           created_at: m.now,
@@ -230,9 +231,9 @@ export function registerRuleRoutes(app: App, services: Services): void {
     async (scope, request) =>
       updateRule(services, scope, request.params, {
         description: null,
-        rolloutPercentage: null,
         userSegmentId: null,
         conditionGroups: null,
+        ...(request.body.rolloutWeight === undefined ? { rolloutPercentage: null } : {}),
         ...request.body,
       }),
   );

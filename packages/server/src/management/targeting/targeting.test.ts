@@ -324,6 +324,53 @@ describe.each(testDialects())('targeting rules on %s', (dialect) => {
     expect(list.status).toBe(200);
     expect(list.body._actions.create.allowed).toBe(false);
   });
+
+  it('rolloutWeight: rules roll out to 0.001%, the whole rolloutPercentage reads the weight rounded down', async () => {
+    const fine = await create({ variationId: onId, rolloutWeight: 12_500 });
+    expect(fine.status).toBe(201);
+    expect(fine.body).toMatchObject({ rolloutWeight: 12_500, rolloutPercentage: 12 });
+    // A rule read back can be sent back unchanged: both fields, agreeing.
+    const { id, priority, _actions, ...readBack } = fine.body;
+    const put = await call(vexil, 'PUT', `${rules()}/${id}`, { token: org.token, body: readBack });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ rolloutWeight: 12_500, rolloutPercentage: 12 });
+    // The spec's field alone keeps meaning whole percent.
+    const whole = await call(vexil, 'PATCH', `${rules()}/${id}`, {
+      token: org.token,
+      body: { rolloutPercentage: 30 },
+    });
+    expect(whole.body).toMatchObject({ rolloutWeight: 30_000, rolloutPercentage: 30 });
+    const disagree = await call(vexil, 'PATCH', `${rules()}/${id}`, {
+      token: org.token,
+      body: { rolloutPercentage: 13, rolloutWeight: 12_500 },
+    });
+    expect(disagree.status).toBe(400);
+    expect(disagree.body.fields.rolloutPercentage[0]).toMatch(/agree with rolloutWeight/);
+    const tooFine = await create({ variationId: onId, rolloutWeight: 100_001 });
+    expect(tooFine.status).toBe(400);
+    expect(tooFine.body.fields.rolloutWeight).toBeDefined();
+    // SDKs receive the fine weight in the rule's serve.
+    await call(vexil, 'PATCH', `${rules()}/${id}`, {
+      token: org.token,
+      body: { rolloutWeight: 12_345 },
+    });
+    const sdkKey = (
+      await call(vexil, 'POST', `${base}/environments/production/sdk-keys`, {
+        token: org.token,
+        body: { name: 'weights', type: 'ServerSide' },
+      })
+    ).body.key as string;
+    const configuration = await call(vexil, 'GET', '/v1/sdk/flags/new-checkout', {
+      token: sdkKey,
+    });
+    expect(configuration.status).toBe(200);
+    const served = configuration.body.rules.find((r: { id: string }) => r.id === id);
+    expect(served.serve).toMatchObject({
+      type: 'Rollout',
+      variations: [{ key: 'true', weight: 12_345 }],
+    });
+    await call(vexil, 'DELETE', `${rules()}/${id}`, { token: org.token });
+  });
 });
 
 describe('rule 6: reorder check', () => {
