@@ -9,7 +9,7 @@ export function SecretOnce(props: { label: string; secret: string; warning: stri
   const id = useId();
   const [copied, setCopied] = useState<'no' | 'yes' | 'refused'>('no');
   return (
-    <div className="secret-once" role="group" aria-label={props.label}>
+    <div className="secret-once">
       <label htmlFor={id}>{props.label}</label>
       <div className="row">
         <input
