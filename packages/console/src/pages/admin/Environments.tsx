@@ -138,33 +138,35 @@ function EnvironmentRow(props: {
         )}
       </td>
       <td>{environment.critical ? <span className="badge">Critical</span> : 'No'}</td>
-      <td className="row">
-        {can('update').allowed && (
-          <>
-            <button
-              type="button"
-              className="quiet"
-              aria-label={`Move ${name} up`}
-              disabled={props.first || props.moving}
-              onClick={() => props.onMove(-1)}
-            >
-              Move up
-            </button>
-            <button
-              type="button"
-              className="quiet"
-              aria-label={`Move ${name} down`}
-              disabled={props.last || props.moving}
-              onClick={() => props.onMove(1)}
-            >
-              Move down
-            </button>
-            <EnvironmentDialog org={org} project={project} environment={environment} />
-          </>
-        )}
-        {can('delete').allowed && (
-          <DeleteEnvironment org={org} project={project} environment={environment} />
-        )}
+      <td>
+        <div className="row">
+          {can('update').allowed && (
+            <>
+              <button
+                type="button"
+                className="quiet"
+                aria-label={`Move ${name} up`}
+                disabled={props.first || props.moving}
+                onClick={() => props.onMove(-1)}
+              >
+                Move up
+              </button>
+              <button
+                type="button"
+                className="quiet"
+                aria-label={`Move ${name} down`}
+                disabled={props.last || props.moving}
+                onClick={() => props.onMove(1)}
+              >
+                Move down
+              </button>
+              <EnvironmentDialog org={org} project={project} environment={environment} />
+            </>
+          )}
+          {can('delete').allowed && (
+            <DeleteEnvironment org={org} project={project} environment={environment} />
+          )}
+        </div>
       </td>
     </tr>
   );

@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { AlertDialog } from 'radix-ui';
 import { useState } from 'react';
 import { Link, useLocation } from 'wouter';
@@ -271,6 +271,7 @@ function DeliveryEntry(props: { org: string; id: string; delivery: Delivery }) {
     // Read again only when the log shows the delivery changed (a new attempt, a new status).
     queryKey: ['delivery', org, id, delivery.id, delivery.attemptCount, delivery.status],
     refetchInterval: false,
+    placeholderData: keepPreviousData,
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}', { params: { path } }),
