@@ -44,7 +44,10 @@ async function freshDatabase(
   if (kind === 'sqlite')
     return {
       env: { VEXIL_DATABASE_URL: join(directory, 'vexil.db') },
-      drop: () => Promise.resolve(removeDirectory()),
+      drop: () => {
+        removeDirectory();
+        return Promise.resolve();
+      },
     };
   const name = `vexil_e2e_${randomBytes(6).toString('hex')}`;
   await onPostgres(`CREATE DATABASE ${name}`);

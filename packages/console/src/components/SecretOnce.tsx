@@ -21,12 +21,12 @@ export function SecretOnce(props: { label: string; secret: string; warning: stri
         />
         <button
           type="button"
-          onClick={() =>
+          onClick={() => {
             navigator.clipboard.writeText(props.secret).then(
               () => setCopied('yes'),
               () => setCopied('refused'),
-            )
-          }
+            );
+          }}
         >
           {copied === 'yes' ? 'Copied' : 'Copy'}
         </button>
