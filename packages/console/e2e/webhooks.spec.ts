@@ -63,6 +63,19 @@ test('a webhook to a local receiver: test event delivered, retries shown, redeli
   await createWebhook(page, 'Local receiver');
   await expectAccessible(page);
 
+  // Filters: one event type and one project; none ticked means all.
+  await page.getByRole('button', { name: 'Edit webhook' }).click();
+  const edit = page.getByRole('dialog', { name: 'Edit Local receiver' });
+  await edit.getByLabel('flag.toggled').check();
+  await edit.getByLabel('Project Web shop').check();
+  await edit.getByLabel('Web shop / Production').check();
+  await expectAccessible(page);
+  await edit.getByRole('button', { name: 'Save webhook' }).click();
+  await expect(edit).toBeHidden();
+  const facts = page.getByRole('definition');
+  await expect(facts.filter({ hasText: 'flag.toggled' })).toBeVisible();
+  await expect(facts.filter({ hasText: '1 chosen' })).toHaveCount(2);
+
   await page.getByRole('button', { name: 'Send test event' }).click();
   const deliveries = page.getByRole('region', { name: 'Deliveries' }).getByRole('listitem');
   await expect(deliveries.first()).toContainText('Succeeded', { timeout: 15_000 });
