@@ -76,6 +76,7 @@ test('screenshots of the administration pages, light and dark', async ({ page })
     name: 'web-shop',
     type: 'ClientSide',
   });
+  await apiCall('PATCH', `${PROJECT}/environments/staging`, { critical: true });
   const webhook = await apiCall<{ id: string }>('POST', '/api/v1/orgs/acme/webhooks', {
     name: 'Chat notifications',
     url: `http://127.0.0.1:${port}/hook`,
@@ -111,7 +112,7 @@ test('screenshots of the administration pages, light and dark', async ({ page })
     await page.screenshot({ path: `${IMAGES}webhook-${scheme}.png`, fullPage: true });
 
     await page.goto(`${base}/audit-log`);
-    await expect(page.getByText('Environment "staging" created')).toBeVisible();
+    await expect(page.getByText('Environment "staging" updated')).toBeVisible();
     await page.screenshot({ path: `${IMAGES}audit-log-${scheme}.png` });
   }
   await new Promise((resolve) => receiver.close(resolve));
