@@ -1,7 +1,8 @@
 import { defineConfig } from '@playwright/test';
 
 /**
- * Browser journeys against the real server on SQLite (design record 023), in Debian's Chromium:
+ * Browser journeys against the real server on SQLite (design record 023), and the webhook journey
+ * on PostgreSQL too (design record 025), in Debian's Chromium:
  * Playwright's own browser download is not reachable from CI. Under CI a JSON report is written
  * for `.ci/run`'s pass/fail line.
  */
@@ -17,4 +18,10 @@ export default defineConfig({
     launchOptions: { executablePath: process.env.VEXIL_CHROMIUM ?? '/usr/bin/chromium' },
     trace: 'retain-on-failure',
   },
+  projects: [
+    // Every journey on SQLite, the default store.
+    { name: 'sqlite' },
+    // The webhook journey again with the server on PostgreSQL (design record 025).
+    { name: 'postgres', testMatch: 'webhooks.spec.ts' },
+  ],
 });

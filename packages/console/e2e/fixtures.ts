@@ -1,13 +1,21 @@
 import AxeBuilder from '@axe-core/playwright';
-import { expect, type Page } from '@playwright/test';
+import { expect, test, type Page } from '@playwright/test';
 
-/** The server started by global setup, and its first (Owner) token. */
+/** True inside a test of the `postgres` project (playwright.config.ts). */
+function onPostgres(): boolean {
+  return test.info().project.name === 'postgres';
+}
+
+/**
+ * The server started by global setup for the running test's project (SQLite, or PostgreSQL in
+ * the `postgres` project), and its first (Owner) token.
+ */
 export const server = {
   get url(): string {
-    return process.env.VEXIL_E2E_URL!;
+    return (onPostgres() ? process.env.VEXIL_E2E_POSTGRES_URL : process.env.VEXIL_E2E_URL)!;
   },
   get token(): string {
-    return process.env.VEXIL_E2E_TOKEN!;
+    return (onPostgres() ? process.env.VEXIL_E2E_POSTGRES_TOKEN : process.env.VEXIL_E2E_TOKEN)!;
   },
 };
 
@@ -35,12 +43,12 @@ export async function expectAccessible(page: Page): Promise<void> {
   ).toEqual([]);
 }
 
-/** Signs in through the sign-in page by pasting the token, as a person does. */
-export async function signIn(page: Page): Promise<void> {
+/** Signs in through the sign-in page by pasting the token (the Owner's unless given), as a person does. */
+export async function signIn(page: Page, token: string = server.token): Promise<void> {
   await page.goto(`${server.url}/sign-in`);
-  await page.getByLabel('Access token').fill(server.token);
+  await page.getByLabel('Access token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await expect(page.getByRole('heading', { name: 'Flags' })).toBeVisible();
 }
 
-export { expect, test } from '@playwright/test';
+export { expect, test };

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { apiCall, expect, server, signIn, test } from './fixtures';
 
@@ -42,4 +44,76 @@ test('screenshots of the main pages, light and dark', async ({ page }) => {
     await expect(page.getByRole('listitem', { name: 'Rule 1: Staff' })).toBeVisible();
     await page.screenshot({ path: `${IMAGES}flag-${scheme}.png`, fullPage: true });
   }
+});
+
+/** The administration pages (journey 7) in docs/console.md, light and dark. */
+test('screenshots of the administration pages, light and dark', async ({ page }) => {
+  const receiver = createServer((_request, response) => {
+    response.statusCode = 204;
+    response.end();
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const { port } = receiver.address() as AddressInfo;
+  const projects = await apiCall<{ items: { key: string }[] }>('GET', '/api/v1/orgs/acme/projects');
+  if (!projects.items.some((p) => p.key === 'shop'))
+    await apiCall('POST', '/api/v1/orgs/acme/projects', { key: 'shop', name: 'Shop' });
+  await apiCall('POST', `${PROJECT}/environments`, {
+    key: 'staging',
+    name: 'Staging',
+    color: '#a855f7',
+    sortOrder: 1,
+  });
+  await apiCall('POST', `${PROJECT}/segments`, {
+    key: 'staff',
+    name: 'Staff',
+    conditions: [{ attribute: 'email', operator: 'EndsWith', values: ['@acme.test'] }],
+  });
+  await apiCall('POST', `${PROJECT}/environments/production/sdk-keys`, {
+    name: 'checkout-service',
+    type: 'ServerSide',
+  });
+  await apiCall('POST', `${PROJECT}/environments/production/sdk-keys`, {
+    name: 'web-shop',
+    type: 'ClientSide',
+  });
+  await apiCall('PATCH', `${PROJECT}/environments/staging`, { critical: true });
+  const webhook = await apiCall<{ id: string }>('POST', '/api/v1/orgs/acme/webhooks', {
+    name: 'Chat notifications',
+    url: `http://127.0.0.1:${port}/hook`,
+    eventTypes: ['flag.toggled', 'flag.environment_config.updated'],
+  });
+  await apiCall('POST', `/api/v1/orgs/acme/webhooks/${webhook.id}/test`);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await signIn(page);
+  await page.evaluate(() => localStorage.setItem('vexil.environment.acme/shop', 'production'));
+  const base = `${server.url}/orgs/acme/projects/shop`;
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.goto(`${base}/environments`);
+    await expect(page.getByRole('row', { name: /Staging/ })).toBeVisible();
+    await page.screenshot({ path: `${IMAGES}environments-${scheme}.png` });
+
+    await page.goto(`${base}/segments/staff`);
+    await expect(page.getByRole('heading', { name: 'Staff', level: 1 })).toBeVisible();
+    await page.getByRole('button', { name: 'Edit segment' }).click();
+    await expect(page.getByLabel('Attribute, condition 1')).toHaveValue('email');
+    await page.screenshot({ path: `${IMAGES}segment-${scheme}.png` });
+    await page.keyboard.press('Escape');
+
+    await page.goto(`${base}/sdk-keys`);
+    await expect(page.getByRole('row', { name: /web-shop/ })).toBeVisible();
+    await page.screenshot({ path: `${IMAGES}sdk-keys-${scheme}.png` });
+
+    await page.goto(`${base}/webhooks/${webhook.id}`);
+    await expect(
+      page.getByRole('region', { name: 'Deliveries' }).getByRole('listitem').first(),
+    ).toContainText('Succeeded', { timeout: 15_000 });
+    await expect(page.getByRole('cell', { name: '204', exact: true })).toBeVisible();
+    await page.screenshot({ path: `${IMAGES}webhook-${scheme}.png`, fullPage: true });
+
+    await page.goto(`${base}/audit-log`);
+    await expect(page.getByText('Environment "staging" updated')).toBeVisible();
+    await page.screenshot({ path: `${IMAGES}audit-log-${scheme}.png` });
+  }
+  await new Promise((resolve) => receiver.close(resolve));
 });

@@ -1,11 +1,16 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 
 const CLI = fileURLToPath(new URL('../../server/dist/cli.js', import.meta.url));
+/** The PostgreSQL server the Postgres run creates its database in (as the server's own tests). */
+const POSTGRES_ADMIN_URL =
+  process.env.VEXIL_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -20,17 +25,57 @@ async function freePort(): Promise<number> {
   });
 }
 
-/**
- * Global setup: the real `vexil serve` on a fresh SQLite file and a free port, with the first
- * token from `vexil bootstrap` and a project. Tests read VEXIL_E2E_URL and VEXIL_E2E_TOKEN.
- * Returns the teardown.
- */
-export default async function startServer(): Promise<() => Promise<void>> {
+async function onPostgres(query: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(query);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** A fresh database: a SQLite file in a temporary directory, or a new PostgreSQL database. */
+async function freshDatabase(
+  kind: 'sqlite' | 'postgres',
+): Promise<{ env: NodeJS.ProcessEnv; drop: () => Promise<void> }> {
   const directory = mkdtempSync(join(tmpdir(), 'vexil-console-'));
+  const removeDirectory = () => rmSync(directory, { recursive: true, force: true });
+  if (kind === 'sqlite')
+    return {
+      env: { VEXIL_DATABASE_URL: join(directory, 'vexil.db') },
+      drop: () => {
+        removeDirectory();
+        return Promise.resolve();
+      },
+    };
+  const name = `vexil_e2e_${randomBytes(6).toString('hex')}`;
+  await onPostgres(`CREATE DATABASE ${name}`);
+  return {
+    env: {
+      VEXIL_DATABASE_URL: POSTGRES_ADMIN_URL.replace(/\/[^/]*$/, `/${name}`),
+      // Required on PostgreSQL (design record 015); a throw-away key for a throw-away database.
+      VEXIL_SECRETS_KEY: randomBytes(32).toString('base64'),
+    },
+    drop: async () => {
+      await onPostgres(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      removeDirectory();
+    },
+  };
+}
+
+/**
+ * The real `vexil serve` on a fresh database and a free port, with the first token from
+ * `vexil bootstrap` and a project `web`. Returns its URL, the token and the teardown.
+ */
+async function startVexil(
+  kind: 'sqlite' | 'postgres',
+): Promise<{ url: string; token: string; stop: () => Promise<void> }> {
+  const database = await freshDatabase(kind);
   const port = await freePort();
   const env = {
     ...process.env,
-    VEXIL_DATABASE_URL: join(directory, 'vexil.db'),
+    ...database.env,
     VEXIL_PORT: String(port),
     VEXIL_LOG_LEVEL: 'warn',
     // Short lifecycle periods, so that removal candidates appear within a test: a flag unchanged
@@ -38,17 +83,20 @@ export default async function startServer(): Promise<() => Promise<void>> {
     VEXIL_USAGE_FLUSH_INTERVAL: '1s',
     VEXIL_STALE_FLAG_PERIOD: '60s',
     VEXIL_DEAD_FLAG_PERIOD: '3s',
+    // Webhooks to a receiver on 127.0.0.1 inside the test, retried within seconds: three
+    // attempts one second apart, then dead-lettered.
+    VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    VEXIL_WEBHOOK_RETRY_SCHEDULE: '1s,1s',
+    VEXIL_WEBHOOK_TIMEOUT: '5s',
   };
   const { token } = JSON.parse(
     execFileSync(
       process.execPath,
       [CLI, 'bootstrap', '--org', 'acme', '--email', 'e2e@example.com'],
-      {
-        env,
-      },
+      { env },
     ).toString(),
   ) as { token: string };
-  const server = spawn(process.execPath, [CLI, 'serve'], { env, stdio: 'inherit' });
+  const server: ChildProcess = spawn(process.execPath, [CLI, 'serve'], { env, stdio: 'inherit' });
   const url = `http://127.0.0.1:${port}`;
   for (let attempt = 0; ; attempt++) {
     const ready = await fetch(`${url}/readyz`).then(
@@ -56,7 +104,7 @@ export default async function startServer(): Promise<() => Promise<void>> {
       () => false,
     );
     if (ready) break;
-    if (attempt > 100) throw new Error('vexil serve did not become ready');
+    if (attempt > 100) throw new Error(`vexil serve on ${kind} did not become ready`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   const created = await fetch(`${url}/api/v1/orgs/acme/projects`, {
@@ -65,12 +113,31 @@ export default async function startServer(): Promise<() => Promise<void>> {
     body: JSON.stringify({ key: 'web', name: 'Web shop' }),
   });
   if (!created.ok) throw new Error(`project not created: ${await created.text()}`);
-  process.env.VEXIL_E2E_URL = url;
-  process.env.VEXIL_E2E_TOKEN = token;
+  return {
+    url,
+    token,
+    stop: async () => {
+      const exited = new Promise((resolve) => server.once('exit', resolve));
+      server.kill('SIGTERM');
+      await exited;
+      await database.drop();
+    },
+  };
+}
+
+/**
+ * Global setup: one server on SQLite for every project, and one on PostgreSQL for the
+ * `postgres` project (playwright.config.ts). Tests read them through `server` in fixtures.ts.
+ * Returns the teardown.
+ */
+export default async function startServers(): Promise<() => Promise<void>> {
+  const sqlite = await startVexil('sqlite');
+  const postgres = await startVexil('postgres');
+  process.env.VEXIL_E2E_URL = sqlite.url;
+  process.env.VEXIL_E2E_TOKEN = sqlite.token;
+  process.env.VEXIL_E2E_POSTGRES_URL = postgres.url;
+  process.env.VEXIL_E2E_POSTGRES_TOKEN = postgres.token;
   return async () => {
-    const exited = new Promise((resolve) => server.once('exit', resolve));
-    server.kill('SIGTERM');
-    await exited;
-    rmSync(directory, { recursive: true, force: true });
+    await Promise.all([sqlite.stop(), postgres.stop()]);
   };
 }

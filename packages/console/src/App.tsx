@@ -7,6 +7,12 @@ import { FlagList } from './pages/FlagList';
 import { FlagPage } from './pages/FlagPage';
 import { RemovalCandidates } from './pages/RemovalCandidates';
 import { SignIn } from './pages/SignIn';
+import { AuditLog } from './pages/admin/AuditLog';
+import { Environments } from './pages/admin/Environments';
+import { SdkKeys } from './pages/admin/SdkKeys';
+import { SegmentPage, Segments } from './pages/admin/Segments';
+import { WebhookPage } from './pages/admin/WebhookPage';
+import { Webhooks } from './pages/admin/Webhooks';
 
 const PROJECT = '/orgs/:org/projects/:project';
 
@@ -42,6 +48,55 @@ export function App() {
           </Signed>
         )}
       </Route>
+      <Route path={`${PROJECT}/environments`}>
+        {(params) => (
+          <InShell {...params}>
+            <Environments {...params} />
+          </InShell>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/segments/:segment`}>
+        {(params) => (
+          <InShell {...params}>
+            <SegmentPage {...params} />
+          </InShell>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/segments`}>
+        {(params) => (
+          <InShell {...params}>
+            <Segments {...params} />
+          </InShell>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/sdk-keys`}>
+        {(params) => (
+          <InShell {...params}>
+            <SdkKeys {...params} />
+          </InShell>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/webhooks/:id`}>
+        {(params) => (
+          <InShell {...params}>
+            <WebhookPage {...params} />
+          </InShell>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/webhooks`}>
+        {(params) => (
+          <InShell {...params}>
+            <Webhooks {...params} />
+          </InShell>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/audit-log`}>
+        {(params) => (
+          <InShell {...params}>
+            <AuditLog org={params.org} />
+          </InShell>
+        )}
+      </Route>
       <Route path="/orgs/:org/projects">
         {(params) => (
           <Signed>
@@ -55,6 +110,17 @@ export function App() {
         </Signed>
       </Route>
     </Switch>
+  );
+}
+
+/** A signed-in page inside the Shell of its organization and project. */
+function InShell(props: { org: string; project: string; children: React.ReactNode }) {
+  return (
+    <Signed>
+      <Shell org={props.org} project={props.project}>
+        {props.children}
+      </Shell>
+    </Signed>
   );
 }
 

@@ -4,6 +4,7 @@ import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { forgetToken } from '../api/token';
 import type { Environment } from '../api/types';
+import { AdministrationLinks } from './AdministrationLinks';
 import { CommandBar } from './CommandBar';
 import { useLiveUpdates } from '../api/live';
 
@@ -24,9 +25,9 @@ export function usePlace(): Place {
   return place;
 }
 
-/** Environments marked critical ask for confirmation before a change (design record 023). */
-export function isCritical(environment: Pick<Environment, 'key' | 'name'>): boolean {
-  return /^prod/i.test(environment.key ?? '') || /^prod/i.test(environment.name ?? '');
+/** Environments marked critical ask for confirmation before a change (design record 025). */
+export function isCritical(environment: Pick<Environment, 'critical'>): boolean {
+  return environment.critical;
 }
 
 /** The signed-in frame: organization, project and environment switchers, and sign-out. */
@@ -120,6 +121,7 @@ export function Shell(props: { org: string; project: string; children: React.Rea
           <Link href={`/orgs/${org}/projects/${project}/removal-candidates`}>
             Removal candidates
           </Link>
+          <AdministrationLinks org={org} project={project} />
         </nav>
         <CommandBar org={org} project={project} />
         <button type="button" className="quiet" onClick={signOut}>

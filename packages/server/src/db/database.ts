@@ -9,6 +9,7 @@ import * as sealedIdempotentResponses from './migrations/0003-sealed-idempotent-
 import type { Dialect } from './dialect.js';
 import * as people from './migrations/0004-people.js';
 import * as flagMetadata from './migrations/0005-flag-metadata.js';
+import * as environmentCritical from './migrations/0006-environment-critical.js';
 import * as ruleRolloutWeight from './migrations/0007-rule-rollout-weight.js';
 import type { Schema } from './schema.js';
 
@@ -68,6 +69,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0003-sealed-idempotent-responses': sealedIdempotentResponses.up,
   '0004-people': people.up,
   '0005-flag-metadata': flagMetadata.up,
+  '0006-environment-critical': environmentCritical.up,
   '0007-rule-rollout-weight': ruleRolloutWeight.up,
 };
 

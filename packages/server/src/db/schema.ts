@@ -75,6 +75,8 @@ export interface EnvironmentsTable {
   name: string | null;
   color: string | null;
   sort_order: number;
+  /** 1 when changes here ask for confirmation in the console (design record 025); 0 otherwise. */
+  critical: number;
   /** Configuration version served to SDKs; bumped by every change that affects the environment. */
   version: number;
   created_at: string;

@@ -149,6 +149,7 @@ const ROUTES: Record<string, RouteClass> = {
   'POST /api/v1/orgs/{org}/projects/{project}/segments': { minimum: 'Member', body: { key: 's' } },
   'GET /api/v1/orgs/{org}/projects/{project}/segments': { minimum: 'Viewer' },
   'GET /api/v1/orgs/{org}/projects/{project}/segments/{segment}': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/segments/{segment}/usage': { minimum: 'Viewer' },
   'PATCH /api/v1/orgs/{org}/projects/{project}/segments/{segment}': {
     minimum: 'Member',
     body: {},

@@ -1,5 +1,4 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { CONDITION_OPERATORS } from '@vexil/engine';
 import { Dialog } from 'radix-ui';
 import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../../api/client';
@@ -7,26 +6,13 @@ import type { Flag, Rule, Segment } from '../../api/types';
 import { Labelled } from '../Field';
 import { DialogActions } from '../DialogActions';
 import { PercentageControl, percentageOf, weightOf } from './PercentageControl';
-
-interface DraftCondition {
-  attribute: string;
-  operator: string;
-  /** One value per line, as typed (kept on an error). */
-  values: string;
-  negate: boolean;
-}
-
-interface DraftGroup {
-  operator: 'And' | 'Or';
-  conditions: DraftCondition[];
-}
-
-const emptyCondition = (): DraftCondition => ({
-  attribute: '',
-  operator: 'Equals',
-  values: '',
-  negate: false,
-});
+import {
+  ConditionGroupEditor,
+  conditionsOfDraft,
+  draftConditions,
+  emptyCondition,
+  type DraftGroup,
+} from './ConditionGroup';
 
 interface Draft {
   description: string;
@@ -45,12 +31,7 @@ function draftOf(rule: Rule | undefined, flag: Flag): Draft {
     segmentId: rule?.userSegmentId ?? '',
     groups: rule?.conditionGroups.map((group) => ({
       operator: group.operator,
-      conditions: group.conditions.map(({ attribute, operator, values, negate }) => ({
-        attribute,
-        operator,
-        values: values.join('\n'),
-        negate,
-      })),
+      conditions: draftConditions(group.conditions),
     })) ?? [{ operator: 'And', conditions: [emptyCondition()] }],
   };
 }
@@ -85,12 +66,7 @@ export function RuleEditor(props: {
         userSegmentId: draft.segmentId || null,
         conditionGroups: draft.groups.map((group) => ({
           operator: group.operator,
-          conditions: group.conditions.map((c) => ({
-            attribute: c.attribute,
-            operator: c.operator,
-            values: c.values.split('\n').filter((value) => value !== ''),
-            negate: c.negate,
-          })),
+          conditions: conditionsOfDraft(group.conditions),
         })),
       };
       return rule
@@ -168,115 +144,20 @@ export function RuleEditor(props: {
             {draft.groups.map((group, g) => (
               <fieldset key={g} className="group">
                 <legend>Condition group {g + 1}</legend>
-                <Labelled label={`Group ${g + 1} matches when`}>
-                  {(id) => (
-                    <select
-                      id={id}
-                      value={group.operator}
-                      onChange={(event) =>
-                        setGroup(g, { ...group, operator: event.target.value as 'And' | 'Or' })
-                      }
-                    >
-                      <option value="And">all conditions match</option>
-                      <option value="Or">any condition matches</option>
-                    </select>
-                  )}
-                </Labelled>
-                {group.conditions.map((condition, c) => {
-                  const at = `conditionGroups.${g}.conditions.${c}`;
-                  const name = `group ${g + 1} condition ${c + 1}`;
-                  const set = (change: Partial<DraftCondition>) =>
-                    setGroup(g, {
-                      ...group,
-                      conditions: group.conditions.map((old, i) =>
-                        i === c ? { ...old, ...change } : old,
-                      ),
-                    });
-                  return (
-                    <div
-                      key={c}
-                      className="condition"
-                      role="group"
-                      aria-label={`Condition ${c + 1} of group ${g + 1}`}
-                    >
-                      <Labelled label={`Attribute, ${name}`} error={problemAt(`${at}.attribute`)}>
-                        {(id, describedBy) => (
-                          <input
-                            id={id}
-                            aria-describedby={describedBy}
-                            value={condition.attribute}
-                            placeholder="country"
-                            onChange={(event) => set({ attribute: event.target.value })}
-                          />
-                        )}
-                      </Labelled>
-                      <Labelled label={`Operator, ${name}`} error={problemAt(`${at}.operator`)}>
-                        {(id, describedBy) => (
-                          <select
-                            id={id}
-                            aria-describedby={describedBy}
-                            value={condition.operator}
-                            onChange={(event) => set({ operator: event.target.value })}
-                          >
-                            {CONDITION_OPERATORS.map((operator) => (
-                              <option key={operator}>{operator}</option>
-                            ))}
-                          </select>
-                        )}
-                      </Labelled>
-                      <Labelled
-                        label={`Values, ${name}`}
-                        hint="One per line"
-                        error={problemAt(`${at}.values`)}
-                      >
-                        {(id, describedBy) => (
-                          <textarea
-                            id={id}
-                            rows={2}
-                            aria-describedby={describedBy}
-                            aria-invalid={Boolean(problemAt(`${at}.values`))}
-                            value={condition.values}
-                            onChange={(event) => set({ values: event.target.value })}
-                          />
-                        )}
-                      </Labelled>
-                      <label className="check">
-                        <input
-                          type="checkbox"
-                          checked={condition.negate}
-                          onChange={(event) => set({ negate: event.target.checked })}
-                        />
-                        Negate {name}
-                      </label>
-                      <button
-                        type="button"
-                        className="quiet"
-                        onClick={() =>
-                          setGroup(g, {
-                            ...group,
-                            conditions: group.conditions.filter((_, i) => i !== c),
-                          })
-                        }
-                      >
-                        Remove {name}
-                      </button>
-                    </div>
-                  );
-                })}
-                <div className="row">
-                  <button
-                    type="button"
-                    className="quiet"
-                    onClick={() =>
-                      setGroup(g, { ...group, conditions: [...group.conditions, emptyCondition()] })
-                    }
-                  >
-                    Add condition to group {g + 1}
-                  </button>
+                <ConditionGroupEditor
+                  group={group}
+                  onChange={(changed) => setGroup(g, changed)}
+                  path={`conditionGroups.${g}.conditions`}
+                  operatorLabel={`Group ${g + 1} matches when`}
+                  describe={(c) => `group ${g + 1} condition ${c + 1}`}
+                  conditionGroupLabel={(c) => `Condition ${c + 1} of group ${g + 1}`}
+                  addLabel={`Add condition to group ${g + 1}`}
+                  problemAt={problemAt}
+                >
                   <button type="button" className="quiet" onClick={() => setGroup(g, null)}>
                     Remove group {g + 1}
                   </button>
-                </div>
+                </ConditionGroupEditor>
               </fieldset>
             ))}
             <button

@@ -44,7 +44,13 @@ export async function requireEnvironment(
 export async function insertEnvironment(
   m: Mutation,
   projectId: string,
-  input: { key: string; name: string | null; color: string | null; sortOrder: number },
+  input: {
+    key: string;
+    name: string | null;
+    color: string | null;
+    sortOrder: number;
+    critical: boolean;
+  },
 ): Promise<EnvironmentsTable> {
   const environment: EnvironmentsTable = {
     id: uuid(),
@@ -53,6 +59,7 @@ export async function insertEnvironment(
     name: input.name,
     color: input.color,
     sort_order: input.sortOrder,
+    critical: input.critical ? 1 : 0,
     version: 1,
     created_at: m.now,
     updated_at: m.now,

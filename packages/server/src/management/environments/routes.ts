@@ -18,6 +18,9 @@ const EnvironmentItem = Type.Object({
   name: Type.Union([Type.String(), Type.Null()]),
   color: Type.Union([Type.String(), Type.Null()]),
   sortOrder: Type.Integer(),
+  critical: Type.Boolean({
+    description: 'Changes here ask for confirmation in the console (design record 025).',
+  }),
 });
 const EnvironmentResponse = Type.Intersect([
   EnvironmentItem,
@@ -31,7 +34,14 @@ const EnvironmentParams = Type.Object({
 });
 
 function environmentItem(row: Selectable<EnvironmentsTable>) {
-  return { id: row.id, key: row.key, name: row.name, color: row.color, sortOrder: row.sort_order };
+  return {
+    id: row.id,
+    key: row.key,
+    name: row.name,
+    color: row.color,
+    sortOrder: row.sort_order,
+    critical: row.critical === 1,
+  };
 }
 
 function environmentActions(role: Role) {
@@ -58,6 +68,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
             name: Type.Optional(Type.Union([NameSchema, Type.Null()])),
             color: Type.Optional(ColorSchema),
             sortOrder: Type.Optional(Type.Integer({ minimum: -2147483648, maximum: 2147483647 })),
+            critical: Type.Optional(Type.Boolean()),
           },
           { additionalProperties: false },
         ),
@@ -72,6 +83,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
           name: body.name ?? null,
           color: body.color ?? null,
           sortOrder: body.sortOrder ?? 0,
+          critical: body.critical ?? false,
         }),
       );
       return reply
@@ -132,6 +144,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
             name: Type.Optional(Type.Union([NameSchema, Type.Null()])),
             color: Type.Optional(ColorSchema),
             sortOrder: Type.Optional(Type.Integer({ minimum: -2147483648, maximum: 2147483647 })),
+            critical: Type.Optional(Type.Boolean()),
           },
           { additionalProperties: false },
         ),
@@ -139,7 +152,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
       },
     },
     async ({ project, environment, ...access }, request) => {
-      const { name, color, sortOrder } = request.body;
+      const { name, color, sortOrder, critical } = request.body;
       const updated = await mutateAs(services, access, async (m) => {
         const row = await m.trx
           .updateTable('environments')
@@ -147,6 +160,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
             ...(name !== undefined ? { name } : {}),
             ...(color !== undefined ? { color } : {}),
             ...(sortOrder !== undefined ? { sort_order: sortOrder } : {}),
+            ...(critical !== undefined ? { critical: critical ? 1 : 0 } : {}),
             updated_at: m.now,
           })
           .where('id', '=', environment.id)

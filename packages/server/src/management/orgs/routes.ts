@@ -41,6 +41,7 @@ function organizationActions(role: Role) {
     update: { role: 'Owner' },
     createProject: { role: 'Admin' },
     manageWebhooks: { role: 'Admin' },
+    readAuditLog: { role: 'Admin' },
     manageServiceTokens: { role: 'Admin' },
   });
 }

@@ -35,6 +35,11 @@ describe.each(testDialects())('projects and environments on %s', (dialect) => {
       'production',
     ]);
     expect(environments.body.next_cursor).toBeNull();
+    // Production is critical from the start; development is not (design record 025).
+    expect(environments.body.items.map((e: { critical: boolean }) => e.critical)).toEqual([
+      false,
+      true,
+    ]);
   });
 
   it('project create: named environments, stored as given', async () => {
@@ -55,6 +60,7 @@ describe.each(testDialects())('projects and environments on %s', (dialect) => {
       name: 'Staging',
       color: '#00ff00',
       sortOrder: 0,
+      critical: false,
     });
   });
 
@@ -157,7 +163,27 @@ describe.each(testDialects())('projects and environments on %s', (dialect) => {
       token: org.token,
       body: { name: 'Quality' },
     });
-    expect(updated.body).toMatchObject({ name: 'Quality', color: '#123456' });
+    expect(updated.body).toMatchObject({ name: 'Quality', color: '#123456', critical: false });
+    const marked = await call(vexil, 'PATCH', `${base}/qa`, {
+      token: org.token,
+      body: { critical: true },
+    });
+    expect(marked.body).toMatchObject({ name: 'Quality', critical: true });
+    const event = await vexil.services.db
+      .selectFrom('webhook_events')
+      .select('payload')
+      .where('type', '=', 'environment.updated')
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(JSON.parse(event.payload).changes).toEqual([
+      { property: 'Critical', from: 'false', to: 'true' },
+    ]);
+    const notBoolean = await call(vexil, 'PATCH', `${base}/qa`, {
+      token: org.token,
+      body: { critical: 'yes' },
+    });
+    expect(notBoolean.status).toBe(400);
+    expect(notBoolean.body.fields).toHaveProperty('critical');
     expect((await call(vexil, 'DELETE', `${base}/qa`, { token: org.token })).status).toBe(204);
     const gone = await call(vexil, 'GET', `${base}/qa`, { token: org.token });
     expect(gone.status).toBe(404);

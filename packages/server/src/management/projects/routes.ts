@@ -54,10 +54,13 @@ function projectActions(role: Role) {
 }
 
 /** The environments a project gets when its create request names none. */
-const DEFAULT_ENVIRONMENTS = [
+const DEFAULT_ENVIRONMENTS: { key: string; name: string; color: string; critical?: boolean }[] = [
   { key: 'development', name: 'Development', color: '#3b82f6' },
   { key: 'production', name: 'Production', color: '#ef4444' },
 ];
+
+/** An environment named `production` at project creation is critical unless told otherwise (design record 025). */
+const CRITICAL_BY_DEFAULT = 'production';
 
 /** Projects (not shown in the spec; design record 001). */
 export function registerProjectRoutes(app: App, services: Services): void {
@@ -81,6 +84,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
                     key: KeySchema,
                     name: Type.Optional(Type.Union([NameSchema, Type.Null()])),
                     color: Type.Optional(ColorSchema),
+                    critical: Type.Optional(Type.Boolean()),
                   },
                   { additionalProperties: false },
                 ),
@@ -130,6 +134,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
             name: environment.name ?? null,
             color: environment.color ?? null,
             sortOrder: index,
+            critical: environment.critical ?? environment.key === CRITICAL_BY_DEFAULT,
           });
         }
         return project;

@@ -183,6 +183,22 @@ describe.each(testDialects())('segments on %s', (dialect) => {
     expect(rule.status).toBe(201);
     expect(rule.body.userSegmentId).toBe(segment.id);
 
+    const usage = await call(vexil, 'GET', `${segments}/beta-testers/usage`, { token: viewer });
+    expect(usage.status).toBe(200);
+    expect(usage.body.items).toEqual([
+      {
+        ruleId: rule.body.id,
+        flagKey: 'new-checkout',
+        flagName: flag.body.name,
+        environmentKey: 'production',
+        environmentName: expect.any(String),
+      },
+    ]);
+    const unusedUsage = await call(vexil, 'GET', `${segments}/anyone-in-nl/usage`, {
+      token: viewer,
+    });
+    expect(unusedUsage.body.items).toEqual([]);
+
     const refused = await call(vexil, 'DELETE', `${segments}/beta-testers`, { token: org.token });
     expect(refused.status).toBe(409);
     expect(refused.body.error).toBe('conflict');

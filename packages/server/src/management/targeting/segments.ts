@@ -1,9 +1,14 @@
-import type { Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
-import type { Mutation } from '../../db/mutate.js';
-import type { ProjectsTable, Role, SegmentsTable, StoredCondition } from '../../db/schema.js';
+import type {
+  ProjectsTable,
+  Role,
+  Schema,
+  SegmentsTable,
+  StoredCondition,
+} from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
 import type { Services } from '../../services.js';
@@ -55,6 +60,19 @@ const SegmentItem = Type.Object({
 });
 const SegmentResponse = Type.Intersect([SegmentItem, Type.Object({ _actions: ActionsSchema })]);
 
+/** The rules that refer to a segment (design record 025). */
+const SegmentUsage = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      ruleId: Uuid,
+      flagKey: Type.String(),
+      flagName: NullableString,
+      environmentKey: Type.String(),
+      environmentName: NullableString,
+    }),
+  ),
+});
+
 type SegmentRow = Selectable<SegmentsTable>;
 
 function segmentItem(row: SegmentRow) {
@@ -95,12 +113,18 @@ function checkConditions(
 }
 
 /** The rules that target the segment, with their flag and environment keys. */
-function segmentUsers(m: Mutation, segmentId: string) {
-  return m.trx
+function segmentUsers(db: Kysely<Schema>, segmentId: string) {
+  return db
     .selectFrom('rules')
     .innerJoin('flags', 'flags.id', 'rules.flag_id')
     .innerJoin('environments', 'environments.id', 'rules.environment_id')
-    .select(['rules.id', 'flags.key as flagKey', 'environments.key as environmentKey'])
+    .select([
+      'rules.id',
+      'flags.key as flagKey',
+      'flags.name as flagName',
+      'environments.key as environmentKey',
+      'environments.name as environmentName',
+    ])
     .where('rules.segment_id', '=', segmentId)
     .orderBy('flags.key')
     .orderBy('environments.key')
@@ -222,6 +246,32 @@ export function registerSegmentRoutes(app: App, services: Services): void {
     },
   );
 
+  route.get(
+    `${segmentsPath}/:segment/usage`,
+    'Viewer',
+    {
+      schema: {
+        tags: ['segments'],
+        summary: 'The targeting rules that refer to the segment, by flag and environment',
+        params: SegmentParams,
+        response: { 200: SegmentUsage },
+      },
+    },
+    async ({ project, ...access }, request) => {
+      const segment = await requireSegment(services, access, project, request.params.segment);
+      const users = await segmentUsers(services.db, segment.id);
+      return {
+        items: users.map((user) => ({
+          ruleId: user.id,
+          flagKey: user.flagKey,
+          flagName: user.flagName,
+          environmentKey: user.environmentKey,
+          environmentName: user.environmentName,
+        })),
+      };
+    },
+  );
+
   route.patch(
     `${segmentsPath}/:segment`,
     'Member',
@@ -287,7 +337,7 @@ export function registerSegmentRoutes(app: App, services: Services): void {
           m,
           { kind: 'segment', id: segment.id, key: segment.key, projectId: project.id },
           async () => {
-            const users = await segmentUsers(m, segment.id);
+            const users = await segmentUsers(m.trx, segment.id);
             if (users.length === 0) return null;
             const list = users
               .map((u) => `flag "${u.flagKey}" in "${u.environmentKey}" (rule ${u.id})`)

@@ -1,0 +1,244 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { AlertDialog, Dialog } from 'radix-ui';
+import { useState } from 'react';
+import { ApiProblem, api, unwrap } from '../../api/client';
+import type { SdkKey } from '../../api/types';
+import { DialogActions } from '../../components/DialogActions';
+import { Field } from '../../components/Field';
+import { SecretOnce } from '../../components/SecretOnce';
+import { usePlace } from '../../components/Shell';
+import { useResourceActions } from '../../components/useResourceActions';
+
+/**
+ * Journey 7, SDK keys of the environment chosen in the header: create (the key is shown once,
+ * with a copy button), revoke, and when each was last used.
+ */
+export function SdkKeys({ org, project }: { org: string; project: string }) {
+  const place = usePlace();
+  const env = place.environment;
+  const environment = place.environments.find((e) => e.key === env);
+  const keys = useQuery({
+    queryKey: ['sdk-keys', org, project, env],
+    enabled: env !== null,
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys', {
+          params: { path: { org, project, env: env ?? '' }, query: { limit: 200 } },
+        }),
+      ),
+  });
+  const items = keys.data?.items ?? [];
+  const name = environment?.name ?? env ?? '';
+  return (
+    <>
+      <div className="page-heading">
+        <h1>SDK keys in {name}</h1>
+        {env && keys.data?._actions['create']?.allowed && (
+          <CreateSdkKey org={org} project={project} env={env} environmentName={name} />
+        )}
+      </div>
+      <p className="hint">
+        Server keys (<code>vxl_srv_…</code>) download the whole configuration; client keys (
+        <code>vxl_cli_…</code>) evaluate client-visible flags only. Choose another environment in
+        the header.
+      </p>
+      {keys.error && <p role="alert">{keys.error.message}</p>}
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Type</th>
+            <th scope="col">Key</th>
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((key) => (
+            <SdkKeyRow key={key.id} org={org} project={project} env={env ?? ''} sdkKey={key} />
+          ))}
+        </tbody>
+      </table>
+      {keys.isSuccess && items.length === 0 && <p>No SDK key in {name} yet.</p>}
+    </>
+  );
+}
+
+function when(instant: string | null): React.ReactNode {
+  return instant ? <time dateTime={instant}>{new Date(instant).toLocaleString()}</time> : 'Never';
+}
+
+function SdkKeyRow(props: { org: string; project: string; env: string; sdkKey: SdkKey }) {
+  const { org, project, env, sdkKey } = props;
+  const path = { org, project, env, keyId: sdkKey.id };
+  const queryClient = useQueryClient();
+  const can = useResourceActions(['sdk-key', org, project, env, sdkKey.id], () =>
+    unwrap(
+      api.GET('/api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys/{keyId}', {
+        params: { path },
+      }),
+    ),
+  );
+  const revoke = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.DELETE('/api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys/{keyId}', {
+          params: { path },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['sdk-keys', org, project, env] }),
+  });
+  return (
+    <tr>
+      <th scope="row">{sdkKey.name}</th>
+      <td>{sdkKey.type === 'ServerSide' ? 'Server' : 'Client'}</td>
+      <td>
+        <code>…{sdkKey.lastFourCharacters}</code>
+      </td>
+      <td>{when(sdkKey.createdAt)}</td>
+      <td>{when(sdkKey.lastUsedAt)}</td>
+      <td>
+        {can('revoke').allowed && (
+          <AlertDialog.Root>
+            <AlertDialog.Trigger asChild>
+              <button type="button" className="quiet" aria-label={`Revoke ${sdkKey.name}`}>
+                Revoke
+              </button>
+            </AlertDialog.Trigger>
+            <AlertDialog.Portal>
+              <AlertDialog.Overlay className="overlay" />
+              <AlertDialog.Content className="dialog">
+                <AlertDialog.Title>Revoke {sdkKey.name}?</AlertDialog.Title>
+                <AlertDialog.Description>
+                  SDKs using the key ending in {sdkKey.lastFourCharacters} are refused from now on.
+                  This cannot be undone.
+                </AlertDialog.Description>
+                <DialogActions
+                  kind="alert"
+                  action={`Revoke ${sdkKey.name}`}
+                  pending={revoke.isPending}
+                  onConfirm={() => revoke.mutate()}
+                />
+              </AlertDialog.Content>
+            </AlertDialog.Portal>
+          </AlertDialog.Root>
+        )}
+        {revoke.error && (
+          <span role="alert" className="field-error">
+            {revoke.error.message}
+          </span>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+function CreateSdkKey(props: {
+  org: string;
+  project: string;
+  env: string;
+  environmentName: string;
+}) {
+  const { org, project, env } = props;
+  const [open, setOpen] = useState(false);
+  const [name, setName] = useState('');
+  const [type, setType] = useState<'ServerSide' | 'ClientSide'>('ServerSide');
+  const queryClient = useQueryClient();
+  const create = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST('/api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys', {
+          params: { path: { org, project, env } },
+          body: { name: name.trim(), type },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['sdk-keys', org, project, env] }),
+  });
+  const problem = create.error instanceof ApiProblem ? create.error : null;
+  return (
+    <Dialog.Root
+      open={open}
+      onOpenChange={(next) => {
+        if (next) {
+          setName('');
+          create.reset();
+        }
+        setOpen(next);
+      }}
+    >
+      <Dialog.Trigger asChild>
+        <button type="button">New SDK key</button>
+      </Dialog.Trigger>
+      <Dialog.Portal>
+        <Dialog.Overlay className="overlay" />
+        <Dialog.Content className="dialog">
+          <Dialog.Title>New SDK key in {props.environmentName}</Dialog.Title>
+          <Dialog.Description className="hint">
+            The key is shown once, here; only a hash is stored.
+          </Dialog.Description>
+          {create.data ? (
+            <>
+              <SecretOnce
+                label={`SDK key ${create.data.name}`}
+                secret={create.data.key}
+                warning={create.data.warning}
+              />
+              <div className="actions">
+                <Dialog.Close asChild>
+                  <button type="button">Done</button>
+                </Dialog.Close>
+              </div>
+            </>
+          ) : (
+            <form
+              onSubmit={(event) => {
+                event.preventDefault();
+                create.mutate();
+              }}
+            >
+              <Field
+                label="Name"
+                required
+                value={name}
+                onChange={(event) => setName(event.target.value)}
+                hint="Where the key is used, e.g. checkout-service."
+                error={problem?.field('name')}
+              />
+              <fieldset>
+                <legend>Type</legend>
+                <label className="check">
+                  <input
+                    type="radio"
+                    name="sdk-key-type"
+                    checked={type === 'ServerSide'}
+                    onChange={() => setType('ServerSide')}
+                  />
+                  Server: downloads every flag and evaluates locally
+                </label>
+                <label className="check">
+                  <input
+                    type="radio"
+                    name="sdk-key-type"
+                    checked={type === 'ClientSide'}
+                    onChange={() => setType('ClientSide')}
+                  />
+                  Client: evaluates client-visible flags, safe in a browser or app
+                </label>
+                {problem?.field('type') && <p className="field-error">{problem.field('type')}</p>}
+              </fieldset>
+              {create.error && !problem?.field('name') && !problem?.field('type') && (
+                <p role="alert" className="field-error">
+                  {create.error.message}
+                </p>
+              )}
+              <DialogActions confirmLabel="Create key" busy={create.isPending} />
+            </form>
+          )}
+        </Dialog.Content>
+      </Dialog.Portal>
+    </Dialog.Root>
+  );
+}

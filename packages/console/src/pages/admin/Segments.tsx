@@ -1,0 +1,333 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { AlertDialog, Dialog } from 'radix-ui';
+import { useState } from 'react';
+import { Link, useLocation } from 'wouter';
+import { ApiProblem, api, unwrap } from '../../api/client';
+import type { Segment } from '../../api/types';
+import { DialogActions } from '../../components/DialogActions';
+import { Field } from '../../components/Field';
+import {
+  ConditionGroupEditor,
+  conditionsOfDraft,
+  draftConditions,
+  emptyCondition,
+  type DraftGroup,
+} from '../../components/targeting/ConditionGroup';
+
+/** Journey 7, segments: the project's user segments and "New segment". */
+export function Segments({ org, project }: { org: string; project: string }) {
+  const segments = useQuery({
+    queryKey: ['segments', org, project],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/segments', {
+          params: { path: { org, project }, query: { limit: 200 } },
+        }),
+      ),
+  });
+  const items = segments.data?.items ?? [];
+  return (
+    <>
+      <div className="page-heading">
+        <h1>Segments</h1>
+        {segments.data?._actions['create']?.allowed && (
+          <SegmentDialog org={org} project={project} />
+        )}
+      </div>
+      <p className="hint">
+        A segment names a group of contexts by conditions; targeting rules in any environment can
+        refer to it.
+      </p>
+      {segments.error && <p role="alert">{segments.error.message}</p>}
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Segment</th>
+            <th scope="col">Key</th>
+            <th scope="col">Matches when</th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((segment) => (
+            <tr key={segment.id}>
+              <th scope="row">
+                <Link href={`/orgs/${org}/projects/${project}/segments/${segment.key}`}>
+                  {segment.name ?? segment.key}
+                </Link>
+              </th>
+              <td>
+                <code>{segment.key}</code>
+              </td>
+              <td>
+                <ConditionSummary segment={segment} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {segments.isSuccess && items.length === 0 && <p>No segment yet.</p>}
+    </>
+  );
+}
+
+/** The conditions in words: "country In NL, BE and plan Equals pro". */
+function ConditionSummary({ segment }: { segment: Segment }) {
+  if (segment.conditions.length === 0) return <span className="hint">every context</span>;
+  const joiner = segment.conditionLogic === 'And' ? ' and ' : ' or ';
+  return (
+    <span>
+      {segment.conditions
+        .map((c) =>
+          `${c.negate ? 'not ' : ''}${c.attribute} ${c.operator} ${c.values.join(', ')}`.trim(),
+        )
+        .join(joiner)}
+    </span>
+  );
+}
+
+/** One segment: its conditions, where it is used, and Edit / Delete as `_actions` allow. */
+export function SegmentPage(props: { org: string; project: string; segment: string }) {
+  const { org, project } = props;
+  const path = { org, project, segment: props.segment };
+  const [, navigate] = useLocation();
+  const queryClient = useQueryClient();
+  const segment = useQuery({
+    queryKey: ['segment', org, project, props.segment],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/segments/{segment}', { params: { path } }),
+      ),
+  });
+  const usage = useQuery({
+    queryKey: ['segment-usage', org, project, props.segment],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/segments/{segment}/usage', {
+          params: { path },
+        }),
+      ),
+  });
+  const remove = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.DELETE('/api/v1/orgs/{org}/projects/{project}/segments/{segment}', {
+          params: { path },
+        }),
+      ),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: ['segments', org, project] });
+      navigate(`/orgs/${org}/projects/${project}/segments`);
+    },
+  });
+  if (segment.error) return <p role="alert">{segment.error.message}</p>;
+  if (!segment.data) return <p role="status">Loading…</p>;
+  const data = segment.data;
+  const name = data.name ?? data.key;
+  const users = usage.data?.items ?? [];
+  return (
+    <>
+      <p>
+        <Link href={`/orgs/${org}/projects/${project}/segments`}>Segments</Link>
+      </p>
+      <div className="page-heading">
+        <h1>{name}</h1>
+        {data._actions['update']?.allowed && (
+          <SegmentDialog org={org} project={project} segment={data} />
+        )}
+        {data._actions['delete']?.allowed && (
+          <AlertDialog.Root>
+            <AlertDialog.Trigger asChild>
+              <button type="button" className="quiet">
+                Delete segment
+              </button>
+            </AlertDialog.Trigger>
+            <AlertDialog.Portal>
+              <AlertDialog.Overlay className="overlay" />
+              <AlertDialog.Content className="dialog">
+                <AlertDialog.Title>Delete {name}?</AlertDialog.Title>
+                <AlertDialog.Description>
+                  A segment still used by a rule is not deleted: the rules are named instead.
+                </AlertDialog.Description>
+                <DialogActions
+                  kind="alert"
+                  action={`Delete ${name}`}
+                  pending={remove.isPending}
+                  onConfirm={() => remove.mutate()}
+                />
+              </AlertDialog.Content>
+            </AlertDialog.Portal>
+          </AlertDialog.Root>
+        )}
+      </div>
+      {remove.error && (
+        <p role="alert" className="field-error">
+          Not deleted: {remove.error.message}
+        </p>
+      )}
+      {data.description && <p>{data.description}</p>}
+      <p>
+        <code>{data.key}</code> matches when <ConditionSummary segment={data} />.
+      </p>
+      <section aria-labelledby="usage-heading">
+        <h2 id="usage-heading">Where this segment is used</h2>
+        {usage.error && <p role="alert">{usage.error.message}</p>}
+        {usage.isSuccess && users.length === 0 && <p>No targeting rule refers to it.</p>}
+        <ul>
+          {users.map((user) => (
+            <li key={user.ruleId}>
+              <Link href={`/orgs/${org}/projects/${project}/flags/${user.flagKey}`}>
+                {user.flagName ?? user.flagKey}
+              </Link>{' '}
+              in {user.environmentName ?? user.environmentKey}{' '}
+              <span className="hint">(rule {user.ruleId})</span>
+            </li>
+          ))}
+        </ul>
+      </section>
+    </>
+  );
+}
+
+interface Draft {
+  key: string;
+  name: string;
+  description: string;
+  group: DraftGroup;
+}
+
+function draftOf(segment: Segment | undefined): Draft {
+  return {
+    key: segment?.key ?? '',
+    name: segment?.name ?? '',
+    description: segment?.description ?? '',
+    group: {
+      operator: segment?.conditionLogic ?? 'And',
+      conditions: segment ? draftConditions(segment.conditions) : [emptyCondition()],
+    },
+  };
+}
+
+/** "New segment" or "Edit segment", with the condition editor targeting rules use. */
+function SegmentDialog(props: { org: string; project: string; segment?: Segment }) {
+  const { org, project, segment } = props;
+  const [open, setOpen] = useState(false);
+  const [draft, setDraft] = useState(() => draftOf(segment));
+  const [, navigate] = useLocation();
+  const queryClient = useQueryClient();
+  const save = useMutation({
+    mutationFn: () => {
+      const body = {
+        key: draft.key.trim(),
+        name: draft.name.trim() || null,
+        description: draft.description.trim() || null,
+        conditions: conditionsOfDraft(draft.group.conditions),
+        conditionLogic: draft.group.operator,
+      };
+      return segment
+        ? unwrap(
+            api.PATCH('/api/v1/orgs/{org}/projects/{project}/segments/{segment}', {
+              params: { path: { org, project, segment: segment.id } },
+              body,
+            }),
+          )
+        : unwrap(
+            api.POST('/api/v1/orgs/{org}/projects/{project}/segments', {
+              params: { path: { org, project } },
+              body,
+            }),
+          );
+    },
+    onSuccess: (saved) => {
+      void queryClient.invalidateQueries({ queryKey: ['segments', org, project] });
+      void queryClient.invalidateQueries({ queryKey: ['segment', org, project] });
+      setOpen(false);
+      if (segment && saved.key !== segment.key)
+        navigate(`/orgs/${org}/projects/${project}/segments/${saved.key}`, { replace: true });
+    },
+  });
+  const problem = save.error instanceof ApiProblem ? save.error : null;
+  const problemAt = (field: string) =>
+    problem &&
+    Object.entries(problem.fields)
+      .filter(([name]) => name === field || name.startsWith(`${field}.`))
+      .flatMap(([, messages]) => messages)
+      .join('; ');
+  const shownAtField = problem && Object.keys(problem.fields).length > 0;
+  return (
+    <Dialog.Root
+      open={open}
+      onOpenChange={(next) => {
+        if (next) {
+          setDraft(draftOf(segment));
+          save.reset();
+        }
+        setOpen(next);
+      }}
+    >
+      <Dialog.Trigger asChild>
+        <button type="button">{segment ? 'Edit segment' : 'New segment'}</button>
+      </Dialog.Trigger>
+      <Dialog.Portal>
+        <Dialog.Overlay className="overlay" />
+        <Dialog.Content className="dialog wide">
+          <Dialog.Title>
+            {segment ? `Edit ${segment.name ?? segment.key}` : 'New segment'}
+          </Dialog.Title>
+          <Dialog.Description className="hint">
+            A context is in the segment when the conditions match; rules using it change at once in
+            every environment.
+          </Dialog.Description>
+          <form
+            onSubmit={(event) => {
+              event.preventDefault();
+              save.mutate();
+            }}
+          >
+            <Field
+              label="Key"
+              required
+              autoComplete="off"
+              value={draft.key}
+              onChange={(event) => setDraft({ ...draft, key: event.target.value })}
+              error={problem?.field('key')}
+            />
+            <Field
+              label="Name"
+              value={draft.name}
+              onChange={(event) => setDraft({ ...draft, name: event.target.value })}
+              error={problem?.field('name')}
+            />
+            <Field
+              label="Description"
+              value={draft.description}
+              onChange={(event) => setDraft({ ...draft, description: event.target.value })}
+              error={problem?.field('description')}
+            />
+            <fieldset className="group">
+              <legend>Conditions</legend>
+              <ConditionGroupEditor
+                group={draft.group}
+                onChange={(group) => setDraft({ ...draft, group })}
+                path="conditions"
+                operatorLabel="The segment matches when"
+                describe={(c) => `condition ${c + 1}`}
+                conditionGroupLabel={(c) => `Condition ${c + 1}`}
+                addLabel="Add condition"
+                problemAt={problemAt}
+              />
+            </fieldset>
+            {save.error && !shownAtField && (
+              <p role="alert" className="field-error">
+                {save.error.message}
+              </p>
+            )}
+            <DialogActions
+              confirmLabel={segment ? 'Save segment' : 'Create segment'}
+              busy={save.isPending}
+            />
+          </form>
+        </Dialog.Content>
+      </Dialog.Portal>
+    </Dialog.Root>
+  );
+}

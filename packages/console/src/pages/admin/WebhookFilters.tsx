@@ -1,0 +1,123 @@
+import { useQueries, useQuery } from '@tanstack/react-query';
+import { api, unwrap } from '../../api/client';
+
+/** A subscription's filters as edited: each list empty means "all". */
+export interface FilterDraft {
+  eventTypes: string[];
+  projectIds: string[];
+  environmentIds: string[];
+}
+
+function toggled(list: string[], value: string, on: boolean): string[] {
+  return on ? [...list, value] : list.filter((item) => item !== value);
+}
+
+/**
+ * The filters of a webhook subscription: event types (from `GET /webhooks/event-types`),
+ * projects and environments of the organization, as checkboxes. None ticked means all.
+ */
+export function WebhookFilters(props: {
+  org: string;
+  value: FilterDraft;
+  onChange: (value: FilterDraft) => void;
+  problemAt: (field: string) => string | undefined;
+}) {
+  const { org, value, onChange, problemAt } = props;
+  const eventTypes = useQuery({
+    queryKey: ['webhook-event-types', org],
+    refetchInterval: false,
+    queryFn: () =>
+      unwrap(api.GET('/api/v1/orgs/{org}/webhooks/event-types', { params: { path: { org } } })),
+  });
+  const projects = useQuery({
+    queryKey: ['projects', org],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects', {
+          params: { path: { org }, query: { limit: 200 } },
+        }),
+      ),
+  });
+  const projectList = projects.data?.items ?? [];
+  const environments = useQueries({
+    queries: projectList.map((project) => ({
+      queryKey: ['environments', org, project.key],
+      queryFn: () =>
+        unwrap(
+          api.GET('/api/v1/orgs/{org}/projects/{project}/environments', {
+            params: { path: { org, project: project.key }, query: { limit: 200 } },
+          }),
+        ),
+    })),
+  });
+  return (
+    <>
+      <fieldset className="choices">
+        <legend>Event types (none ticked: every type)</legend>
+        {(eventTypes.data ?? []).map((type) => (
+          <label key={type} className="check">
+            <input
+              type="checkbox"
+              checked={value.eventTypes.includes(type)}
+              onChange={(event) =>
+                onChange({
+                  ...value,
+                  eventTypes: toggled(value.eventTypes, type, event.target.checked),
+                })
+              }
+            />
+            {type}
+          </label>
+        ))}
+        {problemAt('eventTypes') && <p className="field-error">{problemAt('eventTypes')}</p>}
+      </fieldset>
+      <fieldset className="choices">
+        <legend>Projects (none ticked: every project)</legend>
+        {projectList.map((project) => (
+          <label key={project.id} className="check">
+            <input
+              type="checkbox"
+              checked={value.projectIds.includes(project.id)}
+              onChange={(event) =>
+                onChange({
+                  ...value,
+                  projectIds: toggled(value.projectIds, project.id, event.target.checked),
+                })
+              }
+            />
+            Project {project.name}
+          </label>
+        ))}
+        {problemAt('projectIds') && <p className="field-error">{problemAt('projectIds')}</p>}
+      </fieldset>
+      <fieldset className="choices">
+        <legend>Environments (none ticked: every environment)</legend>
+        <p className="hint">Narrows only events within one environment, such as a toggle.</p>
+        {projectList.flatMap((project, index) =>
+          (environments[index]?.data?.items ?? []).map((environment) => (
+            <label key={environment.id} className="check">
+              <input
+                type="checkbox"
+                checked={value.environmentIds.includes(environment.id)}
+                onChange={(event) =>
+                  onChange({
+                    ...value,
+                    environmentIds: toggled(
+                      value.environmentIds,
+                      environment.id,
+                      event.target.checked,
+                    ),
+                  })
+                }
+              />
+              {project.name} / {environment.name ?? environment.key}
+            </label>
+          )),
+        )}
+        {problemAt('environmentIds') && (
+          <p className="field-error">{problemAt('environmentIds')}</p>
+        )}
+      </fieldset>
+    </>
+  );
+}
