@@ -119,7 +119,7 @@ async function evaluations(vexil: TestVexil, projectKey: string, environments: s
       return Object.entries(evaluateAll(snapshot.compiled, context)).map(([flag, result]) => [
         flag,
         result.value,
-        result.variant,
+        result.variation,
         result.reason,
       ]);
     });
@@ -213,7 +213,7 @@ describe.each(testDialects())('flags as code on %s', (dialect) => {
     expect(Object.keys(document.flags[0].environments)).toEqual(['production']);
     const unknown = await call(vexil, 'GET', `${SOURCE}/export?environment=prod`, { token });
     expect(unknown.status).toBe(400);
-    expect(unknown.body.error.fields.environment).toBeDefined();
+    expect(unknown.body.fields.environment).toBeDefined();
   });
 
   it('applied to another project, evaluates identically over 200 contexts and every flag', async () => {
@@ -339,8 +339,8 @@ describe.each(testDialects())('flags as code on %s', (dialect) => {
     const events = await eventCount(vexil);
     const refused = await call(vexil, 'POST', `${SOURCE}/apply`, { token, body: document });
     expect(refused.status).toBe(400);
-    expect(refused.body.error.code).toBe('validation_failed');
-    expect(Object.keys(refused.body.error.fields).sort()).toEqual([
+    expect(refused.body.error).toBe('validation_failed');
+    expect(Object.keys(refused.body.fields).sort()).toEqual([
       'flags[0].environments.production.rules[0].conditionGroups[0].conditions[0].values[0]',
       'flags[0].environments.production.rules[1].conditionGroups[0].conditions[0].values[0]',
       'flags[0].environments.production.rules[1].segment',
@@ -357,14 +357,14 @@ describe.each(testDialects())('flags as code on %s', (dialect) => {
     delete shape.version;
     const badShape = await applyYaml(vexil, token, SOURCE, JSON.stringify(shape));
     expect(badShape.status).toBe(400);
-    expect(Object.keys(badShape.body.error.fields).sort()).toEqual([
-      'flags[0]',
+    expect(Object.keys(badShape.body.fields).sort()).toEqual([
+      'flags[0].colour',
       'flags[0].environments.production.strategy',
       'version',
     ]);
     const malformed = await applyYaml(vexil, token, SOURCE, 'flags: [unclosed');
     expect(malformed.status).toBe(400);
-    expect(malformed.body.error.fields.document).toBeDefined();
+    expect(malformed.body.fields.document).toBeDefined();
   });
 
   it('lets a Viewer export and refuses a Viewer apply; a Member applies', async () => {
