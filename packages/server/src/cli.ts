@@ -141,8 +141,7 @@ async function findProject(db: Vexil['services']['db'], orgSlug: string, project
     .where('organization_id', '=', org.id)
     .where('key', '=', projectKey)
     .executeTakeFirst();
-  if (!project)
-    throw new InvalidArgumentError(`project "${projectKey}" not found in "${orgSlug}"`);
+  if (!project) throw new InvalidArgumentError(`project "${projectKey}" not found in "${orgSlug}"`);
   return { org, project };
 }
 
@@ -186,13 +185,14 @@ program
   .requiredOption('--org <slug>', 'organization slug')
   .requiredOption('--project <key>', 'project key')
   .option(
-    '--environment <key...>',
-    'only these environments (repeatable); default all',
-    (value: string, previous: string[] = []) => [...previous, value],
+    '--environment <key>',
+    'only this environment (repeat for more); default all',
+    (value: string, previous: string[]) => [...previous, value],
+    [] as string[],
   )
   .option(
     '--format <format>',
-    `${EXPORT_FORMATS.join(' or ')}`,
+    EXPORT_FORMATS.join(' or '),
     (value: string) => {
       if (!EXPORT_FORMATS.includes(value as ExportFormat))
         throw new InvalidArgumentError(`must be one of ${EXPORT_FORMATS.join(', ')}`);
@@ -201,11 +201,16 @@ program
     'yaml' as ExportFormat,
   )
   .action(
-    async (options: { org: string; project: string; environment?: string[]; format: ExportFormat }) =>
+    async (options: {
+      org: string;
+      project: string;
+      environment: string[];
+      format: ExportFormat;
+    }) =>
       withVexil(async ({ services }) => {
         const { project } = await findProject(services.db, options.org, options.project);
         const document = await exportProject(services.db, project, {
-          environmentKeys: options.environment ?? [],
+          environmentKeys: options.environment,
           schemaUrl: documentSchemaUrl(services.config.publicUrl),
         });
         process.stdout.write(serializeDocument(document, options.format));
@@ -233,7 +238,8 @@ program
       const documentProject = (input as { project?: { key?: unknown } } | null)?.project?.key;
       const projectKey =
         options.project ?? (typeof documentProject === 'string' ? documentProject : undefined);
-      if (!projectKey) throw new InvalidArgumentError('the document names no project.key; pass --project');
+      if (!projectKey)
+        throw new InvalidArgumentError('the document names no project.key; pass --project');
       const result = await withVexil(async ({ services }) => {
         const { org, project } = await findProject(services.db, options.org, projectKey);
         return applyDocument(

@@ -68,7 +68,12 @@ function completeEnvironment(e: DocumentEnvironment): DocumentEnvironment {
   return { key: e.key, name: e.name ?? null, color: e.color ?? null, sortOrder: e.sortOrder ?? 0 };
 }
 function completeCondition(c: DocumentCondition): DocumentCondition {
-  return { attribute: c.attribute, operator: c.operator, values: c.values, negate: c.negate ?? false };
+  return {
+    attribute: c.attribute,
+    operator: c.operator,
+    values: c.values,
+    negate: c.negate ?? false,
+  };
 }
 function completeSegment(s: DocumentSegment): DocumentSegment {
   return {
@@ -578,7 +583,10 @@ class Reconciliation {
               off_variation_id: id(wanted.offVariation),
               strategy: wanted.strategy ?? 'SingleVariation',
               rollout: JSON.stringify(
-                (wanted.rollout ?? []).map((w) => ({ variationId: id(w.variation), weight: w.weight })),
+                (wanted.rollout ?? []).map((w) => ({
+                  variationId: id(w.variation),
+                  weight: w.weight,
+                })),
               ),
               prerequisites: JSON.stringify(
                 (wanted.prerequisites ?? []).map((p) => ({
@@ -683,13 +691,11 @@ class Reconciliation {
         rollout_percentage: wanted.rolloutPercentage ?? null,
         segment_id: wanted.segment ? (this.segmentIds.get(wanted.segment) ?? null) : null,
         condition_groups: JSON.stringify(
-          (wanted.conditionGroups ?? []).map(
-            (group): StoredConditionGroup => ({
-              id: uuid(),
-              operator: group.operator ?? 'And',
-              conditions: storedConditions(group.conditions),
-            }),
-          ),
+          (wanted.conditionGroups ?? []).map((group): StoredConditionGroup => ({
+            id: uuid(),
+            operator: group.operator ?? 'And',
+            conditions: storedConditions(group.conditions),
+          })),
         ),
         updated_at: m.now,
       };
@@ -761,7 +767,7 @@ class Reconciliation {
         await deleteUnlessReferenced(
           this.m,
           { kind: 'segment', id: segment.id, key: segment.key, projectId: this.projectId },
-          async () => null,
+          () => Promise.resolve(null),
         );
     }
   }
@@ -796,7 +802,10 @@ export async function applyDocument(
     return reconciliation;
   };
   if (options.dryRun) {
-    const { changes, warnings } = await plan(await readProjectState(services.db, target.project), null);
+    const { changes, warnings } = await plan(
+      await readProjectState(services.db, target.project),
+      null,
+    );
     return { dryRun: true, applied: false, changes, summary: summarize(changes), warnings };
   }
   const { changes, warnings } = await mutate(

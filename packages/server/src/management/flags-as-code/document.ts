@@ -138,8 +138,7 @@ export const DocumentFlag = Type.Object(
     variations: Type.Array(DocumentVariation, { minItems: 1, maxItems: 100 }),
     environments: Type.Optional(
       Type.Record(Type.String(), DocumentFlagEnvironment, {
-        description:
-          'Configuration by environment key; environments left out keep what they have.',
+        description: 'Configuration by environment key; environments left out keep what they have.',
       }),
     ),
   },

@@ -47,7 +47,8 @@ export interface ProjectState {
   flags: FlagState[];
 }
 
-const byKey = <T extends { key: string }>(a: T, b: T) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+const byKey = <T extends { key: string }>(a: T, b: T) =>
+  a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 
 /** Environments in the document's order: sort order, then key. */
 export function environmentOrder(a: EnvironmentRow, b: EnvironmentRow): number {
@@ -96,7 +97,9 @@ export async function readProjectState(
   );
   for (const variation of variations) states.get(variation.flag_id)?.variations.push(variation);
   for (const configuration of configurations)
-    states.get(configuration.flag_id)?.configurations.set(configuration.environment_id, configuration);
+    states
+      .get(configuration.flag_id)
+      ?.configurations.set(configuration.environment_id, configuration);
   for (const rule of rules) {
     const state = states.get(rule.flag_id);
     if (!state) continue;

@@ -82,10 +82,11 @@ function registerRoutes(app: App, services: Services): void {
         environmentKeys,
         schemaUrl: documentSchemaUrl(services.config.publicUrl),
       });
-      const chosen =
-        format ?? (YAML_ACCEPT.test(request.headers.accept ?? '') ? 'yaml' : 'json');
+      const chosen = format ?? (YAML_ACCEPT.test(request.headers.accept ?? '') ? 'yaml' : 'json');
       return reply
-        .type(chosen === 'yaml' ? 'application/yaml; charset=utf-8' : 'application/json; charset=utf-8')
+        .type(
+          chosen === 'yaml' ? 'application/yaml; charset=utf-8' : 'application/json; charset=utf-8',
+        )
         .send(serializeDocument(document, chosen));
     },
   );

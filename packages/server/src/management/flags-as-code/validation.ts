@@ -80,7 +80,7 @@ function documentPath(document: unknown, dotted: string): string {
  * @throws ApiError 400 `validation_failed` listing every problem by path.
  */
 export function checkShape(input: unknown): ProjectDocument {
-  if (validateShape(input)) return input as ProjectDocument;
+  if (validateShape(input)) return input;
   const problems: DocumentProblems = {};
   for (const { field, message } of fieldProblems(validateShape.errors ?? [], 'body')) {
     const path = field === '' ? 'document' : documentPath(input, field);
@@ -135,7 +135,10 @@ export function checkDocument(
     normalizeConditions(list, path, found);
     for (const [field, messages] of found.entries()) {
       // `{path}.{index}.{member}[.{value index}]` → `{path}[index].member[value index]`
-      const suffix = field.slice(path.length).replace(/^\.(\d+)/, '[$1]').replace(/\.(\d+)$/, '[$1]');
+      const suffix = field
+        .slice(path.length)
+        .replace(/^\.(\d+)/, '[$1]')
+        .replace(/\.(\d+)$/, '[$1]');
       for (const message of messages) problems.add(`${path}${suffix}`, message);
     }
   };
@@ -169,7 +172,10 @@ export function checkDocument(
     const variations = variationKeys(flag);
     const variation = (key: string, at: string) => {
       if (!variations.has(key))
-        problems.add(at, `"${key}" is not a variation of flag "${flag.key}" (${[...variations].join(', ')})`);
+        problems.add(
+          at,
+          `"${key}" is not a variation of flag "${flag.key}" (${[...variations].join(', ')})`,
+        );
     };
     for (const [environmentKey, configuration] of Object.entries(flag.environments ?? {})) {
       const at = `${path}.environments.${environmentKey}`;
@@ -200,7 +206,10 @@ export function checkDocument(
             ? undefined
             : stored.get(prerequisite.flag)?.variations.map((v) => v.key);
         if (!targetVariations)
-          problems.add(`${at}.prerequisites[${p}].flag`, `flag "${prerequisite.flag}" does not exist`);
+          problems.add(
+            `${at}.prerequisites[${p}].flag`,
+            `flag "${prerequisite.flag}" does not exist`,
+          );
         else if (![...targetVariations].includes(prerequisite.variation))
           problems.add(
             `${at}.prerequisites[${p}].variation`,
