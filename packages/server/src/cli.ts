@@ -127,7 +127,7 @@ program
 /** Who the audit log names for changes made with the CLI, which acts on the database directly. */
 const CLI_ACTOR = { userId: 'vexil-cli', email: null, name: 'vexil CLI (operator)' };
 
-/** The organization and project a flags-as-code command works on. */
+/** The organization a flags-as-code command works on, and its project (null when absent). */
 async function findProject(db: Vexil['services']['db'], orgSlug: string, projectKey: string) {
   const org = await db
     .selectFrom('organizations')
@@ -141,8 +141,7 @@ async function findProject(db: Vexil['services']['db'], orgSlug: string, project
     .where('organization_id', '=', org.id)
     .where('key', '=', projectKey)
     .executeTakeFirst();
-  if (!project) throw new InvalidArgumentError(`project "${projectKey}" not found in "${orgSlug}"`);
-  return { org, project };
+  return { org, project: project ?? null };
 }
 
 /** Runs `work` with the service wired to the configured database, without serving or workers. */
@@ -209,6 +208,10 @@ program
     }) =>
       withVexil(async ({ services }) => {
         const { project } = await findProject(services.db, options.org, options.project);
+        if (!project)
+          throw new InvalidArgumentError(
+            `project "${options.project}" not found in "${options.org}"`,
+          );
         const document = await exportProject(services.db, project, {
           environmentKeys: options.environment,
           schemaUrl: documentSchemaUrl(services.config.publicUrl),
@@ -220,38 +223,28 @@ program
 program
   .command('apply')
   .description(
-    'apply a flags-as-code document (YAML or JSON; - for standard input) to its project in one transaction and print the plan',
+    'apply a flags-as-code document (YAML or JSON; - for standard input) to its project in one transaction, creating the project if absent, and print the plan',
   )
   .argument('<file>', 'the document')
   .requiredOption('--org <slug>', 'organization slug')
-  .option('--project <key>', "project key (default: the document's project.key)")
   .option('--dry-run', 'print the plan; change nothing')
   .option('--prune', 'archive flags and delete segments the document leaves out')
-  .action(
-    async (
-      file: string,
-      options: { org: string; project?: string; dryRun?: boolean; prune?: boolean },
-    ) => {
-      const input = parseDocumentText(
-        file === '-' ? await text(process.stdin) : await readFile(file, 'utf8'),
-      );
-      const documentProject = (input as { project?: { key?: unknown } } | null)?.project?.key;
-      const projectKey =
-        options.project ?? (typeof documentProject === 'string' ? documentProject : undefined);
-      if (!projectKey)
-        throw new InvalidArgumentError('the document names no project.key; pass --project');
-      const result = await withVexil(async ({ services }) => {
-        const { org, project } = await findProject(services.db, options.org, projectKey);
-        return applyDocument(
-          services,
-          { organizationId: org.id, project, actor: CLI_ACTOR },
-          input,
-          { dryRun: options.dryRun ?? false, prune: options.prune ?? false },
-        );
+  .action(async (file: string, options: { org: string; dryRun?: boolean; prune?: boolean }) => {
+    const input = parseDocumentText(
+      file === '-' ? await text(process.stdin) : await readFile(file, 'utf8'),
+    );
+    // The document names its project; its shape is checked with the rest of it.
+    const documentProject = (input as { project?: { key?: unknown } } | null)?.project?.key;
+    const projectKey = typeof documentProject === 'string' ? documentProject : '';
+    const result = await withVexil(async ({ services }) => {
+      const { org, project } = await findProject(services.db, options.org, projectKey);
+      return applyDocument(services, { organizationId: org.id, project, actor: CLI_ACTOR }, input, {
+        dryRun: options.dryRun ?? false,
+        prune: options.prune ?? false,
       });
-      console.log(describePlan(result));
-    },
-  );
+    });
+    console.log(describePlan(result));
+  });
 
 program
   .command('schema')

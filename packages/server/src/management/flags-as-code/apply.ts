@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import { mutate, type Mutation } from '../../db/mutate.js';
+import { conflictOn } from '../../db/unique.js';
 import type {
   ProjectsTable,
   StoredCondition,
@@ -37,7 +38,7 @@ import { checkDocument, checkShape } from './validation.js';
 /** What applying a document does to one item, with its path in the document. */
 export interface PlannedChange {
   action: 'create' | 'update' | 'archive' | 'restore' | 'delete';
-  kind: 'environment' | 'segment' | 'flag' | 'variation' | 'configuration' | 'rule';
+  kind: 'project' | 'environment' | 'segment' | 'flag' | 'variation' | 'configuration' | 'rule';
   /** Where the item is in the document, or (for pruned items) its key. */
   path: string;
   /** `flag`, `flag/variation`, `flag@environment`, `flag@environment#priority`. */
@@ -779,33 +780,67 @@ function summarize(changes: readonly PlannedChange[]): ApplyResult['summary'] {
   return summary;
 }
 
+/** The project an apply works on: one that exists, or (CLI) one to create from the document. */
+export interface ApplyTarget {
+  organizationId: string;
+  actor: Actor;
+  project: Selectable<ProjectsTable> | null;
+}
+
+/** A project that does not exist yet, as the document names it: nothing in it. */
+function emptyState(document: ProjectDocument, organizationId: string, now: string): ProjectState {
+  return {
+    project: {
+      id: uuid(),
+      organization_id: organizationId,
+      key: document.project.key,
+      name: document.project.name ?? document.project.key,
+      description: document.project.description ?? null,
+      created_at: now,
+      updated_at: now,
+    },
+    environments: [],
+    segments: [],
+    flags: [],
+  };
+}
+
 /**
  * Applies a flags-as-code document to a project (design record 027): checks it whole (shape, then
  * references and values against the project), computes the plan, and, unless `dryRun`, carries
  * it out in one transaction with the events, audit entries and webhook deliveries each change
  * makes through the API. The plan is computed inside that transaction, from what it changes;
- * applying the same document again plans nothing and writes nothing.
+ * applying the same document again plans nothing and writes nothing. With `target.project` null
+ * (the CLI, on a project that does not exist yet) the project is created in that transaction
+ * under the document's `project` key, name and description.
  * @param input the parsed document (see `parseDocumentText`)
  * @throws ApiError 400 `validation_failed` with every problem of the document by path.
  */
 export async function applyDocument(
   services: Pick<Services, 'db' | 'events' | 'clock'>,
-  target: { organizationId: string; project: Selectable<ProjectsTable>; actor: Actor },
+  target: ApplyTarget,
   input: unknown,
   options: { dryRun: boolean; prune: boolean },
 ): Promise<ApplyResult> {
   const document = checkShape(input);
-  const plan = async (state: ProjectState, m: Mutation | null) => {
-    checkDocument(document, state, { prune: options.prune, projectKey: target.project.key });
+  const plan = async (state: ProjectState, m: Mutation | null, created: boolean) => {
+    checkDocument(document, state, { prune: options.prune, projectKey: state.project.key });
     const reconciliation = new Reconciliation(document, state, options.prune, m);
+    if (created)
+      reconciliation.changes.push({
+        action: 'create',
+        kind: 'project',
+        path: 'project',
+        key: state.project.key,
+      });
     await reconciliation.run();
     return reconciliation;
   };
   if (options.dryRun) {
-    const { changes, warnings } = await plan(
-      await readProjectState(services.db, target.project),
-      null,
-    );
+    const state = target.project
+      ? await readProjectState(services.db, target.project)
+      : emptyState(document, target.organizationId, services.clock.now().toISOString());
+    const { changes, warnings } = await plan(state, null, target.project === null);
     return { dryRun: true, applied: false, changes, summary: summarize(changes), warnings };
   }
   const { changes, warnings } = await mutate(
@@ -816,7 +851,22 @@ export async function applyDocument(
       now: services.clock.now(),
       events: services.events,
     },
-    async (m) => plan(await readProjectState(m.trx, target.project), m),
+    async (m) => {
+      if (target.project) return plan(await readProjectState(m.trx, target.project), m, false);
+      const state = emptyState(document, target.organizationId, m.now);
+      await m.trx
+        .insertInto('projects')
+        .values(state.project)
+        .execute()
+        .catch(conflictOn('key', state.project.key, 'project'));
+      await m.emit({
+        type: 'project.created',
+        projectId: state.project.id,
+        entity: { type: 'project', id: state.project.id },
+        description: `Project "${state.project.key}" created`,
+      });
+      return plan(state, m, true);
+    },
   );
   return {
     dryRun: false,

@@ -23,7 +23,15 @@ const ApplyResultSchema = Type.Object({
   changes: Type.Array(
     Type.Object({
       action: Type.Enum(['create', 'update', 'archive', 'restore', 'delete']),
-      kind: Type.Enum(['environment', 'segment', 'flag', 'variation', 'configuration', 'rule']),
+      kind: Type.Enum([
+        'project',
+        'environment',
+        'segment',
+        'flag',
+        'variation',
+        'configuration',
+        'rule',
+      ]),
       path: Type.String({ description: 'Where the item is in the document (its key if pruned).' }),
       key: Type.String(),
       changes: Type.Optional(Type.Array(PropertyChangeSchema)),
