@@ -13,7 +13,9 @@ import {
   type TestVexil,
   variationIdsByKey,
 } from '../../test-support/harness.js';
+import { applyDocument } from './apply.js';
 import { documentJsonSchema } from './document.js';
+import { parseDocumentText } from './validation.js';
 
 const SOURCE = '/api/v1/orgs/acme/projects/web';
 const TARGET = '/api/v1/orgs/acme/projects/copy';
@@ -241,6 +243,45 @@ describe.each(testDialects())('flags as code on %s', (dialect) => {
     // And the copy exports as the source, apart from the project's own name.
     const copy = await exportText(vexil, token, TARGET);
     expect(parse(copy).flags).toEqual(parse(source).flags);
+  });
+
+  it('applied to an empty instance (as vexil apply does: the project created too), evaluates identically', async () => {
+    const empty = await createTestVexil(dialect);
+    try {
+      const { orgId } = await createOrg(empty);
+      const target = {
+        organizationId: orgId,
+        project: null,
+        actor: { userId: 'test', email: null, name: 'test' },
+      };
+      const input = parseDocumentText(source);
+      const planned = await applyDocument(empty.services, target, input, {
+        dryRun: true,
+        prune: false,
+      });
+      expect(planned.changes[0]).toMatchObject({ action: 'create', kind: 'project', key: 'web' });
+      expect(await empty.services.db.selectFrom('projects').selectAll().execute()).toEqual([]);
+      const applied = await applyDocument(empty.services, target, input, {
+        dryRun: false,
+        prune: false,
+      });
+      expect(applied.changes).toEqual(planned.changes);
+      const environments = ['development', 'staging', 'production'];
+      expect(await evaluations(empty, 'web', environments)).toEqual(
+        await evaluations(vexil, 'web', environments),
+      );
+      const project = await empty.services.db
+        .selectFrom('projects')
+        .selectAll()
+        .executeTakeFirstOrThrow();
+      const again = await applyDocument(empty.services, { ...target, project }, input, {
+        dryRun: false,
+        prune: false,
+      });
+      expect(again.changes).toEqual([]);
+    } finally {
+      await empty.close();
+    }
   });
 
   it('applies the same document a second time with an empty plan and no event', async () => {
