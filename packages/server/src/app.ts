@@ -32,6 +32,7 @@ import { createManagementRateLimiter } from './http/rate-limit.js';
 import { answerUnmatchedRequests } from './http/unmatched-routes.js';
 import { registerConsole } from './console/serve.js';
 import { InvitationMailer } from './mail/invitation-mailer.js';
+import { documentJsonSchema, DOCUMENT_SCHEMA_PATH } from './management/flags-as-code/document.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
@@ -203,6 +204,10 @@ export async function createVexil(
 
   await app.register(fastifyCookie);
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  // The flags-as-code document schema, where exported documents' `$schema` points (design record 027).
+  app.get(DOCUMENT_SCHEMA_PATH, { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('application/schema+json').send(documentJsonSchema()),
+  );
   app.get('/docs/errors', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(errorReferencePage()),
   );

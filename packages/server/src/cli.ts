@@ -1,13 +1,24 @@
 #!/usr/bin/env node
+import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
 import { Command, InvalidArgumentError } from 'commander';
 import { createRequire } from 'node:module';
-import { createVexil, SERVICE_ROLES, type ServiceRole } from './app.js';
+import { createVexil, SERVICE_ROLES, type ServiceRole, type Vexil } from './app.js';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 import type { Plan } from './db/schema.js';
 import { ApiError } from './http/errors.js';
+import { applyDocument, type ApplyResult } from './management/flags-as-code/apply.js';
+import { documentJsonSchema } from './management/flags-as-code/document.js';
+import {
+  documentSchemaUrl,
+  EXPORT_FORMATS,
+  exportProject,
+  serializeDocument,
+  type ExportFormat,
+} from './management/flags-as-code/export.js';
+import { parseDocumentText } from './management/flags-as-code/validation.js';
 import { bootstrap } from './management/orgs/bootstrap.js';
 import { PLANS } from './management/orgs/routes.js';
 
@@ -113,6 +124,135 @@ program
     },
   );
 
+/** Who the audit log names for changes made with the CLI, which acts on the database directly. */
+const CLI_ACTOR = { userId: 'vexil-cli', email: null, name: 'vexil CLI (operator)' };
+
+/** The organization a flags-as-code command works on, and its project (null when absent). */
+async function findProject(db: Vexil['services']['db'], orgSlug: string, projectKey: string) {
+  const org = await db
+    .selectFrom('organizations')
+    .selectAll()
+    .where('slug', '=', orgSlug)
+    .executeTakeFirst();
+  if (!org) throw new InvalidArgumentError(`organization "${orgSlug}" not found`);
+  const project = await db
+    .selectFrom('projects')
+    .selectAll()
+    .where('organization_id', '=', org.id)
+    .where('key', '=', projectKey)
+    .executeTakeFirst();
+  return { org, project: project ?? null };
+}
+
+/** Runs `work` with the service wired to the configured database, without serving or workers. */
+async function withVexil<T>(work: (vexil: Vexil) => Promise<T>): Promise<T> {
+  const vexil = await createVexil(loadConfig(), {
+    logger: false,
+    startWorkers: false,
+    roles: ['management'],
+  });
+  try {
+    return await work(vexil);
+  } finally {
+    await vexil.close();
+  }
+}
+
+/** The plan as a person reads it: one line per change, its properties indented below. */
+function describePlan(result: ApplyResult): string {
+  const symbols = { create: '+', update: '~', archive: '-', restore: '+', delete: '-' } as const;
+  const lines = result.changes.flatMap((change) => [
+    `${symbols[change.action]} ${change.action} ${change.kind} ${change.key}  (${change.path})`,
+    ...(change.changes ?? []).map(
+      (c) => `    ${c.property}: ${c.from ?? 'null'} -> ${c.to ?? 'null'}`,
+    ),
+  ]);
+  const { summary } = result;
+  const counts = `${summary.create} to create, ${summary.update} to update, ${summary.archive} to archive, ${summary.restore} to restore, ${summary.delete} to delete`;
+  const outcome =
+    result.changes.length === 0
+      ? 'No changes: the project matches the document.'
+      : result.dryRun
+        ? `Plan: ${counts}. Dry run: nothing was changed.`
+        : `Applied: ${counts}.`;
+  return [...lines, ...result.warnings.map((w) => `! ${w}`), outcome].join('\n');
+}
+
+program
+  .command('export')
+  .description('print a project as a flags-as-code document (design record 027)')
+  .requiredOption('--org <slug>', 'organization slug')
+  .requiredOption('--project <key>', 'project key')
+  .option(
+    '--environment <key>',
+    'only this environment (repeat for more); default all',
+    (value: string, previous: string[]) => [...previous, value],
+    [] as string[],
+  )
+  .option(
+    '--format <format>',
+    EXPORT_FORMATS.join(' or '),
+    (value: string) => {
+      if (!EXPORT_FORMATS.includes(value as ExportFormat))
+        throw new InvalidArgumentError(`must be one of ${EXPORT_FORMATS.join(', ')}`);
+      return value as ExportFormat;
+    },
+    'yaml' as ExportFormat,
+  )
+  .action(
+    async (options: {
+      org: string;
+      project: string;
+      environment: string[];
+      format: ExportFormat;
+    }) =>
+      withVexil(async ({ services }) => {
+        const { project } = await findProject(services.db, options.org, options.project);
+        if (!project)
+          throw new InvalidArgumentError(
+            `project "${options.project}" not found in "${options.org}"`,
+          );
+        const document = await exportProject(services.db, project, {
+          environmentKeys: options.environment,
+          schemaUrl: documentSchemaUrl(services.config.publicUrl),
+        });
+        process.stdout.write(serializeDocument(document, options.format));
+      }),
+  );
+
+program
+  .command('apply')
+  .description(
+    'apply a flags-as-code document (YAML or JSON; - for standard input) to its project in one transaction, creating the project if absent, and print the plan',
+  )
+  .argument('<file>', 'the document')
+  .requiredOption('--org <slug>', 'organization slug')
+  .option('--dry-run', 'print the plan; change nothing')
+  .option('--prune', 'archive flags and delete segments the document leaves out')
+  .action(async (file: string, options: { org: string; dryRun?: boolean; prune?: boolean }) => {
+    const input = parseDocumentText(
+      file === '-' ? await text(process.stdin) : await readFile(file, 'utf8'),
+    );
+    // The document names its project; its shape is checked with the rest of it.
+    const documentProject = (input as { project?: { key?: unknown } } | null)?.project?.key;
+    const projectKey = typeof documentProject === 'string' ? documentProject : '';
+    const result = await withVexil(async ({ services }) => {
+      const { org, project } = await findProject(services.db, options.org, projectKey);
+      return applyDocument(services, { organizationId: org.id, project, actor: CLI_ACTOR }, input, {
+        dryRun: options.dryRun ?? false,
+        prune: options.prune ?? false,
+      });
+    });
+    console.log(describePlan(result));
+  });
+
+program
+  .command('schema')
+  .description('print the JSON Schema of flags-as-code documents')
+  .action(() => {
+    process.stdout.write(documentJsonSchema());
+  });
+
 program
   .command('openapi')
   .description('print the OpenAPI 3.1 description of both APIs')
@@ -128,11 +268,18 @@ program
 
 program.parseAsync().catch((error: unknown) => {
   console.error(
-    error instanceof ConfigError ||
-      error instanceof InvalidArgumentError ||
-      error instanceof ApiError
-      ? error.message
-      : error,
+    error instanceof ApiError && error.detail.fields
+      ? [
+          error.message.replace(/:.*$/s, ':'),
+          ...Object.entries(error.detail.fields).map(
+            ([field, problems]) => `  ${field}: ${problems.join('; ')}`,
+          ),
+        ].join('\n')
+      : error instanceof ConfigError ||
+          error instanceof InvalidArgumentError ||
+          error instanceof ApiError
+        ? error.message
+        : error,
   );
   process.exit(1);
 });

@@ -60,6 +60,11 @@ const ROUTES: Record<string, RouteClass> = {
     body: { key: 'matrix' },
   },
   'GET /api/v1/orgs/{org}/projects/{project}/environments': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/export': { minimum: 'Viewer' },
+  'POST /api/v1/orgs/{org}/projects/{project}/apply': {
+    minimum: 'Member',
+    body: { version: 1, project: { key: 'web' }, environments: [] },
+  },
   'GET /api/v1/orgs/{org}/projects/{project}/environments/{env}': { minimum: 'Viewer' },
   'PATCH /api/v1/orgs/{org}/projects/{project}/environments/{env}': {
     minimum: 'Member',

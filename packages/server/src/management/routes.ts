@@ -5,6 +5,7 @@ import { registerAuditLogRoutes } from './audit-log/routes.js';
 import { registerEnvironmentRoutes } from './environments/routes.js';
 import { registerCopyConfigurationRoutes } from './flags/copy-configuration.js';
 import { registerFlagEnvironmentRoutes } from './flags/flag-environments.js';
+import { registerFlagsAsCodeRoutes } from './flags-as-code/routes.js';
 import { registerLifecycleRoutes } from './flags/lifecycle.js';
 import { registerPlaygroundRoutes } from './flags/playground.js';
 import { registerFlagRoutes } from './flags/routes.js';
@@ -48,6 +49,7 @@ export function registerManagementApi(
   registerWebhookRoutes(app, services);
   registerAuditLogRoutes(app, services);
   registerLiveRoutes(app, services, liveFeed);
+  registerFlagsAsCodeRoutes(app, services);
   // People and sign-in (design record 022).
   registerMySessionRoutes(app, services);
   registerMemberRoutes(app, services);

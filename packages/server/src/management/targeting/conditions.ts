@@ -45,6 +45,11 @@ export class FieldProblems {
     (this.fields[field] ??= []).push(problem);
   }
 
+  /** Every problem so far, by field, in the order the fields were first reported. */
+  entries(): [string, string[]][] {
+    return Object.entries(this.fields);
+  }
+
   /** @throws ApiError 400 `validation_failed` listing every problem, when there is any. */
   throwIfAny(): void {
     const entries = Object.entries(this.fields);

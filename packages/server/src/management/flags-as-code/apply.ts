@@ -1,0 +1,878 @@
+import { randomBytes } from 'node:crypto';
+import type { Selectable } from 'kysely';
+import { v7 as uuid } from 'uuid';
+import { mutate, type Mutation } from '../../db/mutate.js';
+import { conflictOn } from '../../db/unique.js';
+import type {
+  ProjectsTable,
+  StoredCondition,
+  StoredConditionGroup,
+  VariationsTable,
+} from '../../db/schema.js';
+import { diffProperties, type Actor, type PropertyChange } from '../../events/types.js';
+import type { Services } from '../../services.js';
+import { deleteUnlessReferenced } from '../deletion.js';
+import { insertEnvironment } from '../environments/queries.js';
+import { defaultOffVariation, initialConfiguration } from '../flags/configuration.js';
+import { storedMetadata } from '../flags/queries.js';
+import type {
+  DocumentCondition,
+  DocumentEnvironment,
+  DocumentFlag,
+  DocumentFlagEnvironment,
+  DocumentSegment,
+  ProjectDocument,
+} from './document.js';
+import {
+  documentEnvironment,
+  documentFlag,
+  documentFlagEnvironment,
+  documentSegment,
+  readProjectState,
+  type FlagState,
+  type ProjectState,
+  type RuleRow,
+} from './project-state.js';
+import { checkDocument, checkShape } from './validation.js';
+
+/** What applying a document does to one item, with its path in the document. */
+export interface PlannedChange {
+  action: 'create' | 'update' | 'archive' | 'restore' | 'delete';
+  kind: 'project' | 'environment' | 'segment' | 'flag' | 'variation' | 'configuration' | 'rule';
+  /** Where the item is in the document, or (for pruned items) its key. */
+  path: string;
+  /** `flag`, `flag/variation`, `flag@environment`, `flag@environment#priority`. */
+  key: string;
+  changes?: PropertyChange[];
+}
+
+/** The answer of an apply (design record 027). */
+export interface ApplyResult {
+  dryRun: boolean;
+  /** Whether anything was written: false for a dry run and for an empty plan. */
+  applied: boolean;
+  changes: PlannedChange[];
+  /** Counts by action. */
+  summary: Record<PlannedChange['action'], number>;
+  /** Things left alone that a reader may expect changed (e.g. a segment kept while in use). */
+  warnings: string[];
+}
+
+/** Sorted by key, as stored and exported. */
+function sortedMetadata(metadata: Record<string, string | number | boolean>) {
+  return JSON.parse(storedMetadata(metadata)) as Record<string, string | number | boolean>;
+}
+
+// The document with its defaults filled in, member for member in the export's order, so that an
+// item and its stored counterpart compare as text.
+function completeEnvironment(e: DocumentEnvironment): DocumentEnvironment {
+  return { key: e.key, name: e.name ?? null, color: e.color ?? null, sortOrder: e.sortOrder ?? 0 };
+}
+function completeCondition(c: DocumentCondition): DocumentCondition {
+  return {
+    attribute: c.attribute,
+    operator: c.operator,
+    values: c.values,
+    negate: c.negate ?? false,
+  };
+}
+function completeSegment(s: DocumentSegment): DocumentSegment {
+  return {
+    key: s.key,
+    name: s.name ?? null,
+    description: s.description ?? null,
+    conditionLogic: s.conditionLogic ?? 'And',
+    conditions: (s.conditions ?? []).map(completeCondition),
+  };
+}
+function completeFlagEnvironment(c: DocumentFlagEnvironment): DocumentFlagEnvironment {
+  return {
+    enabled: c.enabled,
+    defaultVariation: c.defaultVariation,
+    offVariation: c.offVariation,
+    strategy: c.strategy ?? 'SingleVariation',
+    rollout: c.rollout ?? [],
+    prerequisites: c.prerequisites ?? [],
+    rules: (c.rules ?? []).map((rule) => ({
+      description: rule.description ?? null,
+      variation: rule.variation,
+      rolloutPercentage: rule.rolloutPercentage ?? null,
+      segment: rule.segment ?? null,
+      conditionGroups: (rule.conditionGroups ?? []).map((group) => ({
+        operator: group.operator ?? 'And',
+        conditions: group.conditions.map(completeCondition),
+      })),
+    })),
+  };
+}
+/** A flag's own members (not its variations or configurations). */
+function flagFields(f: DocumentFlag, withSalt: boolean) {
+  return {
+    name: f.name ?? null,
+    description: f.description ?? null,
+    clientSideVisible: f.clientSideVisible ?? false,
+    permanent: f.permanent ?? false,
+    tags: f.tags ?? [],
+    metadata: sortedMetadata(f.metadata ?? {}),
+    expiresAtUtc: f.expiresAtUtc ? new Date(f.expiresAtUtc).toISOString() : null,
+    removalPrUrl: f.removalPrUrl ?? null,
+    ...(withSalt ? { salt: f.salt } : {}),
+  };
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+function storedConditions(conditions: readonly DocumentCondition[]): StoredCondition[] {
+  return conditions.map((c) => ({
+    id: uuid(),
+    attribute: c.attribute,
+    operator: c.operator,
+    values: c.values,
+    negate: c.negate ?? false,
+  }));
+}
+
+/** The reconciliation of one document with one project: records the plan, and runs it with `m`. */
+class Reconciliation {
+  readonly changes: PlannedChange[] = [];
+  readonly warnings: string[] = [];
+  private readonly environmentIds = new Map<string, string>();
+  private readonly segmentIds = new Map<string, string>();
+
+  constructor(
+    private readonly document: ProjectDocument,
+    private state: ProjectState,
+    private readonly prune: boolean,
+    /** Null for a dry run: the plan is recorded, nothing is written. */
+    private readonly m: Mutation | null,
+  ) {
+    for (const e of state.environments) this.environmentIds.set(e.key, e.id);
+    for (const s of state.segments) this.segmentIds.set(s.key, s.id);
+  }
+
+  private get projectId() {
+    return this.state.project.id;
+  }
+
+  async run(): Promise<void> {
+    const createdEnvironments = await this.environments();
+    // New environments gave every stored flag its initial configuration there: read it back.
+    if (this.m && createdEnvironments)
+      this.state = await readProjectState(this.m.trx, this.state.project);
+    await this.segments();
+    const documented = new Set<string>();
+    for (const [index, flag] of (this.document.flags ?? []).entries()) {
+      documented.add(flag.key);
+      await this.flag(flag, index);
+    }
+    if (this.prune) {
+      await this.archiveAbsentFlags(documented);
+      await this.deleteAbsentSegments();
+    }
+  }
+
+  private async environments(): Promise<boolean> {
+    let created = false;
+    for (const [index, input] of this.document.environments.entries()) {
+      const wanted = completeEnvironment(input);
+      const path = `environments[${index}]`;
+      const existing = this.state.environments.find((e) => e.key === input.key);
+      if (!existing) {
+        created = true;
+        this.changes.push({ action: 'create', kind: 'environment', path, key: input.key });
+        if (!this.m) continue;
+        const row = await insertEnvironment(this.m, this.projectId, {
+          key: input.key,
+          name: wanted.name ?? null,
+          color: wanted.color ?? null,
+          sortOrder: wanted.sortOrder ?? 0,
+        });
+        this.environmentIds.set(row.key, row.id);
+        continue;
+      }
+      const changes = diffProperties(documentEnvironment(existing), wanted);
+      if (changes.length === 0) continue;
+      this.changes.push({ action: 'update', kind: 'environment', path, key: input.key, changes });
+      if (!this.m) continue;
+      await this.m.trx
+        .updateTable('environments')
+        .set({
+          name: wanted.name ?? null,
+          color: wanted.color ?? null,
+          sort_order: wanted.sortOrder ?? 0,
+          updated_at: this.m.now,
+        })
+        .where('id', '=', existing.id)
+        .execute();
+      await this.m.emit({
+        type: 'environment.updated',
+        projectId: this.projectId,
+        environmentId: existing.id,
+        entity: { type: 'environment', id: existing.id },
+        changes,
+        description: `Environment "${existing.key}" updated`,
+      });
+    }
+    return created;
+  }
+
+  private async segments(): Promise<void> {
+    for (const [index, input] of (this.document.segments ?? []).entries()) {
+      const wanted = completeSegment(input);
+      const path = `segments[${index}]`;
+      const existing = this.state.segments.find((s) => s.key === input.key);
+      const changes = existing ? diffProperties(documentSegment(existing), wanted) : [];
+      if (existing && changes.length === 0) continue;
+      this.changes.push({
+        action: existing ? 'update' : 'create',
+        kind: 'segment',
+        path,
+        key: input.key,
+        ...(existing ? { changes } : {}),
+      });
+      const m = this.m;
+      if (!m) continue;
+      const conditions = JSON.stringify(storedConditions(wanted.conditions ?? []));
+      if (existing) {
+        await m.trx
+          .updateTable('segments')
+          .set((eb) => ({
+            name: wanted.name ?? null,
+            description: wanted.description ?? null,
+            conditions,
+            condition_logic: wanted.conditionLogic ?? 'And',
+            version: eb('version', '+', 1),
+            updated_at: m.now,
+          }))
+          .where('id', '=', existing.id)
+          .execute();
+      } else {
+        const id = uuid();
+        await m.trx
+          .insertInto('segments')
+          .values({
+            id,
+            project_id: this.projectId,
+            key: input.key,
+            name: wanted.name ?? null,
+            description: wanted.description ?? null,
+            conditions,
+            condition_logic: wanted.conditionLogic ?? 'And',
+            version: 1,
+            created_at: m.now,
+            updated_at: m.now,
+          })
+          .execute();
+        this.segmentIds.set(input.key, id);
+      }
+      await m.touchProject(this.projectId);
+      await m.emit({
+        type: existing ? 'segment.updated' : 'segment.created',
+        projectId: this.projectId,
+        entity: { type: 'segment', id: existing?.id ?? this.segmentIds.get(input.key) ?? '' },
+        ...(existing ? { changes } : {}),
+        description: `Segment "${input.key}" ${existing ? 'updated' : 'created'}`,
+      });
+    }
+  }
+
+  private async flag(input: DocumentFlag, index: number): Promise<void> {
+    const path = `flags[${index}]`;
+    const existing = this.state.flags.find((f) => f.row.key === input.key);
+    if (!existing) {
+      this.changes.push({ action: 'create', kind: 'flag', path, key: input.key });
+      if (!this.m) return;
+      const created = await this.createFlag(input);
+      await this.configure(input, path, created, false);
+      return;
+    }
+    const segmentKeys = new Map(this.state.segments.map((s) => [s.id, s.key]));
+    const before = documentFlag(existing, this.state.environments, segmentKeys);
+    const changes = diffProperties(
+      flagFields(before, input.salt !== undefined),
+      flagFields(input, input.salt !== undefined),
+    );
+    if (changes.length > 0) {
+      this.changes.push({ action: 'update', kind: 'flag', path, key: input.key, changes });
+      if (this.m) await this.updateFlag(input, existing, changes);
+    }
+    const archived = input.archived ?? false;
+    if (archived !== before.archived) {
+      this.changes.push({
+        action: archived ? 'archive' : 'restore',
+        kind: 'flag',
+        path: `${path}.archived`,
+        key: input.key,
+      });
+      if (this.m) await this.setArchived(this.m, existing.row, archived);
+    }
+    const removed = await this.variations(input, path, existing);
+    await this.configure(input, path, existing, true);
+    if (this.m) {
+      for (const variation of removed) {
+        await this.m.trx.deleteFrom('variations').where('id', '=', variation.id).execute();
+        await this.m.touchFlag(existing.row);
+        await this.m.emit({
+          type: 'flag.variation.deleted',
+          projectId: this.projectId,
+          entity: { type: 'flag', id: existing.row.id },
+          child: { type: 'variation', id: variation.id },
+          description: `Variation "${variation.key}" removed from flag "${input.key}"`,
+        });
+      }
+    }
+  }
+
+  /** Inserts a new flag, its variations and its initial configuration in every environment. */
+  private async createFlag(input: DocumentFlag): Promise<FlagState> {
+    const m = this.m;
+    if (!m) throw new Error('createFlag without a mutation');
+    const fields = flagFields(input, false);
+    const row = {
+      id: uuid(),
+      project_id: this.projectId,
+      key: input.key,
+      name: fields.name,
+      description: fields.description,
+      type: input.type,
+      is_archived: input.archived ? 1 : 0,
+      client_side_visible: fields.clientSideVisible ? 1 : 0,
+      tags: JSON.stringify(fields.tags),
+      metadata: JSON.stringify(fields.metadata),
+      expires_at: fields.expiresAtUtc,
+      owner_user_id: null,
+      removal_pr_url: fields.removalPrUrl,
+      is_permanent: fields.permanent ? 1 : 0,
+      salt: input.salt ?? randomBytes(8).toString('hex'),
+      version: 1,
+      created_at: m.now,
+      updated_at: m.now,
+    };
+    await m.trx.insertInto('flags').values(row).execute();
+    const variations: VariationsTable[] = input.variations.map((v, sortOrder) => ({
+      id: uuid(),
+      flag_id: row.id,
+      key: v.key,
+      name: v.name ?? null,
+      value: v.value,
+      description: v.description ?? null,
+      sort_order: sortOrder,
+      created_at: m.now,
+    }));
+    await m.trx.insertInto('variations').values(variations).execute();
+    const [first] = variations;
+    const off = defaultOffVariation(input.type, variations) ?? first;
+    if (!first || !off) throw new Error('flag without variations (the schema requires one)');
+    const environments = await m.trx
+      .selectFrom('environments')
+      .select('id')
+      .where('project_id', '=', this.projectId)
+      .execute();
+    const configurations = environments.map((e) =>
+      initialConfiguration(row.id, e.id, first.id, off.id, m.now),
+    );
+    if (configurations.length > 0)
+      await m.trx.insertInto('flag_environments').values(configurations).execute();
+    m.touchEnvironments(environments.map((e) => e.id));
+    await m.emit({
+      type: 'flag.created',
+      projectId: this.projectId,
+      entity: { type: 'flag', id: row.id },
+      description: `Flag "${row.key}" created`,
+      children: variations.map((v) => ({ type: 'variation', id: v.id })),
+    });
+    return {
+      row,
+      variations,
+      configurations: new Map(configurations.map((c) => [c.environment_id, c])),
+      rules: new Map(),
+    };
+  }
+
+  private async updateFlag(
+    input: DocumentFlag,
+    existing: FlagState,
+    changes: PropertyChange[],
+  ): Promise<void> {
+    const m = this.m;
+    if (!m) return;
+    const fields = flagFields(input, true);
+    await m.trx
+      .updateTable('flags')
+      .set({
+        name: fields.name,
+        description: fields.description,
+        client_side_visible: fields.clientSideVisible ? 1 : 0,
+        is_permanent: fields.permanent ? 1 : 0,
+        tags: JSON.stringify(fields.tags),
+        metadata: JSON.stringify(fields.metadata),
+        expires_at: fields.expiresAtUtc,
+        removal_pr_url: fields.removalPrUrl,
+        ...(input.salt !== undefined ? { salt: input.salt } : {}),
+        updated_at: m.now,
+      })
+      .where('id', '=', existing.row.id)
+      .execute();
+    await m.emit({
+      type: 'flag.updated',
+      projectId: this.projectId,
+      entity: { type: 'flag', id: existing.row.id },
+      changes,
+      description: `Flag "${input.key}" updated`,
+    });
+    // Of these members, SDKs receive client visibility, metadata and (through bucketing) the salt.
+    if (changes.some((c) => ['ClientSideVisible', 'Metadata', 'Salt'].includes(c.property)))
+      await m.touchFlag(existing.row);
+  }
+
+  private async setArchived(
+    m: Mutation,
+    flag: { id: string; key: string; project_id: string },
+    archived: boolean,
+  ): Promise<void> {
+    await m.trx
+      .updateTable('flags')
+      .set({ is_archived: archived ? 1 : 0, updated_at: m.now })
+      .where('id', '=', flag.id)
+      .execute();
+    await m.touchFlag(flag);
+    await m.emit({
+      type: archived ? 'flag.archived' : 'flag.restored',
+      projectId: this.projectId,
+      entity: { type: 'flag', id: flag.id },
+      changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
+      description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'} (applied from a document)`,
+    });
+  }
+
+  /**
+   * Creates and updates the flag's variations (their order is the document's) and returns those
+   * the document leaves out, deleted once no configuration serves them any more.
+   */
+  private async variations(input: DocumentFlag, path: string, existing: FlagState) {
+    const m = this.m;
+    for (const [sortOrder, variation] of input.variations.entries()) {
+      const at = `${path}.variations[${sortOrder}]`;
+      const key = `${input.key}/${variation.key}`;
+      const stored = existing.variations.find((v) => v.key === variation.key);
+      const wanted = {
+        name: variation.name ?? null,
+        value: variation.value,
+        description: variation.description ?? null,
+        sortOrder,
+      };
+      if (!stored) {
+        this.changes.push({ action: 'create', kind: 'variation', path: at, key });
+        if (!m) continue;
+        const row: VariationsTable = {
+          id: uuid(),
+          flag_id: existing.row.id,
+          key: variation.key,
+          name: wanted.name,
+          value: wanted.value,
+          description: wanted.description,
+          sort_order: sortOrder,
+          created_at: m.now,
+        };
+        await m.trx.insertInto('variations').values(row).execute();
+        existing.variations.push(row);
+        await m.touchFlag(existing.row);
+        await m.emit({
+          type: 'flag.variation.created',
+          projectId: this.projectId,
+          entity: { type: 'flag', id: existing.row.id },
+          child: { type: 'variation', id: row.id },
+          description: `Variation "${variation.key}" added to flag "${input.key}"`,
+        });
+        continue;
+      }
+      const changes = diffProperties(
+        {
+          name: stored.name,
+          value: stored.value,
+          description: stored.description,
+          sortOrder: existing.variations.indexOf(stored),
+        },
+        wanted,
+      );
+      if (changes.length === 0) continue;
+      this.changes.push({ action: 'update', kind: 'variation', path: at, key, changes });
+      if (!m) continue;
+      await m.trx
+        .updateTable('variations')
+        .set({
+          name: wanted.name,
+          value: wanted.value,
+          description: wanted.description,
+          sort_order: sortOrder,
+        })
+        .where('id', '=', stored.id)
+        .execute();
+      await m.touchFlag(existing.row);
+      await m.emit({
+        type: 'flag.variation.updated',
+        projectId: this.projectId,
+        entity: { type: 'flag', id: existing.row.id },
+        child: { type: 'variation', id: stored.id },
+        changes,
+        description: `Variation "${variation.key}" of flag "${input.key}" updated`,
+      });
+    }
+    const kept = new Set(input.variations.map((v) => v.key));
+    const removed = existing.variations.filter((v) => !kept.has(v.key));
+    for (const variation of removed)
+      this.changes.push({
+        action: 'delete',
+        kind: 'variation',
+        path: `${path}.variations`,
+        key: `${input.key}/${variation.key}`,
+      });
+    return removed;
+  }
+
+  /** Brings the flag's configuration in each environment the document names to what it says. */
+  private async configure(
+    input: DocumentFlag,
+    path: string,
+    flag: FlagState,
+    record: boolean,
+  ): Promise<void> {
+    const variationIds = new Map(flag.variations.map((v) => [v.key, v.id]));
+    const variationKeys = new Map(flag.variations.map((v) => [v.id, v.key]));
+    const segmentKeys = new Map([...this.segmentIds].map(([key, id]) => [id, key]));
+    for (const [environmentKey, configuration] of Object.entries(input.environments ?? {})) {
+      const at = `${path}.environments.${environmentKey}`;
+      const environmentId = this.environmentIds.get(environmentKey);
+      const stored = environmentId ? flag.configurations.get(environmentId) : undefined;
+      const wanted = completeFlagEnvironment(configuration);
+      if (!environmentId || !stored) {
+        // Only in a dry run: the environment is new, its configuration not made yet.
+        if (record)
+          this.changes.push({
+            action: 'update',
+            kind: 'configuration',
+            path: at,
+            key: `${input.key}@${environmentKey}`,
+          });
+        continue;
+      }
+      const rules = flag.rules.get(environmentId) ?? [];
+      const before = documentFlagEnvironment(stored, rules, variationKeys, segmentKeys);
+      const { enabled: enabledBefore, rules: rulesBefore, ...settingsBefore } = before;
+      const { enabled, rules: wantedRules, ...settings } = wanted;
+      const settingChanges = diffProperties(settingsBefore, settings);
+      const m = this.m;
+      const touch = async () => {
+        if (m) await m.touchFlag(flag.row, [environmentId]);
+      };
+      if (settingChanges.length > 0) {
+        if (record)
+          this.changes.push({
+            action: 'update',
+            kind: 'configuration',
+            path: at,
+            key: `${input.key}@${environmentKey}`,
+            changes: settingChanges,
+          });
+        if (m) {
+          await touch();
+          const id = (key: string) => variationIds.get(key) ?? '';
+          await m.trx
+            .updateTable('flag_environments')
+            .set({
+              default_variation_id: id(wanted.defaultVariation),
+              off_variation_id: id(wanted.offVariation),
+              strategy: wanted.strategy ?? 'SingleVariation',
+              rollout: JSON.stringify(
+                (wanted.rollout ?? []).map((w) => ({
+                  variationId: id(w.variation),
+                  weight: w.weight,
+                })),
+              ),
+              prerequisites: JSON.stringify(
+                (wanted.prerequisites ?? []).map((p) => ({
+                  prerequisiteFlagKey: p.flag,
+                  expectedVariationKey: p.variation,
+                })),
+              ),
+              updated_at: m.now,
+            })
+            .where('flag_id', '=', flag.row.id)
+            .where('environment_id', '=', environmentId)
+            .execute();
+          await m.emit({
+            type: 'flag.environment_config.updated',
+            projectId: this.projectId,
+            environmentId,
+            entity: { type: 'flag', id: flag.row.id },
+            child: { type: 'flag_environment_config', id: environmentId },
+            changes: settingChanges,
+            description: `Configuration of flag "${input.key}" in "${environmentKey}" updated`,
+          });
+        }
+      }
+      if (enabled !== enabledBefore) {
+        if (record)
+          this.changes.push({
+            action: 'update',
+            kind: 'configuration',
+            path: `${at}.enabled`,
+            key: `${input.key}@${environmentKey}`,
+            changes: [{ property: 'IsEnabled', from: String(enabledBefore), to: String(enabled) }],
+          });
+        if (m) {
+          await touch();
+          await m.trx
+            .updateTable('flag_environments')
+            .set({ is_enabled: enabled ? 1 : 0, updated_at: m.now })
+            .where('flag_id', '=', flag.row.id)
+            .where('environment_id', '=', environmentId)
+            .execute();
+          await m.emit({
+            type: 'flag.toggled',
+            projectId: this.projectId,
+            environmentId,
+            entity: { type: 'flag', id: flag.row.id },
+            child: { type: 'flag_environment_config', id: environmentId },
+            changes: [{ property: 'IsEnabled', from: String(enabledBefore), to: String(enabled) }],
+            description: `Flag "${input.key}" turned ${enabled ? 'on' : 'off'} in "${environmentKey}"`,
+          });
+        }
+      }
+      await this.rules(input, at, flag, environmentId, environmentKey, {
+        before: rulesBefore ?? [],
+        wanted: wantedRules ?? [],
+        stored: rules,
+        variationIds,
+        record,
+      });
+    }
+  }
+
+  /** Rules by position: the document's n-th rule is the stored rule of priority n. */
+  private async rules(
+    input: DocumentFlag,
+    at: string,
+    flag: FlagState,
+    environmentId: string,
+    environmentKey: string,
+    rules: {
+      before: NonNullable<DocumentFlagEnvironment['rules']>;
+      wanted: NonNullable<DocumentFlagEnvironment['rules']>;
+      stored: RuleRow[];
+      variationIds: Map<string, string>;
+      record: boolean;
+    },
+  ): Promise<void> {
+    const m = this.m;
+    const count = Math.max(rules.before.length, rules.wanted.length);
+    for (let index = 0; index < count; index++) {
+      const before = rules.before[index];
+      const wanted = rules.wanted[index];
+      const stored = rules.stored[index];
+      const priority = index + 1;
+      const key = `${input.key}@${environmentKey}#${priority}`;
+      const path = `${at}.rules[${index}]`;
+      if (before && wanted && same(before, wanted)) continue;
+      const action = !before ? 'create' : !wanted ? 'delete' : 'update';
+      const changes = before && wanted ? diffProperties(before, wanted) : undefined;
+      if (rules.record)
+        this.changes.push({
+          action,
+          kind: 'rule',
+          path: wanted ? path : `${at}.rules`,
+          key,
+          ...(changes ? { changes } : {}),
+        });
+      if (!m) continue;
+      await m.touchFlag(flag.row, [environmentId]);
+      const values = wanted && {
+        description: wanted.description ?? null,
+        variation_id: rules.variationIds.get(wanted.variation) ?? '',
+        rollout_percentage: wanted.rolloutPercentage ?? null,
+        segment_id: wanted.segment ? (this.segmentIds.get(wanted.segment) ?? null) : null,
+        condition_groups: JSON.stringify(
+          (wanted.conditionGroups ?? []).map((group): StoredConditionGroup => ({
+            id: uuid(),
+            operator: group.operator ?? 'And',
+            conditions: storedConditions(group.conditions),
+          })),
+        ),
+        updated_at: m.now,
+      };
+      let ruleId: string;
+      if (stored && values) {
+        ruleId = stored.id;
+        await m.trx.updateTable('rules').set(values).where('id', '=', stored.id).execute();
+      } else if (values) {
+        ruleId = uuid();
+        await m.trx
+          .insertInto('rules')
+          .values({
+            id: ruleId,
+            flag_id: flag.row.id,
+            environment_id: environmentId,
+            priority,
+            created_at: m.now,
+            ...values,
+          })
+          .execute();
+      } else if (stored) {
+        ruleId = stored.id;
+        await m.trx.deleteFrom('rules').where('id', '=', stored.id).execute();
+      } else continue;
+      await m.emit({
+        type: `flag.rule.${action === 'create' ? 'created' : action === 'delete' ? 'deleted' : 'updated'}`,
+        projectId: this.projectId,
+        environmentId,
+        entity: { type: 'flag', id: flag.row.id },
+        child: { type: 'rule', id: ruleId },
+        ...(changes ? { changes } : {}),
+        description: `Rule ${priority} of flag "${input.key}" in "${environmentKey}" ${action === 'create' ? 'added' : action === 'delete' ? 'removed' : 'updated'}`,
+      });
+    }
+  }
+
+  private async archiveAbsentFlags(documented: ReadonlySet<string>): Promise<void> {
+    for (const flag of this.state.flags) {
+      if (documented.has(flag.row.key) || flag.row.is_archived === 1) continue;
+      this.changes.push({ action: 'archive', kind: 'flag', path: flag.row.key, key: flag.row.key });
+      if (this.m) await this.setArchived(this.m, flag.row, true);
+    }
+  }
+
+  /** Segments the document leaves out are deleted, unless a rule will still use them. */
+  private async deleteAbsentSegments(): Promise<void> {
+    const documented = new Set((this.document.segments ?? []).map((s) => s.key));
+    const used = new Map<string, string>();
+    const documentedFlags = new Map((this.document.flags ?? []).map((f) => [f.key, f]));
+    for (const flag of this.state.flags) {
+      const input = documentedFlags.get(flag.row.key);
+      for (const environment of this.state.environments) {
+        if (input?.environments?.[environment.key]) continue;
+        for (const rule of flag.rules.get(environment.id) ?? [])
+          if (rule.segment_id) used.set(rule.segment_id, `${flag.row.key} (${environment.key})`);
+      }
+    }
+    for (const segment of this.state.segments) {
+      if (documented.has(segment.key)) continue;
+      const user = used.get(segment.id);
+      if (user) {
+        this.warnings.push(
+          `Segment "${segment.key}" is not in the document but is kept: the rules of flag ${user} still use it.`,
+        );
+        continue;
+      }
+      this.changes.push({ action: 'delete', kind: 'segment', path: segment.key, key: segment.key });
+      if (this.m)
+        await deleteUnlessReferenced(
+          this.m,
+          { kind: 'segment', id: segment.id, key: segment.key, projectId: this.projectId },
+          () => Promise.resolve(null),
+        );
+    }
+  }
+}
+
+function summarize(changes: readonly PlannedChange[]): ApplyResult['summary'] {
+  const summary = { create: 0, update: 0, archive: 0, restore: 0, delete: 0 };
+  for (const change of changes) summary[change.action] += 1;
+  return summary;
+}
+
+/** The project an apply works on: one that exists, or (CLI) one to create from the document. */
+export interface ApplyTarget {
+  organizationId: string;
+  actor: Actor;
+  project: Selectable<ProjectsTable> | null;
+}
+
+/** A project that does not exist yet, as the document names it: nothing in it. */
+function emptyState(document: ProjectDocument, organizationId: string, now: string): ProjectState {
+  return {
+    project: {
+      id: uuid(),
+      organization_id: organizationId,
+      key: document.project.key,
+      name: document.project.name ?? document.project.key,
+      description: document.project.description ?? null,
+      created_at: now,
+      updated_at: now,
+    },
+    environments: [],
+    segments: [],
+    flags: [],
+  };
+}
+
+/**
+ * Applies a flags-as-code document to a project (design record 027): checks it whole (shape, then
+ * references and values against the project), computes the plan, and, unless `dryRun`, carries
+ * it out in one transaction with the events, audit entries and webhook deliveries each change
+ * makes through the API. The plan is computed inside that transaction, from what it changes;
+ * applying the same document again plans nothing and writes nothing. With `target.project` null
+ * (the CLI, on a project that does not exist yet) the project is created in that transaction
+ * under the document's `project` key, name and description.
+ * @param input the parsed document (see `parseDocumentText`)
+ * @throws ApiError 400 `validation_failed` with every problem of the document by path.
+ */
+export async function applyDocument(
+  services: Pick<Services, 'db' | 'events' | 'clock'>,
+  target: ApplyTarget,
+  input: unknown,
+  options: { dryRun: boolean; prune: boolean },
+): Promise<ApplyResult> {
+  const document = checkShape(input);
+  const plan = async (state: ProjectState, m: Mutation | null, created: boolean) => {
+    checkDocument(document, state, { prune: options.prune, projectKey: state.project.key });
+    const reconciliation = new Reconciliation(document, state, options.prune, m);
+    if (created)
+      reconciliation.changes.push({
+        action: 'create',
+        kind: 'project',
+        path: 'project',
+        key: state.project.key,
+      });
+    await reconciliation.run();
+    return reconciliation;
+  };
+  if (options.dryRun) {
+    const state = target.project
+      ? await readProjectState(services.db, target.project)
+      : emptyState(document, target.organizationId, services.clock.now().toISOString());
+    const { changes, warnings } = await plan(state, null, target.project === null);
+    return { dryRun: true, applied: false, changes, summary: summarize(changes), warnings };
+  }
+  const { changes, warnings } = await mutate(
+    services.db,
+    {
+      organizationId: target.organizationId,
+      actor: target.actor,
+      now: services.clock.now(),
+      events: services.events,
+    },
+    async (m) => {
+      if (target.project) return plan(await readProjectState(m.trx, target.project), m, false);
+      const state = emptyState(document, target.organizationId, m.now);
+      await m.trx
+        .insertInto('projects')
+        .values(state.project)
+        .execute()
+        .catch(conflictOn('key', state.project.key, 'project'));
+      await m.emit({
+        type: 'project.created',
+        projectId: state.project.id,
+        entity: { type: 'project', id: state.project.id },
+        description: `Project "${state.project.key}" created`,
+      });
+      return plan(state, m, true);
+    },
+  );
+  return {
+    dryRun: false,
+    applied: changes.length > 0,
+    changes,
+    summary: summarize(changes),
+    warnings,
+  };
+}

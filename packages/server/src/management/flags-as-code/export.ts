@@ -1,0 +1,63 @@
+import type { Kysely, Selectable } from 'kysely';
+import { stringify } from 'yaml';
+import type { ProjectsTable, Schema } from '../../db/schema.js';
+import { invalidField } from '../../http/errors.js';
+import { DOCUMENT_SCHEMA_PATH, DOCUMENT_VERSION, type ProjectDocument } from './document.js';
+import {
+  documentEnvironment,
+  documentFlag,
+  documentSegment,
+  readProjectState,
+} from './project-state.js';
+
+export const EXPORT_FORMATS = ['yaml', 'json'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** Where an instance serves the document schema (`$schema` of exported documents). */
+export function documentSchemaUrl(publicUrl: string): string {
+  return `${publicUrl}${DOCUMENT_SCHEMA_PATH}`;
+}
+
+/**
+ * A project as a flags-as-code document (design record 027): everything by key, flags and
+ * segments by key, environments by sort order then key, rules by priority, so that the same
+ * state always gives the same document.
+ * @param environmentKeys only these environments (and each flag's configuration in them); all
+ *   when empty.
+ * @throws ApiError 400 `validation_failed` on `environment` naming an unknown environment.
+ */
+export async function exportProject(
+  db: Kysely<Schema>,
+  project: Selectable<ProjectsTable>,
+  options: { environmentKeys: readonly string[]; schemaUrl: string },
+): Promise<ProjectDocument> {
+  const state = await readProjectState(db, project);
+  const known = new Set(state.environments.map((e) => e.key));
+  const unknown = options.environmentKeys.filter((key) => !known.has(key));
+  if (unknown.length > 0)
+    throw invalidField(
+      'environment',
+      `unknown environment${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')}; the project has ${[...known].join(', ')}`,
+    );
+  const wanted = new Set(options.environmentKeys);
+  const environments = state.environments.filter((e) => wanted.size === 0 || wanted.has(e.key));
+  const segmentKeys = new Map(state.segments.map((s) => [s.id, s.key]));
+  return {
+    $schema: options.schemaUrl,
+    version: DOCUMENT_VERSION,
+    project: { key: project.key, name: project.name, description: project.description },
+    environments: environments.map(documentEnvironment),
+    segments: state.segments.map(documentSegment),
+    flags: state.flags.map((flag) => documentFlag(flag, environments, segmentKeys)),
+  };
+}
+
+/**
+ * The document as text: YAML led by the yaml-language-server comment that points editors at the
+ * schema, or JSON (two-space indent); both end with a newline.
+ */
+export function serializeDocument(document: ProjectDocument, format: ExportFormat): string {
+  if (format === 'json') return `${JSON.stringify(document, null, 2)}\n`;
+  const schema = document.$schema ? `# yaml-language-server: $schema=${document.$schema}\n` : '';
+  return schema + stringify(document, { lineWidth: 0, aliasDuplicateObjects: false });
+}

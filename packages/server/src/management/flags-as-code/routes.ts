@@ -1,0 +1,133 @@
+import { Type } from 'typebox';
+import type { App } from '../../http/app-instance.js';
+import type { Services } from '../../services.js';
+import { actorOf } from '../access.js';
+import { scopedRoutes } from '../scope.js';
+import { applyDocument } from './apply.js';
+import { documentSchemaUrl, EXPORT_FORMATS, exportProject, serializeDocument } from './export.js';
+import { parseDocumentText } from './validation.js';
+
+const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
+const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
+const YAML_ACCEPT = /\b(application|text)\/(x-)?yaml\b/i;
+
+const PropertyChangeSchema = Type.Object({
+  property: Type.String(),
+  from: Type.Union([Type.String(), Type.Null()]),
+  to: Type.Union([Type.String(), Type.Null()]),
+});
+
+const ApplyResultSchema = Type.Object({
+  dryRun: Type.Boolean(),
+  applied: Type.Boolean({ description: 'Whether anything was written.' }),
+  changes: Type.Array(
+    Type.Object({
+      action: Type.Enum(['create', 'update', 'archive', 'restore', 'delete']),
+      kind: Type.Enum([
+        'project',
+        'environment',
+        'segment',
+        'flag',
+        'variation',
+        'configuration',
+        'rule',
+      ]),
+      path: Type.String({ description: 'Where the item is in the document (its key if pruned).' }),
+      key: Type.String(),
+      changes: Type.Optional(Type.Array(PropertyChangeSchema)),
+    }),
+  ),
+  summary: Type.Object({
+    create: Type.Integer(),
+    update: Type.Integer(),
+    archive: Type.Integer(),
+    restore: Type.Integer(),
+    delete: Type.Integer(),
+  }),
+  warnings: Type.Array(Type.String()),
+});
+
+/** Flags as code: export a project as a document, apply a document to it (design record 027). */
+export function registerFlagsAsCodeRoutes(app: App, services: Services): void {
+  // Its own plugin, so that YAML bodies are read as text here and nowhere else.
+  void app.register((scope: App, _options, done) => {
+    scope.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_request, body, parsed) =>
+      parsed(null, body),
+    );
+    registerRoutes(scope, services);
+    done();
+  });
+}
+
+function registerRoutes(app: App, services: Services): void {
+  const route = scopedRoutes(app, services);
+  route.get(
+    '/orgs/:org/projects/:project/export',
+    'Viewer',
+    {
+      schema: {
+        tags: ['flags as code'],
+        description:
+          'The project as a flags-as-code document: YAML with `Accept: application/yaml` or `format=yaml`, JSON otherwise. Two exports of the same state are byte-identical.',
+        params: ProjectParams,
+        querystring: Type.Object({
+          environment: Type.Optional(
+            Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 50 })], {
+              description: 'Only these environments (repeat, or separate with commas).',
+            }),
+          ),
+          format: Type.Optional(Type.Enum(EXPORT_FORMATS)),
+        }),
+      },
+    },
+    async ({ project }, request, reply) => {
+      const { environment, format } = request.query;
+      const environmentKeys = (Array.isArray(environment) ? environment : [environment ?? ''])
+        .flatMap((value) => value.split(','))
+        .map((value) => value.trim())
+        .filter(Boolean);
+      const document = await exportProject(services.db, project, {
+        environmentKeys,
+        schemaUrl: documentSchemaUrl(services.config.publicUrl),
+      });
+      const chosen = format ?? (YAML_ACCEPT.test(request.headers.accept ?? '') ? 'yaml' : 'json');
+      return reply
+        .type(
+          chosen === 'yaml' ? 'application/yaml; charset=utf-8' : 'application/json; charset=utf-8',
+        )
+        .send(serializeDocument(document, chosen));
+    },
+  );
+
+  route.post(
+    '/orgs/:org/projects/:project/apply',
+    'Member',
+    {
+      schema: {
+        tags: ['flags as code'],
+        description:
+          'Applies a flags-as-code document (JSON, or YAML as `application/yaml`) to the project in one transaction and answers the plan. A document with any problem is refused whole: `fields` lists every problem by its path in the document.',
+        params: ProjectParams,
+        querystring: Type.Object({
+          dryRun: Type.Optional(Type.Boolean({ description: 'Plan only; change nothing.' })),
+          prune: Type.Optional(
+            Type.Boolean({
+              description: 'Archive flags and delete segments the document leaves out.',
+            }),
+          ),
+        }),
+        response: { 200: ApplyResultSchema },
+      },
+    },
+    async ({ project, ...access }, request) => {
+      const body: unknown = request.body;
+      const input = typeof body === 'string' ? parseDocumentText(body) : body;
+      return applyDocument(
+        services,
+        { organizationId: access.org.id, project, actor: actorOf(access.caller) },
+        input,
+        { dryRun: request.query.dryRun ?? false, prune: request.query.prune ?? false },
+      );
+    },
+  );
+}

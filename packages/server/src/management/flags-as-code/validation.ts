@@ -1,0 +1,316 @@
+import { findPrerequisiteProblem, type PrerequisiteGraphFlag } from '@vexil/engine';
+import { Ajv } from 'ajv';
+import addErrorsModule from 'ajv-errors';
+import addFormatsModule from 'ajv-formats';
+import { parse } from 'yaml';
+import { ApiError } from '../../http/errors.js';
+import { fieldProblems } from '../../http/validation-messages.js';
+import { checkVariationValue } from '../flags/configuration.js';
+import { FieldProblems, normalizeConditions } from '../targeting/conditions.js';
+import {
+  ProjectDocumentSchema,
+  type DocumentCondition,
+  type DocumentFlag,
+  type ProjectDocument,
+} from './document.js';
+import type { ProjectState } from './project-state.js';
+
+// ajv-formats and ajv-errors are CommonJS with a default export; under NodeNext they arrive wrapped.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const addErrors = addErrorsModule as unknown as (ajv: Ajv) => Ajv;
+
+const validateShape = addErrors(
+  addFormats(new Ajv({ allErrors: true, verbose: true, strict: false })),
+).compile(ProjectDocumentSchema);
+
+/** Problems of a refused document, by path in the document (`flags[2].variations[0].value`). */
+export type DocumentProblems = Record<string, string[]>;
+
+/** The refusal of a whole document: 400 `validation_failed` with every problem in `fields`. */
+function refusal(problems: DocumentProblems): ApiError {
+  const entries = Object.entries(problems);
+  const list = entries.map(([path, messages]) => `${path}: ${messages.join('; ')}`);
+  return new ApiError(
+    'validation_failed',
+    `The document was refused (${entries.length} problem${entries.length === 1 ? '' : 's'}): ${list.join(' | ')}`,
+    { fields: problems },
+  );
+}
+
+/**
+ * Reads a document's text, YAML or JSON (JSON is YAML).
+ * @throws ApiError 400 `validation_failed` on `document` when it is not well-formed.
+ */
+export function parseDocumentText(text: string): unknown {
+  try {
+    return parse(text, { prettyErrors: true }) as unknown;
+  } catch (error) {
+    throw refusal({ document: [error instanceof Error ? error.message : String(error)] });
+  }
+}
+
+/**
+ * A dotted field name from the schema validator (`flags.2.environments.prod.rules.0`) as a path
+ * into `document` (`flags[2].environments.prod.rules[0]`). Keys may hold dots, so each step takes
+ * the longest run of segments that names a member of the value at hand.
+ */
+function documentPath(document: unknown, dotted: string): string {
+  const segments = dotted.split('.');
+  let path = '';
+  let value: unknown = document;
+  while (segments.length > 0) {
+    if (Array.isArray(value)) {
+      const index = segments.shift() ?? '';
+      path += `[${index}]`;
+      value = (value as unknown[])[Number(index)];
+      continue;
+    }
+    let take = segments.length;
+    const record = (value ?? {}) as Record<string, unknown>;
+    while (take > 1 && !(segments.slice(0, take).join('.') in record)) take -= 1;
+    const key = segments.splice(0, take).join('.');
+    path += path === '' ? key : `.${key}`;
+    value = record[key];
+  }
+  return path;
+}
+
+/**
+ * Checks a document's shape against the published schema.
+ * @throws ApiError 400 `validation_failed` listing every problem by path.
+ */
+export function checkShape(input: unknown): ProjectDocument {
+  if (validateShape(input)) return input;
+  const problems: DocumentProblems = {};
+  for (const { field, message } of fieldProblems(validateShape.errors ?? [], 'body')) {
+    const path = field === '' ? 'document' : documentPath(input, field);
+    (problems[path] ??= []).push(message);
+  }
+  throw refusal(problems);
+}
+
+/** Variation keys a flag will have once the document is applied. */
+function variationKeys(flag: DocumentFlag): Set<string> {
+  return new Set(flag.variations.map((v) => v.key));
+}
+
+/**
+ * Checks what the schema cannot: keys unique, every reference (variation, segment, environment,
+ * prerequisite flag) resolving in the document or, for segments and prerequisite flags, in the
+ * project; variation values of the flag's type; conditions as the engine validates them (regular
+ * expressions, semantic versions, dates, numbers); rollouts summing to 100%; prerequisite chains
+ * without cycles; flag types unchanged; and no variation left out while an environment the
+ * document does not configure still serves it.
+ * @throws ApiError 400 `validation_failed` listing every problem by path; nothing is applied.
+ */
+export function checkDocument(
+  document: ProjectDocument,
+  state: ProjectState,
+  options: { prune: boolean; projectKey: string },
+): void {
+  const problems = new FieldProblems();
+  if (document.project.key !== options.projectKey)
+    problems.add(
+      'project.key',
+      `names project "${document.project.key}", but it is being applied to project "${options.projectKey}"`,
+    );
+  const unique = (items: readonly { key: string }[], path: string) => {
+    const seen = new Set<string>();
+    items.forEach((item, index) => {
+      if (seen.has(item.key)) problems.add(`${path}[${index}].key`, `duplicate key "${item.key}"`);
+      seen.add(item.key);
+    });
+  };
+  const segments = document.segments ?? [];
+  const flags = document.flags ?? [];
+  unique(document.environments, 'environments');
+  unique(segments, 'segments');
+  unique(flags, 'flags');
+
+  const environmentKeys = new Set(document.environments.map((e) => e.key));
+  const segmentKeys = new Set(segments.map((s) => s.key));
+  if (!options.prune) for (const segment of state.segments) segmentKeys.add(segment.key);
+  const conditions = (list: readonly DocumentCondition[], path: string) => {
+    const found = new FieldProblems();
+    normalizeConditions(list, path, found);
+    for (const [field, messages] of found.entries()) {
+      // `{path}.{index}.{member}[.{value index}]` → `{path}[index].member[value index]`
+      const suffix = field
+        .slice(path.length)
+        .replace(/^\.(\d+)/, '[$1]')
+        .replace(/\.(\d+)$/, '[$1]');
+      for (const message of messages) problems.add(`${path}${suffix}`, message);
+    }
+  };
+  segments.forEach((segment, index) => {
+    conditions(segment.conditions ?? [], `segments[${index}].conditions`);
+  });
+
+  const stored = new Map(state.flags.map((flag) => [flag.row.key, flag]));
+  const documented = new Map(flags.map((flag) => [flag.key, flag]));
+  flags.forEach((flag, index) => {
+    const path = `flags[${index}]`;
+    const existing = stored.get(flag.key);
+    if (existing && existing.row.type !== flag.type)
+      problems.add(
+        `${path}.type`,
+        `cannot change from ${existing.row.type} to ${flag.type}; create a flag with another key instead`,
+      );
+    unique(flag.variations, `${path}.variations`);
+    flag.variations.forEach((variation, v) => {
+      try {
+        checkVariationValue(flag.type, variation.value, `${path}.variations[${v}].value`);
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        for (const [field, messages] of Object.entries(error.detail.fields ?? {}))
+          for (const message of messages) problems.add(field, message);
+      }
+    });
+    for (const [key, value] of Object.entries(flag.metadata ?? {}))
+      if (typeof value === 'number' && !Number.isFinite(value))
+        problems.add(`${path}.metadata.${key}`, 'must be a finite number');
+    const variations = variationKeys(flag);
+    const variation = (key: string, at: string) => {
+      if (!variations.has(key))
+        problems.add(
+          at,
+          `"${key}" is not a variation of flag "${flag.key}" (${[...variations].join(', ')})`,
+        );
+    };
+    for (const [environmentKey, configuration] of Object.entries(flag.environments ?? {})) {
+      const at = `${path}.environments.${environmentKey}`;
+      if (!environmentKeys.has(environmentKey)) {
+        problems.add(at, `environment "${environmentKey}" is not listed in environments`);
+        continue;
+      }
+      variation(configuration.defaultVariation, `${at}.defaultVariation`);
+      variation(configuration.offVariation, `${at}.offVariation`);
+      const rollout = configuration.rollout ?? [];
+      const listed = new Set<string>();
+      rollout.forEach((weight, w) => {
+        variation(weight.variation, `${at}.rollout[${w}].variation`);
+        if (listed.has(weight.variation))
+          problems.add(`${at}.rollout[${w}].variation`, `lists "${weight.variation}" twice`);
+        listed.add(weight.variation);
+      });
+      if ((configuration.strategy ?? 'SingleVariation') === 'PercentageRollout') {
+        const total = rollout.reduce((sum, weight) => sum + weight.weight, 0);
+        if (total !== 100000)
+          problems.add(`${at}.rollout`, `weights must sum to 100000 (100%); they sum to ${total}`);
+      }
+      (configuration.prerequisites ?? []).forEach((prerequisite, p) => {
+        const target = documented.get(prerequisite.flag);
+        const targetVariations = target
+          ? variationKeys(target)
+          : options.prune
+            ? undefined
+            : stored.get(prerequisite.flag)?.variations.map((v) => v.key);
+        if (!targetVariations)
+          problems.add(
+            `${at}.prerequisites[${p}].flag`,
+            `flag "${prerequisite.flag}" does not exist`,
+          );
+        else if (![...targetVariations].includes(prerequisite.variation))
+          problems.add(
+            `${at}.prerequisites[${p}].variation`,
+            `"${prerequisite.variation}" is not a variation of flag "${prerequisite.flag}"`,
+          );
+      });
+      (configuration.rules ?? []).forEach((rule, r) => {
+        const ruleAt = `${at}.rules[${r}]`;
+        variation(rule.variation, `${ruleAt}.variation`);
+        if (rule.segment != null && !segmentKeys.has(rule.segment))
+          problems.add(`${ruleAt}.segment`, `segment "${rule.segment}" does not exist`);
+        (rule.conditionGroups ?? []).forEach((group, g) => {
+          conditions(group.conditions, `${ruleAt}.conditionGroups[${g}].conditions`);
+        });
+      });
+    }
+    if (existing) checkVariationsStillServed(flag, path, existing, state, problems);
+  });
+  checkPrerequisiteGraphs(document, state, problems);
+  const found = problems.entries();
+  if (found.length > 0) throw refusal(Object.fromEntries(found));
+}
+
+/** A variation left out of the document must not be served where the document says nothing. */
+function checkVariationsStillServed(
+  flag: DocumentFlag,
+  path: string,
+  existing: ProjectState['flags'][number],
+  state: ProjectState,
+  problems: FieldProblems,
+): void {
+  const kept = variationKeys(flag);
+  const removed = new Map(
+    existing.variations.filter((v) => !kept.has(v.key)).map((v) => [v.id, v.key]),
+  );
+  if (removed.size === 0) return;
+  const configured = new Set(Object.keys(flag.environments ?? {}));
+  for (const environment of state.environments) {
+    if (configured.has(environment.key)) continue;
+    const configuration = existing.configurations.get(environment.id);
+    const served = new Set<string>();
+    if (configuration) {
+      served.add(configuration.default_variation_id);
+      served.add(configuration.off_variation_id);
+      for (const weight of JSON.parse(configuration.rollout) as { variationId: string }[])
+        served.add(weight.variationId);
+    }
+    for (const rule of existing.rules.get(environment.id) ?? []) served.add(rule.variation_id);
+    for (const [id, key] of removed)
+      if (served.has(id))
+        problems.add(
+          `${path}.variations`,
+          `variation "${key}" is left out but still served in environment "${environment.key}", which the document does not configure`,
+        );
+  }
+}
+
+/** Prerequisite chains of the project as it will be, environment by environment. */
+function checkPrerequisiteGraphs(
+  document: ProjectDocument,
+  state: ProjectState,
+  problems: FieldProblems,
+): void {
+  const flags = document.flags ?? [];
+  for (const environment of document.environments) {
+    const stored = state.environments.find((e) => e.key === environment.key);
+    const graph = new Map<string, PrerequisiteGraphFlag>();
+    for (const flag of state.flags) {
+      const configuration = stored ? flag.configurations.get(stored.id) : undefined;
+      graph.set(flag.row.key, {
+        key: flag.row.key,
+        variations: flag.variations,
+        prerequisites: configuration
+          ? (JSON.parse(configuration.prerequisites) as PrerequisiteGraphFlag['prerequisites'])
+          : [],
+      });
+    }
+    for (const flag of flags) {
+      const configuration = flag.environments?.[environment.key];
+      const previous = graph.get(flag.key);
+      graph.set(flag.key, {
+        key: flag.key,
+        variations: flag.variations,
+        prerequisites: configuration
+          ? (configuration.prerequisites ?? []).map((p) => ({
+              prerequisiteFlagKey: p.flag,
+              expectedVariationKey: p.variation,
+            }))
+          : (previous?.prerequisites ?? []),
+      });
+    }
+    flags.forEach((flag, index) => {
+      const configuration = flag.environments?.[environment.key];
+      if (!configuration?.prerequisites?.length) return;
+      const problem = findPrerequisiteProblem([...graph.values()], flag.key);
+      // Missing flags and variations are reported on their own prerequisite above.
+      if (!problem || problem.kind === 'missing' || problem.kind === 'unknown-variation') return;
+      problems.add(
+        `flags[${index}].environments.${environment.key}.prerequisites`,
+        problem.message,
+      );
+    });
+  }
+}
