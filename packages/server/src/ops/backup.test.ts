@@ -251,9 +251,9 @@ describe('vexil backup and restore on SQLite', { timeout: 120_000 }, () => {
         getMigrations: () =>
           Promise.resolve({
             '0001-initial': { up: (db: Kysely<unknown>) => frozen.initial.up(db, 'sqlite') },
-            '0002-retention': { up: (db: Kysely<unknown>) => frozen.retention.up(db, 'sqlite') },
+            '0002-retention': { up: (db: Kysely<unknown>) => frozen.retention.up(db) },
             '0003-sealed-idempotent-responses': {
-              up: (db: Kysely<unknown>) => frozen.sealedIdempotentResponses.up(db, 'sqlite'),
+              up: (db: Kysely<unknown>) => frozen.sealedIdempotentResponses.up(db),
             },
             '0004-people': { up: (db: Kysely<unknown>) => frozen.people.up(db, 'sqlite') },
           }),
