@@ -21,6 +21,15 @@ import {
 import { parseDocumentText } from './management/flags-as-code/validation.js';
 import { bootstrap } from './management/orgs/bootstrap.js';
 import { PLANS } from './management/orgs/routes.js';
+import {
+  OperationRefused,
+  backupSqlite,
+  isPostgresUrl,
+  pgDumpCommand,
+  pgRestoreCommand,
+  refuseNonEmptyPostgres,
+  restoreSqlite,
+} from './ops/backup.js';
 
 // `../package.json` from both `src/` and `dist/`: the server package's own manifest.
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -252,6 +261,69 @@ program
   .action(() => {
     process.stdout.write(documentJsonSchema());
   });
+
+program
+  .command('backup')
+  .description(
+    'copy the SQLite database into <file> while the service keeps serving; for PostgreSQL, print the pg_dump command to use',
+  )
+  .argument('<file>', 'the backup file to create')
+  .action(async (file: string) => {
+    const config = loadConfig();
+    if (isPostgresUrl(config.databaseUrl)) {
+      console.error(
+        [
+          'vexil backup copies SQLite databases only. Back up PostgreSQL with pg_dump (docs/operations.md):',
+          `  ${pgDumpCommand(config.databaseUrl, file)}`,
+          'and restore it into a new, empty database with:',
+          `  ${pgRestoreCommand(config.databaseUrl, file)}`,
+        ].join('\n'),
+      );
+      process.exitCode = 1;
+      return;
+    }
+    await reportOrRefuse(() =>
+      backupSqlite(config.databaseUrl, file, { secretsKeyConfigured: config.secretsKey !== null }),
+    );
+  });
+
+program
+  .command('restore')
+  .description(
+    'restore a backup made by vexil backup into the configured database, which must be empty, then migrate it; for PostgreSQL, print the pg_restore command to use',
+  )
+  .argument('<file>', 'the backup file')
+  .action(async (file: string) => {
+    const config = loadConfig();
+    if (isPostgresUrl(config.databaseUrl)) {
+      await reportOrRefuse(async () => {
+        await refuseNonEmptyPostgres(config.databaseUrl);
+        throw new OperationRefused(
+          [
+            'vexil restore restores SQLite backups only. Restore a pg_dump backup with pg_restore (docs/operations.md):',
+            `  ${pgRestoreCommand(config.databaseUrl, file)}`,
+            'then start vexil serve: it applies the migrations the backup predates.',
+          ].join('\n'),
+        );
+      });
+      return;
+    }
+    await reportOrRefuse(() =>
+      restoreSqlite(file, config.databaseUrl, { secretsKeyConfigured: config.secretsKey !== null }),
+    );
+  });
+
+/** Prints what a backup or restore did, or why it was refused (then the exit code is 1). */
+async function reportOrRefuse(operation: () => Promise<{ messages: string[] }>): Promise<void> {
+  try {
+    const { messages } = await operation();
+    for (const message of messages) console.log(message);
+  } catch (error) {
+    if (!(error instanceof OperationRefused)) throw error;
+    console.error(error.message);
+    process.exitCode = 1;
+  }
+}
 
 program
   .command('openapi')

@@ -73,6 +73,9 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0007-rule-rollout-weight': ruleRolloutWeight.up,
 };
 
+/** The names of the migrations this version knows, in order (a restore refuses a backup with others). */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
+
 /** Applies pending migrations. On PostgreSQL Kysely holds an advisory lock, so nodes may race. */
 export async function migrate({ db, dialect }: Database): Promise<string[]> {
   const migrations: Record<string, Migration> = {};
