@@ -74,11 +74,17 @@ end
 export async function runWrk(
   baseUrl: string,
   scenario: LoadScenario,
-  options: { connections: number; durationSeconds: number; scratchDir: string },
+  options: {
+    connections: number;
+    durationSeconds: number;
+    scratchDir: string;
+    /** Pins wrk to this core (`taskset`), for the simultaneous method (design record 016). */
+    cpu?: number;
+  },
 ): Promise<LoadResult> {
   const script = join(options.scratchDir, `wrk-${process.hrtime.bigint()}.lua`);
   await writeFile(script, luaScript(scenario));
-  const output = await runCommand('wrk', [
+  const wrkArgs = [
     '-t1',
     `-c${options.connections}`,
     `-d${options.durationSeconds}s`,
@@ -87,7 +93,11 @@ export async function runWrk(
     '-s',
     script,
     baseUrl + scenario.path,
-  ]);
+  ];
+  const output =
+    options.cpu === undefined
+      ? await runCommand('wrk', wrkArgs)
+      : await runCommand('taskset', ['-c', String(options.cpu), 'wrk', ...wrkArgs]);
   const line = output.split('\n').find((text) => text.startsWith(RESULT_MARKER));
   if (!line) throw new Error(`wrk printed no result:\n${output}`);
   const [requests, durationUs, p50, p99, p999, errors] = line

@@ -13,6 +13,7 @@ import { migrate, openDatabase, type Database } from './db/database.js';
 import { DatabaseStartup } from './db/startup.js';
 import { NodeBus } from './bus/node-bus.js';
 import { LiveFeed } from './events/live-feed.js';
+import type { NoticeRelay } from './bus/worker-relay.js';
 import { allowBrowserCalls } from './evaluation/cors.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
@@ -78,6 +79,11 @@ export async function createVexil(
     logStream?: NodeJS.WritableStream;
     startWorkers?: boolean;
     roles?: readonly ServiceRole[];
+    /**
+     * Under `vexil serve --workers`, the channel to the other workers of this node; used for
+     * change notices on SQLite, which has no LISTEN/NOTIFY (design record 029).
+     */
+    workerRelay?: NoticeRelay;
   } = {},
 ): Promise<Vexil> {
   const database = options.database ?? openDatabase(config.databaseUrl);
@@ -166,6 +172,7 @@ export async function createVexil(
     sdkKeys,
     app.log,
     config.snapshotCheckIntervalMs,
+    database.dialect === 'postgres' ? undefined : options.workerRelay,
   );
   liveFeed.relayTo((change) => bus.liveChange(change));
   bus.onLiveChange((change) => liveFeed.publish(change));
@@ -296,7 +303,9 @@ export async function createVexil(
   await startup.start(() => {
     // Snapshots restored from copies while the database was away are read afresh.
     snapshots.invalidateAll();
-    usage.start(config.usageFlushIntervalMs, config.usageRetentionMs);
+    // Each process flushes its own counts (the upserts add); pruning is a background job, run by
+    // the processes that run the webhook worker (design record 029).
+    usage.start(config.usageFlushIntervalMs, roles.has('worker') ? config.usageRetentionMs : null);
     if (options.startWorkers !== false && roles.has('worker')) webhookWorker.start();
   });
   await bus.start();

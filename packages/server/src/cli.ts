@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { createRequire } from 'node:module';
 import { createVexil, SERVICE_ROLES, type ServiceRole, type Vexil } from './app.js';
 import { systemClock } from './clock.js';
-import { ConfigError, loadConfig } from './config.js';
+import { clusterWorkerRelay } from './bus/worker-relay.js';
+import { runClusterPrimary, workerCount } from './cluster/primary.js';
+import { ConfigError, loadConfig, parseWorkers, type Config } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 import type { Plan } from './db/schema.js';
 import { ApiError } from './http/errors.js';
@@ -54,26 +56,81 @@ program
       return roles as ServiceRole[];
     },
   )
-  .action(async (options: { only?: ServiceRole[] }) => {
-    const config = loadConfig();
-    const vexil = await createVexil(config, { roles: options.only });
-    const shutdown = async (signal: string) => {
-      vexil.app.log.info({ signal }, 'shutting down');
-      // Bounded: whatever is still running (a hung receiver, a database gone) is given up.
-      setTimeout(() => {
-        vexil.app.log.error(
-          { timeoutMs: config.shutdownTimeoutMs },
-          'shutdown did not finish in time; exiting',
-        );
-        process.exit(1);
-      }, config.shutdownTimeoutMs).unref();
-      await vexil.close();
-      process.exit(0);
-    };
-    process.once('SIGINT', () => void shutdown('SIGINT'));
-    process.once('SIGTERM', () => void shutdown('SIGTERM'));
-    await vexil.app.listen({ host: config.host, port: config.port });
+  .option(
+    '--workers <count>',
+    'worker processes behind the one port, a number or "auto" (one per core); default VEXIL_WORKERS or 1',
+    (value: string) => {
+      try {
+        return parseWorkers(value, '--workers');
+      } catch (error) {
+        throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
+      }
+    },
+  )
+  .addOption(
+    // Set by the primary of `--workers` on the processes it forks: which worker this is.
+    new Option('--cluster-worker <index>').hideHelp().argParser((value) => Number(value)),
+  )
+  .action(
+    async (options: {
+      only?: ServiceRole[];
+      workers?: number | 'auto';
+      clusterWorker?: number;
+    }) => {
+      const config = loadConfig();
+      const count = workerCount(options.workers ?? config.workers);
+      if (options.clusterWorker === undefined && count > 1) {
+        await runClusterPrimary({
+          count,
+          shutdownTimeoutMs: config.shutdownTimeoutMs,
+          logLevel: config.logLevel,
+        });
+        return;
+      }
+      await serve(config, options.only, options.clusterWorker);
+    },
+  );
+
+/**
+ * One serving process: the whole service, or worker `clusterWorker` of `--workers` (design
+ * record 029), which relays change notices through the primary and, unless it is worker 1,
+ * leaves the background jobs to worker 1.
+ */
+async function serve(
+  config: Config,
+  only: readonly ServiceRole[] | undefined,
+  clusterWorker: number | undefined,
+): Promise<void> {
+  const requested = only ?? SERVICE_ROLES;
+  const roles =
+    clusterWorker !== undefined && clusterWorker > 1
+      ? requested.filter((role) => role !== 'worker')
+      : requested;
+  const vexil = await createVexil(config, {
+    roles,
+    workerRelay: clusterWorker !== undefined ? clusterWorkerRelay() : undefined,
   });
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    // A terminal's Ctrl-C reaches a worker both directly and through the primary: stop once.
+    if (stopping) return;
+    stopping = true;
+    vexil.app.log.info({ signal }, 'shutting down');
+    // Bounded: whatever is still running (a hung receiver, a database gone) is given up.
+    setTimeout(() => {
+      vexil.app.log.error(
+        { timeoutMs: config.shutdownTimeoutMs },
+        'shutdown did not finish in time; exiting',
+      );
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
+    await vexil.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  await vexil.app.listen({ host: config.host, port: config.port });
+}
 
 program
   .command('migrate')

@@ -63,6 +63,11 @@ export interface Config {
   snapshotCacheDir: string | null;
   /** How long SIGTERM may take before the process exits regardless, in milliseconds (design record 019). */
   shutdownTimeoutMs: number;
+  /**
+   * `VEXIL_WORKERS`: how many processes `vexil serve` runs behind its one port (design record
+   * 029); `auto` is one per available core. 1 serves from a single process, without a primary.
+   */
+  workers: number | 'auto';
   /** Heartbeat interval of SDK streams, in milliseconds (design record 010, Streaming). */
   streamHeartbeatMs: number;
   /** Per-client-IP quota of `POST /v1/client/events` (spec: Authentication rule 6). */
@@ -124,6 +129,17 @@ export function parseDuration(text: string, name: string): number {
   return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
 }
 
+/**
+ * A worker count: a positive integer, or `auto` (one per available core, decided at start).
+ * @throws ConfigError naming `name` for anything else.
+ */
+export function parseWorkers(value: string, name: string): number | 'auto' {
+  if (value === 'auto') return 'auto';
+  if (!/^[1-9][0-9]{0,3}$/.test(value))
+    throw new ConfigError(`${name} must be a positive integer or "auto", got "${value}"`);
+  return Number(value);
+}
+
 function integer(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === '') return fallback;
   const parsed = Number(value);
@@ -183,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     snapshotCacheDir: env.VEXIL_SNAPSHOT_CACHE_DIR ? resolve(env.VEXIL_SNAPSHOT_CACHE_DIR) : null,
     shutdownTimeoutMs: parseDuration(env.VEXIL_SHUTDOWN_TIMEOUT || '30s', 'VEXIL_SHUTDOWN_TIMEOUT'),
+    workers: parseWorkers(env.VEXIL_WORKERS || '1', 'VEXIL_WORKERS'),
     streamHeartbeatMs: parseDuration(env.VEXIL_STREAM_HEARTBEAT || '15s', 'VEXIL_STREAM_HEARTBEAT'),
     clientEventsRateLimit: {
       points: integer(env.VEXIL_CLIENT_EVENTS_RATE_LIMIT, 60, 'VEXIL_CLIENT_EVENTS_RATE_LIMIT'),

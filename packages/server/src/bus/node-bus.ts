@@ -8,6 +8,7 @@ import type { LiveChange } from '../events/live-feed.js';
 import type { SdkKeyResolver } from '../evaluation/sdk-keys.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { StreamIdentifier, StreamRelay } from '../evaluation/streaming.js';
+import type { NoticeRelay } from './worker-relay.js';
 
 const CHANNEL = 'vexil_changes';
 /** How long `identify` waits for the node that holds a client stream to confirm the switch (ms). */
@@ -44,7 +45,9 @@ type Notice =
  * - `identify` for a client stream held by another node travels as a notice too.
  * - Queued webhook deliveries wake the delivery worker here at once, and on every other node
  *   through a notice, so they need not wait for a worker's next poll.
- * On SQLite (one node) only the local path and the periodic check run.
+ * On SQLite (one node) only the local path and the periodic check run, unless the node runs
+ * several worker processes (`vexil serve --workers`): then notices travel between them through
+ * the cluster primary (`relay`, design record 029), as they would by NOTIFY.
  */
 export class NodeBus implements StreamRelay {
   private listener: pg.Client | undefined;
@@ -58,6 +61,7 @@ export class NodeBus implements StreamRelay {
   private readonly nodeId = randomUUID();
   /** Confirmations awaited by `identifyElsewhere`, by request id. */
   private readonly awaitingIdentified = new Map<string, (confirmed: boolean) => void>();
+  private stopRelaying: () => void = () => {};
 
   constructor(
     private readonly db: Kysely<Schema>,
@@ -66,11 +70,18 @@ export class NodeBus implements StreamRelay {
     private readonly sdkKeys: SdkKeyResolver,
     private readonly log: FastifyBaseLogger,
     private readonly checkIntervalMs: number,
+    private readonly relay?: NoticeRelay,
   ) {}
+
+  /** Whether notices reach other processes: by NOTIFY on PostgreSQL, or by the worker relay. */
+  private get reachesOthers(): boolean {
+    return this.postgresUrl !== undefined || this.relay !== undefined;
+  }
 
   async start(): Promise<void> {
     this.stopped = false;
-    if (this.postgresUrl) await this.listen();
+    if (this.relay) this.stopRelaying = this.relay.onNotice((payload) => this.apply(payload));
+    else if (this.postgresUrl) await this.listen();
     this.checkTimer = setInterval(() => void this.checkVersions(), this.checkIntervalMs);
     this.checkTimer.unref();
   }
@@ -79,6 +90,7 @@ export class NodeBus implements StreamRelay {
     this.stopped = true;
     clearInterval(this.checkTimer);
     clearTimeout(this.reconnectTimer);
+    this.stopRelaying();
     const listener = this.listener;
     this.listener = undefined;
     await listener?.end().catch(() => undefined);
@@ -87,20 +99,20 @@ export class NodeBus implements StreamRelay {
   /** After commit: environments whose configuration changed. */
   configChanged(environmentIds: string[]): void {
     this.snapshots.invalidate(environmentIds);
-    if (!this.postgresUrl || environmentIds.length === 0) return;
+    if (!this.reachesOthers || environmentIds.length === 0) return;
     void this.announce(environmentIds);
   }
 
   /** After commit: an SDK key was revoked. */
   keyRevoked(keyHash: string): void {
     this.sdkKeys.forget(keyHash);
-    if (this.postgresUrl) void this.notify({ revokedKeyHash: keyHash });
+    if (this.reachesOthers) void this.notify({ revokedKeyHash: keyHash });
   }
 
   /** After commit: webhook deliveries were queued. */
   deliveriesQueued(): void {
     this.wakeDeliveryWorker();
-    if (!this.postgresUrl) return;
+    if (!this.reachesOthers) return;
     this.notify({ deliveriesQueuedBy: this.nodeId }).catch((error: unknown) =>
       this.log.warn({ err: error }, 'delivery notice not sent; workers find it at their next poll'),
     );
@@ -135,7 +147,7 @@ export class NodeBus implements StreamRelay {
   /**
    * Asks the other nodes to switch a client stream to a new context (spec: Evaluation API rule 2,
    * behind a load balancer). Resolves true once the node holding the stream confirms; false on
-   * SQLite, without a listener, for a context too large for a notice, or when no node confirms
+   * SQLite in a single process, without a listener, for a context too large for a notice, or when no node confirms
    * within {@link IDENTIFY_TIMEOUT_MS}.
    */
   async identifyElsewhere(
@@ -143,7 +155,7 @@ export class NodeBus implements StreamRelay {
     streamId: string,
     context: Context,
   ): Promise<boolean> {
-    if (!this.listener) return false;
+    if (!this.listener && !this.relay) return false;
     const requestId = randomUUID();
     const payload = JSON.stringify({ identify: { requestId, environmentId, streamId, context } });
     if (Buffer.byteLength(payload) > MAX_NOTICE_BYTES) return false;
@@ -190,6 +202,10 @@ export class NodeBus implements StreamRelay {
   }
 
   private async send(payload: string): Promise<void> {
+    if (this.relay) {
+      this.relay.send(payload);
+      return;
+    }
     await sql`select pg_notify(${CHANNEL}, ${payload})`.execute(this.db);
   }
 

@@ -222,12 +222,14 @@ export class UsageAggregator {
 
   /**
    * Flushes every `intervalMs`, and every hour removes the counts older than `retentionMs`
-   * ({@link prune}), until {@link close}. The timers never keep the process alive.
+   * ({@link prune}), until {@link close}. The timers never keep the process alive. With
+   * `retentionMs` null this process only flushes: another one prunes (design record 029).
    */
-  start(intervalMs: number, retentionMs: number): void {
+  start(intervalMs: number, retentionMs: number | null): void {
     if (this.timer) return;
     this.timer = setInterval(() => void this.flush(), intervalMs);
     this.timer.unref();
+    if (retentionMs === null) return;
     this.pruneTimer = setInterval(
       () => void this.prune(Date.now() - retentionMs),
       PRUNE_INTERVAL_MS,

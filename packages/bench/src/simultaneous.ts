@@ -1,0 +1,170 @@
+/**
+ * `npm run bench:simultaneous -w @vexil/bench`: the regression benchmark of the evaluation hot
+ * path's fixed cost, by the simultaneous method of design record 016 (design record 029).
+ *
+ * A `vexil serve` process and the bare Fastify reference server (hello-server.ts) are pinned to
+ * the same core (`taskset -c 1`); two `wrk`s pinned to the other core load them at the same
+ * moment. The scheduler splits the core between the two servers, so the ratio of their
+ * throughputs is the ratio of their CPU per request, and the machine's drift hits both alike.
+ * Each round also reports CPU microseconds per request from `/proc/<pid>/stat`.
+ *
+ * Pairs:
+ * - Vexil `GET /healthz` against bare `GET /hello`: the cost of Vexil's app (hooks, logger,
+ *   plugins, process) around a route that does nothing;
+ * - Vexil `POST /v1/sdk/evaluate` (one flag, no rules) against bare `POST /evaluate` with the same
+ *   body and schemas.
+ *
+ * Needs Linux (`taskset`, `/proc`), `wrk` and two cores. Prints the rounds and the medians.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sqliteDatabase } from './databases.js';
+import {
+  freePort,
+  startService,
+  waitUntilAnswering,
+  withCleanup,
+  type Service,
+} from './processes.js';
+import { HELLO_SCENARIO } from './scenarios.js';
+import { ManagementClient, seedSmallProject } from './seed.js';
+import { bootstrap, nodeEnvironment, REPO_ROOT } from './service.js';
+import { median } from './statistics.js';
+import { runWrk, type LoadScenario } from './wrk.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const HELLO_SERVER = join(here, 'hello-server.js');
+const CLI = join(REPO_ROOT, 'packages/server/dist/cli.js');
+const SERVER_CORE = 1;
+const LOAD_CORE = 0;
+const ROUNDS = 5;
+const SECONDS = 5;
+const CONNECTIONS = 50;
+/** Linux reports process CPU time in clock ticks of 1/100 s. */
+const MICROSECONDS_PER_TICK = 10_000;
+
+/** A server pinned to {@link SERVER_CORE}, and where it answers. */
+interface PinnedServer {
+  service: Service;
+  baseUrl: string;
+}
+
+/** CPU time (user + system) used so far by process `pid`, in microseconds. */
+async function cpuMicroseconds(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * MICROSECONDS_PER_TICK;
+}
+
+function startPinned(args: string[], env: Record<string, string>, port: number): PinnedServer {
+  // taskset replaces itself with node, so the child's pid is the server's.
+  const service = startService(
+    'taskset',
+    ['-c', String(SERVER_CORE), process.execPath, ...args],
+    env,
+  );
+  return { service, baseUrl: `http://127.0.0.1:${port}` };
+}
+
+/** One pair: the reference and Vexil loaded at once, {@link ROUNDS} times. */
+async function measurePair(
+  name: string,
+  reference: { server: PinnedServer; scenario: LoadScenario },
+  vexil: { server: PinnedServer; scenario: LoadScenario },
+  scratchDir: string,
+): Promise<void> {
+  const load = { connections: CONNECTIONS, scratchDir, cpu: LOAD_CORE };
+  const pids = [reference.server.service.child.pid ?? 0, vexil.server.service.child.pid ?? 0];
+  // Warm-up: both JITs compiled, the snapshot built.
+  await Promise.all([
+    runWrk(reference.server.baseUrl, reference.scenario, { ...load, durationSeconds: 2 }),
+    runWrk(vexil.server.baseUrl, vexil.scenario, { ...load, durationSeconds: 2 }),
+  ]);
+  const ratios: number[] = [];
+  const cpuRatios: number[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const before = await Promise.all(pids.map(cpuMicroseconds));
+    const [bare, ours] = await Promise.all([
+      runWrk(reference.server.baseUrl, reference.scenario, { ...load, durationSeconds: SECONDS }),
+      runWrk(vexil.server.baseUrl, vexil.scenario, { ...load, durationSeconds: SECONDS }),
+    ]);
+    const after = await Promise.all(pids.map(cpuMicroseconds));
+    if (bare.errors > 0 || ours.errors > 0)
+      throw new Error(`${name}: errors (${bare.errors} bare, ${ours.errors} Vexil)`);
+    const bareCpu = ((after[0] ?? 0) - (before[0] ?? 0)) / bare.requests;
+    const ourCpu = ((after[1] ?? 0) - (before[1] ?? 0)) / ours.requests;
+    ratios.push(ours.requestsPerSecond / bare.requestsPerSecond);
+    cpuRatios.push(bareCpu / ourCpu);
+    console.log(
+      `${name}, round ${round}: bare ${Math.round(bare.requestsPerSecond)} req/s ` +
+        `(${bareCpu.toFixed(1)} µs CPU each), Vexil ${Math.round(ours.requestsPerSecond)} req/s ` +
+        `(${ourCpu.toFixed(1)} µs) → ratio ${(ratios.at(-1) ?? 0).toFixed(2)}`,
+    );
+  }
+  const list = (values: number[]) => values.map((value) => value.toFixed(2)).join(', ');
+  console.log(
+    `${name}: throughput ratio median ${median(ratios).toFixed(2)} (${list(ratios)}); ` +
+      `CPU-per-request ratio median ${median(cpuRatios).toFixed(2)} (${list(cpuRatios)})`,
+  );
+}
+
+async function main(): Promise<void> {
+  const scratchDir = await mkdtemp(join(tmpdir(), 'vexil-simultaneous-'));
+  await withCleanup(
+    () => rm(scratchDir, { recursive: true, force: true }),
+    async () => {
+      const database = sqliteDatabase(scratchDir, 'simultaneous');
+      const token = await bootstrap(database);
+      const barePort = await freePort();
+      const vexilPort = await freePort();
+      const bare = startPinned([HELLO_SERVER, String(barePort), 'fastify'], {}, barePort);
+      const vexil = startPinned(
+        [CLI, 'serve'],
+        { ...nodeEnvironment(database), VEXIL_PORT: String(vexilPort) },
+        vexilPort,
+      );
+      try {
+        await waitUntilAnswering(`${bare.baseUrl}/hello`, bare.service);
+        await waitUntilAnswering(`${vexil.baseUrl}/healthz`, vexil.service);
+        const project = await seedSmallProject(
+          new ManagementClient(vexil.baseUrl, token),
+          'idle',
+          1,
+        );
+        const body = JSON.stringify({ flagKey: project.flagKeys[0], context: { userId: 'u' } });
+        await measurePair(
+          'GET /healthz vs bare GET /hello',
+          { server: bare, scenario: HELLO_SCENARIO },
+          {
+            server: vexil,
+            scenario: { method: 'GET', path: '/healthz', headers: {}, bodies: [] },
+          },
+          scratchDir,
+        );
+        const post = { 'content-type': 'application/json' };
+        await measurePair(
+          'server evaluate vs bare POST /evaluate',
+          {
+            server: bare,
+            scenario: { method: 'POST', path: '/evaluate', headers: post, bodies: [body] },
+          },
+          {
+            server: vexil,
+            scenario: {
+              method: 'POST',
+              path: '/v1/sdk/evaluate',
+              headers: { ...post, authorization: project.serverKey },
+              bodies: [body],
+            },
+          },
+          scratchDir,
+        );
+      } finally {
+        await Promise.all([bare.service.stop(), vexil.service.stop()]);
+      }
+    },
+  );
+}
+
+await main();

@@ -1,0 +1,244 @@
+import { Agent, request as httpRequest } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../db/database.js';
+import { createPostgresDatabase, testDialects } from '../test-support/harness.js';
+import { ServeProcess, bootstrapWithCli, eventually } from '../test-support/processes.js';
+import { WebhookReceiver } from '../test-support/webhook-receiver.js';
+
+/**
+ * One kept-alive connection: `node:cluster` hands each new connection to a worker, and every
+ * request on it is served by that worker.
+ */
+class PinnedConnection {
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+  constructor(private readonly baseUrl: string) {}
+
+  send(method: string, path: string, headers: Record<string, string> = {}, body?: string) {
+    return new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const outgoing = httpRequest(
+        `${this.baseUrl}${path}`,
+        { method, agent: this.agent, headers },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () =>
+            resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }),
+          );
+        },
+      );
+      outgoing.on('error', reject);
+      outgoing.end(body);
+    });
+  }
+
+  async evaluate(sdkKey: string): Promise<unknown> {
+    const { text } = await this.send(
+      'POST',
+      '/v1/sdk/evaluate',
+      { authorization: sdkKey, 'content-type': 'application/json' },
+      JSON.stringify({ flagKey: 'beta', context: { userId: 'u' } }),
+    );
+    return (JSON.parse(text) as { value: unknown }).value;
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** The process ids in the request log lines of `GET /readyz`, in order. */
+function readinessPids(output: string[]): number[] {
+  return output
+    .join('')
+    .split('\n')
+    .filter((line) => line.includes('"route":"/readyz"'))
+    .map((line) => (JSON.parse(line) as { pid: number }).pid);
+}
+
+/** The process ids of the workers that started listening, in order. */
+function listeningPids(output: string[]): number[] {
+  return output
+    .join('')
+    .split('\n')
+    .filter((line) => line.includes('Server listening'))
+    .map((line) => (JSON.parse(line) as { pid: number }).pid);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `vexil serve --workers 2` as users run it (design record 029). The periodic version check is
+ * set to a minute, so a change can reach the other worker within the waits below only by a
+ * notice: NOTIFY on PostgreSQL, the primary's relay on SQLite.
+ */
+describe.each(testDialects())('vexil serve --workers 2 on %s', (dialect) => {
+  let receiver: WebhookReceiver;
+  let env: NodeJS.ProcessEnv;
+  let databaseUrl: string;
+  let cleanUp: () => Promise<void>;
+  let serve: ServeProcess;
+  let token: string;
+  let sdkKey: string;
+  let evaluations = 0;
+  const base = '/api/v1/orgs/acme/projects/web';
+
+  beforeAll(async () => {
+    if (dialect === 'postgres') {
+      const database = await createPostgresDatabase();
+      databaseUrl = database.url;
+      cleanUp = database.drop;
+    } else {
+      const directory = mkdtempSync(join(tmpdir(), 'vexil-workers-'));
+      databaseUrl = join(directory, 'vexil.db');
+      cleanUp = async () => rmSync(directory, { recursive: true, force: true });
+    }
+    receiver = await WebhookReceiver.start();
+    env = {
+      VEXIL_DATABASE_URL: databaseUrl,
+      VEXIL_LOG_LEVEL: 'info',
+      VEXIL_SNAPSHOT_CHECK_INTERVAL: '60s',
+      VEXIL_USAGE_FLUSH_INTERVAL: '1s',
+      VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      VEXIL_WEBHOOK_TIMEOUT: '1s',
+      VEXIL_SHUTDOWN_TIMEOUT: '10s',
+    };
+    ({ token } = await bootstrapWithCli(env));
+    serve = await ServeProcess.start(env, ['--workers', '2']);
+  }, 60_000);
+
+  afterAll(async () => {
+    await serve.stop('SIGKILL');
+    await receiver.close();
+    await cleanUp();
+  });
+
+  /** Connections held by different workers: a readiness check on each is logged with its pid. */
+  const connections: PinnedConnection[] = [];
+  const workerPids: number[] = [];
+  /** Evaluations counted in the database, over every flag and hour. */
+  const usageTotal = async () => {
+    const database = openDatabase(databaseUrl);
+    try {
+      const { total } = await database.db
+        .selectFrom('flag_usage')
+        .select((eb) => eb.fn.sum<number | string>('count').as('total'))
+        .executeTakeFirstOrThrow();
+      return Number(total);
+    } finally {
+      await database.close();
+    }
+  };
+  const evaluate = async (connection: PinnedConnection) => {
+    evaluations += 1;
+    return connection.evaluate(sdkKey);
+  };
+
+  it('a change made through one worker reaches evaluations served by both', async () => {
+    while (workerPids.length < 2) {
+      const connection = new PinnedConnection(serve.baseUrl);
+      const logged = readinessPids(serve.output).length;
+      expect((await connection.send('GET', '/readyz')).status).toBe(200);
+      expect(await eventually(() => readinessPids(serve.output).length > logged, 5000)).toBe(true);
+      const pid = readinessPids(serve.output)[logged]!;
+      if (workerPids.includes(pid)) connection.close();
+      else {
+        workerPids.push(pid);
+        connections.push(connection);
+      }
+    }
+
+    expect(
+      (
+        await serve.request('POST', '/api/v1/orgs/acme/projects', {
+          token,
+          body: { key: 'web', name: 'Web' },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (await serve.request('POST', `${base}/flags`, { token, body: { key: 'beta' } })).status,
+    ).toBe(201);
+    const key = await serve.request('POST', `${base}/environments/production/sdk-keys`, {
+      token,
+      body: { name: 'k', type: 'ServerSide' },
+    });
+    sdkKey = key.body.key;
+    const hook = await serve.request('POST', '/api/v1/orgs/acme/webhooks', {
+      token,
+      body: {
+        name: 'r',
+        url: receiver.url(),
+        provider: 'GenericHttp',
+        eventTypes: ['flag.toggled'],
+        projectIds: [],
+        environmentIds: [],
+      },
+    });
+    expect(hook.status).toBe(201);
+
+    // Both workers build and hold the snapshot before the change.
+    for (const connection of connections) expect(await evaluate(connection)).toBe(false);
+
+    const toggled = await serve.request(
+      'POST',
+      `${base}/flags/beta/environments/production/toggle`,
+      { token, body: { enabled: true } },
+    );
+    expect(toggled.status).toBe(204);
+    for (const connection of connections) {
+      expect(await eventually(async () => (await evaluate(connection)) === true, 5000)).toBe(true);
+    }
+  }, 60_000);
+
+  it('the toggle is delivered to the webhook exactly once', async () => {
+    expect(await eventually(() => receiver.received.length >= 1, 10_000)).toBe(true);
+    const recorded = await eventually(async () => {
+      const hooks = await serve.request('GET', '/api/v1/orgs/acme/webhooks', { token });
+      const deliveries = await serve.request(
+        'GET',
+        `/api/v1/orgs/acme/webhooks/${hooks.body.items[0].id}/deliveries`,
+        { token },
+      );
+      return deliveries.body.items[0]?.status === 'Succeeded';
+    }, 10_000);
+    expect(recorded).toBe(true);
+    expect(receiver.received).toHaveLength(1);
+  }, 30_000);
+
+  it('a worker that dies is started again', async () => {
+    // Each worker flushes its own counts, and the flushes add up.
+    expect(await eventually(async () => (await usageTotal()) === evaluations, 10_000)).toBe(true);
+    for (const connection of connections) connection.close();
+    // Killed, worker 2 loses nothing: everything it counted has been flushed.
+    process.kill(workerPids[1]!, 'SIGKILL');
+    expect(
+      await eventually(() => serve.output.join('').includes('worker process died'), 10_000),
+    ).toBe(true);
+    expect(await eventually(() => listeningPids(serve.output).length === 3, 30_000)).toBe(true);
+    const connection = new PinnedConnection(serve.baseUrl);
+    for (let i = 0; i < 4; i++) expect(await evaluate(connection)).toBe(true);
+    connection.close();
+  }, 60_000);
+
+  it('SIGTERM stops every worker; the usage counts equal the evaluations served', async () => {
+    // Worker 1, worker 2 and worker 2 started again.
+    const workers = listeningPids(serve.output);
+    expect(workers).toHaveLength(3);
+    expect(evaluations).toBeGreaterThan(0);
+    expect(await serve.stop('SIGTERM')).toBe(0);
+    expect(workers.filter(isAlive)).toEqual([]);
+
+    expect(await usageTotal()).toBe(evaluations);
+  }, 30_000);
+});
