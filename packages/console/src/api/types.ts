@@ -20,3 +20,15 @@ export type Flag = Ok<`${Project}/flags/{flag}`, 'get'>;
 export type FlagEnvironment = Ok<`${Project}/flags/{flag}/environments`, 'get'>[number];
 export type Rule = Ok<`${Project}/flags/{flag}/environments/{env}/rules`, 'get'>['items'][number];
 export type Segment = Ok<`${Project}/segments`, 'get'>['items'][number];
+
+type Org = '/api/v1/orgs/{org}';
+
+export type Me = Ok<'/api/v1/me', 'get'>;
+export type Organization = Ok<Org, 'get'>;
+export type Member = Ok<`${Org}/members`, 'get'>['items'][number];
+export type Invitation = Ok<`${Org}/invitations`, 'get'>['items'][number];
+export type AccessToken = Ok<'/api/v1/me/tokens', 'get'>['items'][number];
+export type Session = Ok<'/api/v1/me/sessions', 'get'>['items'][number];
+export type SsoConnection = Ok<`${Org}/sso-connections`, 'get'>['items'][number];
+export type Role = Member['role'];
+export const ROLES: readonly Role[] = ['Viewer', 'Member', 'Admin', 'Owner'];

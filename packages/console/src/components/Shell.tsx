@@ -5,6 +5,7 @@ import { api, unwrap } from '../api/client';
 import { forgetToken } from '../api/token';
 import type { Environment } from '../api/types';
 import { CommandBar } from './CommandBar';
+import { OrgNav } from './people/OrgNav';
 
 interface Place {
   org: string;
@@ -57,8 +58,10 @@ export function Shell(props: { org: string; project: string; children: React.Rea
   const environment =
     environmentList.find((e) => e.key === chosen)?.key ?? environmentList[0]?.key ?? null;
 
-  function signOut() {
+  // Ends the session on the server too (and clears its cookies); a pasted token is forgotten.
+  async function signOut() {
     forgetToken();
+    await api.POST('/auth/logout').catch(() => undefined);
     queryClient.clear();
     navigate('/sign-in');
   }
@@ -118,9 +121,10 @@ export function Shell(props: { org: string; project: string; children: React.Rea
           <Link href={`/orgs/${org}/projects/${project}/removal-candidates`}>
             Removal candidates
           </Link>
+          <OrgNav org={org} project={project} />
         </nav>
         <CommandBar org={org} project={project} />
-        <button type="button" className="quiet" onClick={signOut}>
+        <button type="button" className="quiet" onClick={() => void signOut()}>
           Sign out
         </button>
       </header>
