@@ -9,6 +9,13 @@ export const server = {
   get token(): string {
     return process.env.VEXIL_E2E_TOKEN!;
   },
+  /** The Owner's address and password, for password sign-in. */
+  get email(): string {
+    return process.env.VEXIL_E2E_EMAIL!;
+  },
+  get password(): string {
+    return process.env.VEXIL_E2E_PASSWORD!;
+  },
 };
 
 /** A management API call as a script would make it, with the Owner token. */
@@ -35,11 +42,25 @@ export async function expectAccessible(page: Page): Promise<void> {
   ).toEqual([]);
 }
 
-/** Signs in through the sign-in page by pasting the token, as a person does. */
+/** Signs in through the sign-in page by pasting the token ("Use an API token"), as a person does. */
 export async function signIn(page: Page): Promise<void> {
   await page.goto(`${server.url}/sign-in`);
+  await page.getByRole('button', { name: 'Use an API token' }).click();
   await page.getByLabel('Access token').fill(server.token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with token' }).click();
+  await expect(page.getByRole('heading', { name: 'Flags' })).toBeVisible();
+}
+
+/** Signs in with e-mail and password on the sign-in page (a session cookie). */
+export async function signInWithPassword(
+  page: Page,
+  email: string,
+  password: string,
+): Promise<void> {
+  await page.goto(`${server.url}/sign-in`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await expect(page.getByRole('heading', { name: 'Flags' })).toBeVisible();
 }
 
