@@ -12,7 +12,20 @@ import { ShownOnce } from '../components/people/ShownOnce';
  * (revoke any; revoking this one signs out) and personal access tokens (the secret shown once).
  */
 export function Account(props: { org: string }) {
+  const { org } = props;
   const me = useQuery({ queryKey: ['me'], queryFn: () => unwrap(api.GET('/api/v1/me')) });
+  const userId = me.data?.type === 'user' ? me.data.id : null;
+  const membership = useQuery({
+    queryKey: ['members', org, userId],
+    enabled: userId !== null,
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/members/{userId}', {
+          params: { path: { org, userId: userId ?? '' } },
+        }),
+      ),
+  });
+  const role = me.data?.role ?? membership.data?.role;
   return (
     <>
       <div className="page-heading">
@@ -22,7 +35,7 @@ export function Account(props: { org: string }) {
         <p>
           Signed in as <strong>{me.data.name ?? me.data.email ?? me.data.id}</strong>
           {me.data.email && me.data.name ? ` (${me.data.email})` : ''}
-          {me.data.role ? `, ${me.data.role} of ${props.org}` : ''}.
+          {role ? `, ${role} of ${org}` : ''}.
         </p>
       )}
       {me.data?.type === 'service_token' ? (
@@ -84,7 +97,12 @@ function Sessions() {
                   {session.userAgent ?? 'Unknown browser'}
                   {session.ip ? ` from ${session.ip}` : ''}
                   {session.ssoConnectionId ? ' (single sign-on)' : ''}
-                  {session.current && <span className="badge">This session</span>}
+                  {session.current && (
+                    <>
+                      {' '}
+                      <span className="badge">This session</span>
+                    </>
+                  )}
                 </td>
                 <td>{when(session.createdAt)}</td>
                 <td>{when(session.lastSeenAt)}</td>

@@ -344,6 +344,7 @@ function ConnectionDialog(props: { org: string; connection?: SsoConnection }) {
               label="Issuer"
               required
               placeholder="https://idp.example.com/realms/acme"
+              hint="An https:// address; Vexil reads its discovery document before saving."
               value={draft.issuer}
               error={problem?.field('issuer')}
               onChange={(event) => set('issuer', event.target.value)}
