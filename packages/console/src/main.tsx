@@ -4,6 +4,7 @@ import { createRoot } from 'react-dom/client';
 import { ApiProblem } from './api/client';
 import { App } from './App';
 import './styles.css';
+import './components/people/people.css';
 
 // Live updates (design record 023): every query on screen is refetched each second while the
 // tab is visible, so a change made elsewhere appears without a reload; client mistakes (4xx)

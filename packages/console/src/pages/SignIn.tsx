@@ -25,19 +25,24 @@ export function SignIn() {
     <main className="sign-in">
       <h1>Sign in to Vexil</h1>
       <PasswordForm submitLabel="Sign in" onSignedIn={signedIn} />
-      <SingleSignOn />
-      <button
-        type="button"
-        className="quiet"
-        aria-expanded={usingToken}
-        aria-controls="token-sign-in"
-        onClick={() => setUsingToken(!usingToken)}
-      >
-        Use an API token
-      </button>
-      <div id="token-sign-in" hidden={!usingToken}>
-        {usingToken && <TokenForm onSignedIn={signedIn} />}
-      </div>
+      <section aria-labelledby="sso-heading">
+        <h2 id="sso-heading">Single sign-on</h2>
+        <SingleSignOn />
+      </section>
+      <section aria-label="API token">
+        <button
+          type="button"
+          className="quiet"
+          aria-expanded={usingToken}
+          aria-controls="token-sign-in"
+          onClick={() => setUsingToken(!usingToken)}
+        >
+          Use an API token
+        </button>
+        <div id="token-sign-in" hidden={!usingToken}>
+          {usingToken && <TokenForm onSignedIn={signedIn} />}
+        </div>
+      </section>
     </main>
   );
 }
@@ -64,7 +69,6 @@ function SingleSignOn() {
   });
   return (
     <form
-      aria-label="Single sign-on"
       onSubmit={(event) => {
         event.preventDefault();
         start.mutate();
