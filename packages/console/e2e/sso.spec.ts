@@ -14,7 +14,8 @@ const CLIENT_SECRET = 'a-client-secret-that-is-long-enough-for-hs256';
 async function startIdentityProvider(
   callbackUrl: string,
 ): Promise<{ issuer: string; server: Server }> {
-  let provider: Provider | undefined;
+  // The provider needs its issuer, which needs the port the server listens on.
+  const started: { provider?: Provider } = {};
   const https = createServer(
     {
       key: readFileSync(process.env.VEXIL_E2E_IDP_KEY!),
@@ -22,7 +23,7 @@ async function startIdentityProvider(
     },
     (req, res) => {
       if (req.url?.startsWith('/interaction/')) {
-        void provider!.interactionFinished(
+        void started.provider!.interactionFinished(
           req,
           res,
           { login: { accountId: 'grace' } },
@@ -30,12 +31,12 @@ async function startIdentityProvider(
         );
         return;
       }
-      void provider!.callback()(req, res);
+      void started.provider!.callback()(req, res);
     },
   );
   await new Promise<void>((resolve) => https.listen(0, '127.0.0.1', resolve));
   const issuer = `https://127.0.0.1:${(https.address() as AddressInfo).port}`;
-  provider = new Provider(issuer, {
+  started.provider = new Provider(issuer, {
     clients: [
       {
         client_id: 'vexil',
