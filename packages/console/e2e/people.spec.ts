@@ -1,6 +1,8 @@
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { apiCall, expect, expectAccessible, server, signInWithPassword, test } from './fixtures';
 
+const CLI = fileURLToPath(new URL('../../server/dist/cli.js', import.meta.url));
 const IMAGES = fileURLToPath(new URL('../../../docs/images/console/', import.meta.url));
 
 /** `GET /api/v1/me` with a session cookie or a bearer token, as another client would send it. */
@@ -177,6 +179,55 @@ test('a person creates a personal access token and revokes another browser’s s
   await page.getByRole('alertdialog').getByRole('button', { name: 'Revoke token' }).click();
   await expect(page.getByRole('cell', { name: 'Deploy script' })).toHaveCount(0);
   expect(await meStatus({ token })).toBe(401);
+});
+
+test('a person in two organizations switches between them', async ({ page }) => {
+  // `vexil bootstrap` makes the same person Owner of a second organization.
+  const { token } = JSON.parse(
+    execFileSync(process.execPath, [CLI, 'bootstrap', '--org', 'globex', '--email', server.email], {
+      env: { ...process.env, VEXIL_DATABASE_URL: process.env.VEXIL_E2E_DATABASE_URL },
+    }).toString(),
+  ) as { token: string };
+  const created = await fetch(`${server.url}/api/v1/orgs/globex/projects`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ key: 'rockets', name: 'Rockets' }),
+  });
+  expect(created.status).toBe(201);
+
+  await signInWithPassword(page, server.email, server.password);
+  await page.getByLabel('Organization').selectOption('globex');
+  await expect(page).toHaveURL(/\/orgs\/globex\/projects\/rockets\/flags$/);
+  await expect(page.getByLabel('Project')).toHaveValue('rockets');
+  await page.getByLabel('Organization').selectOption('acme');
+  await expect(page).toHaveURL(/\/orgs\/acme\/projects\/[^/]+\/flags$/);
+});
+
+test('an Admin creates a service token, sees it once and revokes it; an Owner changes the plan', async ({
+  page,
+}) => {
+  await signInWithPassword(page, server.email, server.password);
+  await page.getByRole('link', { name: 'Members' }).click();
+  await page.getByLabel('Service token name').fill('Deploys');
+  await page.getByLabel('Service token role').selectOption('Member');
+  await page.getByRole('button', { name: 'Create service token' }).click();
+  const shown = page.getByRole('textbox', { name: 'Service token Deploys' });
+  await expect(shown).toHaveAccessibleDescription(/will not show it again/);
+  const token = await shown.inputValue();
+  expect(await meStatus({ token })).toBe(200);
+  await expect(page.getByRole('row', { name: /Deploys Member/ })).toBeVisible();
+  await page.getByRole('button', { name: 'Revoke service token Deploys' }).click();
+  await page.getByRole('alertdialog').getByRole('button', { name: 'Revoke token' }).click();
+  await expect(page.getByRole('row', { name: /Deploys Member/ })).toHaveCount(0);
+  expect(await meStatus({ token })).toBe(401);
+
+  await page.getByRole('link', { name: 'Settings' }).click();
+  await page.getByLabel('Plan').selectOption('Team');
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  await expect(page.getByRole('status')).toHaveText('Saved.');
+  const org = await apiCall<{ plan: string }>('GET', '/api/v1/orgs/acme');
+  expect(org.plan).toBe('Team');
+  await apiCall('PATCH', '/api/v1/orgs/acme', { plan: 'Enterprise' });
 });
 
 test('screenshots of the people pages, light and dark', async ({ page }) => {

@@ -54,7 +54,7 @@ function identityProviderCertificate(directory: string): { keyPath: string; cert
 /**
  * Global setup: the real `vexil serve` on a fresh SQLite file and a free port, with the first
  * Owner (token and password) from `vexil bootstrap` and a project. Tests read VEXIL_E2E_URL,
- * VEXIL_E2E_TOKEN, VEXIL_E2E_EMAIL, VEXIL_E2E_PASSWORD, and VEXIL_E2E_IDP_KEY/_CERT (the
+ * VEXIL_E2E_DATABASE_URL, VEXIL_E2E_TOKEN, VEXIL_E2E_EMAIL, VEXIL_E2E_PASSWORD, and VEXIL_E2E_IDP_KEY/_CERT (the
  * certificate the server trusts for an identity provider on 127.0.0.1). Returns the teardown.
  */
 export default async function startServer(): Promise<() => Promise<void>> {
@@ -99,6 +99,7 @@ export default async function startServer(): Promise<() => Promise<void>> {
   if (!created.ok) throw new Error(`project not created: ${await created.text()}`);
   process.env.VEXIL_E2E_URL = url;
   process.env.VEXIL_E2E_TOKEN = token;
+  process.env.VEXIL_E2E_DATABASE_URL = env.VEXIL_DATABASE_URL;
   process.env.VEXIL_E2E_EMAIL = 'e2e@example.com';
   process.env.VEXIL_E2E_PASSWORD = OWNER_PASSWORD;
   process.env.VEXIL_E2E_IDP_KEY = idp.keyPath;
