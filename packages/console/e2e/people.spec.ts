@@ -22,6 +22,8 @@ test('an Owner signs in with e-mail and password; signing out ends the session o
 }) => {
   await page.goto(`${server.url}/`);
   await expect(page.getByRole('heading', { name: 'Sign in to Vexil' })).toBeVisible();
+  await page.getByRole('button', { name: 'Use an API token' }).click();
+  await expect(page.getByLabel('Access token')).toBeVisible();
   await expectAccessible(page);
 
   await page.getByLabel('E-mail').fill(server.email);

@@ -128,6 +128,20 @@ test('an Owner adds an SSO connection, and a new person signs in through it', as
       grace.getByText('Signed in as Grace (grace@acme.test), Member of acme.'),
     ).toBeVisible();
     await expect(grace.getByRole('cell', { name: /single sign-on/ })).toBeVisible();
+
+    // Edited (the secret kept), then deleted: the sessions that came through it end.
+    await page.getByRole('button', { name: 'Edit connection Test IdP' }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit Test IdP' });
+    await expect(edit.getByLabel('Client secret')).toHaveValue('');
+    await edit.getByLabel('Connection name').fill('Staff IdP');
+    await edit.getByRole('button', { name: 'Save connection' }).click();
+    await expect(page.getByRole('row', { name: /Staff IdP/ })).toBeVisible();
+    await page.getByRole('button', { name: 'Delete connection Staff IdP' }).click();
+    await expectAccessible(page);
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Delete connection' }).click();
+    await expect(page.getByRole('row', { name: /Staff IdP/ })).toHaveCount(0);
+    await grace.reload();
+    await expect(grace.getByRole('heading', { name: 'Sign in to Vexil' })).toBeVisible();
     await other.close();
   } finally {
     await new Promise((resolve) => idp.server.close(resolve));
