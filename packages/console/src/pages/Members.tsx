@@ -17,14 +17,10 @@ import { ShownOnce } from '../components/people/ShownOnce';
 export function Members(props: { org: string }) {
   const organization = useOrganization(props.org);
   if (organization.isPending) return <p role="status">Loading…</p>;
-  const manage = organization.data?._actions['manageMembers'];
+  if (organization.isError) return <p role="alert">{organization.error.message}</p>;
+  const manage = organization.data._actions['manageMembers'];
   if (!manage?.allowed)
-    return (
-      <NotAllowed
-        page="Members"
-        reason={manage?.reason ?? organization.error?.message ?? 'requires the Admin role'}
-      />
-    );
+    return <NotAllowed page="Members" reason={manage?.reason ?? 'requires the Admin role'} />;
   return (
     <>
       <div className="page-heading">

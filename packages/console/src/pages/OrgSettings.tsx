@@ -18,14 +18,10 @@ const SSO_ROLES = ['Viewer', 'Member', 'Admin'] as const;
 export function OrgSettings(props: { org: string }) {
   const organization = useOrganization(props.org);
   if (organization.isPending) return <p role="status">Loading…</p>;
-  const update = organization.data?._actions['update'];
-  if (!organization.data || !update?.allowed)
-    return (
-      <NotAllowed
-        page="Settings"
-        reason={update?.reason ?? organization.error?.message ?? 'requires the Owner role'}
-      />
-    );
+  if (organization.isError) return <p role="alert">{organization.error.message}</p>;
+  const update = organization.data._actions['update'];
+  if (!update?.allowed)
+    return <NotAllowed page="Settings" reason={update?.reason ?? 'requires the Owner role'} />;
   return (
     <>
       <div className="page-heading">
