@@ -17,6 +17,13 @@ export const server = {
   get token(): string {
     return (onPostgres() ? process.env.VEXIL_E2E_POSTGRES_TOKEN : process.env.VEXIL_E2E_TOKEN)!;
   },
+  /** The Owner's address and password, for password sign-in. */
+  get email(): string {
+    return process.env.VEXIL_E2E_EMAIL!;
+  },
+  get password(): string {
+    return process.env.VEXIL_E2E_PASSWORD!;
+  },
 };
 
 /** A management API call as a script would make it, with the Owner token. */
@@ -43,11 +50,28 @@ export async function expectAccessible(page: Page): Promise<void> {
   ).toEqual([]);
 }
 
-/** Signs in through the sign-in page by pasting the token (the Owner's unless given), as a person does. */
+/**
+ * Signs in through the sign-in page by pasting a token ("Use an API token"; the Owner's unless
+ * given), as a person does.
+ */
 export async function signIn(page: Page, token: string = server.token): Promise<void> {
   await page.goto(`${server.url}/sign-in`);
+  await page.getByRole('button', { name: 'Use an API token' }).click();
   await page.getByLabel('Access token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with token' }).click();
+  await expect(page.getByRole('heading', { name: 'Flags' })).toBeVisible();
+}
+
+/** Signs in with e-mail and password on the sign-in page (a session cookie). */
+export async function signInWithPassword(
+  page: Page,
+  email: string,
+  password: string,
+): Promise<void> {
+  await page.goto(`${server.url}/sign-in`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await expect(page.getByRole('heading', { name: 'Flags' })).toBeVisible();
 }
 

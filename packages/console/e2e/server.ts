@@ -25,6 +25,37 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** The first Owner's password (`vexil bootstrap --password-stdin`), for password sign-in. */
+const OWNER_PASSWORD = 'correct horse battery staple';
+
+/**
+ * A certificate for 127.0.0.1 made for this run, for the OpenID Connect provider that the OIDC
+ * journey starts in the test process: Vexil requires an https issuer and trusts it through
+ * NODE_EXTRA_CA_CERTS, as it would a company CA (design record 022).
+ */
+function identityProviderCertificate(directory: string): { keyPath: string; certPath: string } {
+  const keyPath = join(directory, 'idp-key.pem');
+  const certPath = join(directory, 'idp-cert.pem');
+  execFileSync('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=Vexil console test IdP',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-keyout',
+    keyPath,
+    '-out',
+    certPath,
+  ]);
+  return { keyPath, certPath };
+}
+
 async function onPostgres(query: string): Promise<void> {
   const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
   await admin.connect();
@@ -65,17 +96,20 @@ async function freshDatabase(
 }
 
 /**
- * The real `vexil serve` on a fresh database and a free port, with the first token from
- * `vexil bootstrap` and a project `web`. Returns its URL, the token and the teardown.
+ * The real `vexil serve` on a fresh database and a free port, trusting the test identity
+ * provider's certificate, with the first Owner (token and password) from `vexil bootstrap` and
+ * a project `web`. Returns its URL, the token, the database URL and the teardown.
  */
 async function startVexil(
   kind: 'sqlite' | 'postgres',
-): Promise<{ url: string; token: string; stop: () => Promise<void> }> {
+  idp: { certPath: string },
+): Promise<{ url: string; token: string; databaseUrl: string; stop: () => Promise<void> }> {
   const database = await freshDatabase(kind);
   const port = await freePort();
   const env = {
     ...process.env,
     ...database.env,
+    NODE_EXTRA_CA_CERTS: idp.certPath,
     VEXIL_PORT: String(port),
     VEXIL_LOG_LEVEL: 'warn',
     // Short lifecycle periods, so that removal candidates appear within a test: a flag unchanged
@@ -92,8 +126,8 @@ async function startVexil(
   const { token } = JSON.parse(
     execFileSync(
       process.execPath,
-      [CLI, 'bootstrap', '--org', 'acme', '--email', 'e2e@example.com'],
-      { env },
+      [CLI, 'bootstrap', '--org', 'acme', '--email', 'e2e@example.com', '--password-stdin'],
+      { env, input: `${OWNER_PASSWORD}\n` },
     ).toString(),
   ) as { token: string };
   const server: ChildProcess = spawn(process.execPath, [CLI, 'serve'], { env, stdio: 'inherit' });
@@ -116,6 +150,7 @@ async function startVexil(
   return {
     url,
     token,
+    databaseUrl: database.env.VEXIL_DATABASE_URL!,
     stop: async () => {
       const exited = new Promise((resolve) => server.once('exit', resolve));
       server.kill('SIGTERM');
@@ -127,17 +162,27 @@ async function startVexil(
 
 /**
  * Global setup: one server on SQLite for every project, and one on PostgreSQL for the
- * `postgres` project (playwright.config.ts). Tests read them through `server` in fixtures.ts.
- * Returns the teardown.
+ * `postgres` project (playwright.config.ts). Tests read them through `server` in fixtures.ts:
+ * VEXIL_E2E_URL/_TOKEN (and _POSTGRES_ ones), VEXIL_E2E_DATABASE_URL (SQLite),
+ * VEXIL_E2E_EMAIL/_PASSWORD (the Owner's), VEXIL_E2E_IDP_KEY/_CERT (the certificate the servers
+ * trust for an identity provider on 127.0.0.1). Returns the teardown.
  */
 export default async function startServers(): Promise<() => Promise<void>> {
-  const sqlite = await startVexil('sqlite');
-  const postgres = await startVexil('postgres');
+  const directory = mkdtempSync(join(tmpdir(), 'vexil-idp-'));
+  const idp = identityProviderCertificate(directory);
+  const sqlite = await startVexil('sqlite', idp);
+  const postgres = await startVexil('postgres', idp);
   process.env.VEXIL_E2E_URL = sqlite.url;
   process.env.VEXIL_E2E_TOKEN = sqlite.token;
   process.env.VEXIL_E2E_POSTGRES_URL = postgres.url;
   process.env.VEXIL_E2E_POSTGRES_TOKEN = postgres.token;
+  process.env.VEXIL_E2E_DATABASE_URL = sqlite.databaseUrl;
+  process.env.VEXIL_E2E_EMAIL = 'e2e@example.com';
+  process.env.VEXIL_E2E_PASSWORD = OWNER_PASSWORD;
+  process.env.VEXIL_E2E_IDP_KEY = idp.keyPath;
+  process.env.VEXIL_E2E_IDP_CERT = idp.certPath;
   return async () => {
     await Promise.all([sqlite.stop(), postgres.stop()]);
+    rmSync(directory, { recursive: true, force: true });
   };
 }

@@ -1,10 +1,15 @@
 import { useQuery } from '@tanstack/react-query';
 import { Redirect, Route, Switch } from 'wouter';
-import { api, unwrap } from './api/client';
-import { readToken } from './api/token';
+import { ApiProblem, api, unwrap } from './api/client';
+import { forgetToken } from './api/token';
+import { OrgShell } from './components/people/OrgShell';
 import { Shell } from './components/Shell';
+import { AcceptInvitation } from './pages/AcceptInvitation';
+import { Account } from './pages/Account';
 import { FlagList } from './pages/FlagList';
 import { FlagPage } from './pages/FlagPage';
+import { Members } from './pages/Members';
+import { OrgSettings } from './pages/OrgSettings';
 import { RemovalCandidates } from './pages/RemovalCandidates';
 import { SignIn } from './pages/SignIn';
 import { AuditLog } from './pages/admin/AuditLog';
@@ -21,31 +26,53 @@ export function App() {
   return (
     <Switch>
       <Route path="/sign-in" component={SignIn} />
-      <Route path={`${PROJECT}/flags/:flag`}>
+      <Route path="/invitations/accept" component={AcceptInvitation} />
+      <Route path="/orgs/:org/members">
         {(params) => (
           <Signed>
-            <Shell org={params.org} project={params.project}>
-              <FlagPage org={params.org} project={params.project} flag={params.flag} />
-            </Shell>
+            <OrgShell org={params.org}>
+              <Members org={params.org} />
+            </OrgShell>
           </Signed>
+        )}
+      </Route>
+      <Route path="/orgs/:org/settings">
+        {(params) => (
+          <Signed>
+            <OrgShell org={params.org}>
+              <OrgSettings org={params.org} />
+            </OrgShell>
+          </Signed>
+        )}
+      </Route>
+      <Route path="/orgs/:org/account">
+        {(params) => (
+          <Signed>
+            <OrgShell org={params.org}>
+              <Account org={params.org} />
+            </OrgShell>
+          </Signed>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/flags/:flag`}>
+        {(params) => (
+          <InShell {...params}>
+            <FlagPage org={params.org} project={params.project} flag={params.flag} />
+          </InShell>
         )}
       </Route>
       <Route path={`${PROJECT}/flags`}>
         {(params) => (
-          <Signed>
-            <Shell org={params.org} project={params.project}>
-              <FlagList org={params.org} project={params.project} />
-            </Shell>
-          </Signed>
+          <InShell {...params}>
+            <FlagList org={params.org} project={params.project} />
+          </InShell>
         )}
       </Route>
       <Route path={`${PROJECT}/removal-candidates`}>
         {(params) => (
-          <Signed>
-            <Shell org={params.org} project={params.project}>
-              <RemovalCandidates org={params.org} project={params.project} />
-            </Shell>
-          </Signed>
+          <InShell {...params}>
+            <RemovalCandidates org={params.org} project={params.project} />
+          </InShell>
         )}
       </Route>
       <Route path={`${PROJECT}/environments`}>
@@ -124,8 +151,22 @@ function InShell(props: { org: string; project: string; children: React.ReactNod
   );
 }
 
+/**
+ * Pages for signed-in people: whoever `GET /me` does not recognise (no session cookie, an
+ * ended session, a revoked token) goes to the sign-in page.
+ */
 function Signed({ children }: { children: React.ReactNode }) {
-  return readToken() ? children : <Redirect to="/sign-in" />;
+  const me = useQuery({
+    queryKey: ['me'],
+    refetchInterval: false,
+    queryFn: () => unwrap(api.GET('/api/v1/me')),
+  });
+  if (me.isPending) return <p role="status">Loading…</p>;
+  if (me.error instanceof ApiProblem && me.error.status === 401) {
+    forgetToken();
+    return <Redirect to="/sign-in" />;
+  }
+  return children;
 }
 
 /** The first project of the given organization, or of the first one the caller belongs to. */

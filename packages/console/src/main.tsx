@@ -5,6 +5,7 @@ import { ApiProblem } from './api/client';
 import { FALLBACK_POLL_MS, liveStream } from './api/live';
 import { App } from './App';
 import './styles.css';
+import './components/people/people.css';
 
 // Live updates (design record 026): the organization's event stream marks the queries a change
 // concerns stale (api/live.ts); only while that stream is down are the queries on screen polled,

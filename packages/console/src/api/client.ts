@@ -30,10 +30,28 @@ interface Envelope {
   did_you_mean?: string[];
 }
 
+/** The readable cookie holding the session's CSRF token (design record 022). */
+const CSRF_COOKIE = 'vexil_csrf';
+
+function csrfToken(): string | null {
+  const entry = document.cookie.split('; ').find((c) => c.startsWith(`${CSRF_COOKIE}=`));
+  return entry ? decodeURIComponent(entry.slice(CSRF_COOKIE.length + 1)) : null;
+}
+
+/**
+ * A pasted token goes as a bearer credential. Otherwise the browser sends the session cookie
+ * (same origin), and a change also carries the CSRF token as `X-CSRF-Token`: browsers send
+ * `Origin` anyway, the header is the double-submit fallback for those that do not (design
+ * record 022).
+ */
 const authorize: Middleware = {
   onRequest({ request }) {
     const token = readToken();
     if (token) request.headers.set('Authorization', `Bearer ${token}`);
+    else if (request.method !== 'GET' && request.method !== 'HEAD') {
+      const csrf = csrfToken();
+      if (csrf) request.headers.set('X-CSRF-Token', csrf);
+    }
     return request;
   },
 };

@@ -1,5 +1,5 @@
-// The pasted personal access or service token lives in localStorage until sign-out, until
-// "People and sign-in" brings session cookies (design record 023).
+// A pasted personal access or service token ("Use an API token") lives in localStorage until
+// sign-out; password and SSO sign-in use the session cookie instead (design records 022, 023).
 const KEY = 'vexil.token';
 
 export function readToken(): string | null {

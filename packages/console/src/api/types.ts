@@ -27,3 +27,15 @@ export type Webhook = Ok<'/api/v1/orgs/{org}/webhooks/{id}', 'get'>;
 export type WebhookItem = Ok<'/api/v1/orgs/{org}/webhooks', 'get'>['items'][number];
 export type Delivery = Ok<'/api/v1/orgs/{org}/webhooks/{id}/deliveries', 'get'>['items'][number];
 export type DeliveryDetail = Ok<'/api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}', 'get'>;
+
+type Org = '/api/v1/orgs/{org}';
+
+export type Me = Ok<'/api/v1/me', 'get'>;
+export type Organization = Ok<Org, 'get'>;
+export type Member = Ok<`${Org}/members`, 'get'>['items'][number];
+export type Invitation = Ok<`${Org}/invitations`, 'get'>['items'][number];
+export type AccessToken = Ok<'/api/v1/me/tokens', 'get'>['items'][number];
+export type Session = Ok<'/api/v1/me/sessions', 'get'>['items'][number];
+export type SsoConnection = Ok<`${Org}/sso-connections`, 'get'>['items'][number];
+export type Role = Member['role'];
+export const ROLES: readonly Role[] = ['Viewer', 'Member', 'Admin', 'Owner'];

@@ -1,6 +1,5 @@
-import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
-import { api, unwrap } from '../api/client';
+import { useOrganization } from './people/organization';
 
 /**
  * The Administer section's entries in the Shell's navigation (journey 7): environments,
@@ -8,11 +7,7 @@ import { api, unwrap } from '../api/client';
  * organization's `_actions` allow them (Admin), so a Viewer sees no page it cannot use.
  */
 export function AdministrationLinks({ org, project }: { org: string; project: string }) {
-  const organization = useQuery({
-    queryKey: ['org', org],
-    queryFn: () => unwrap(api.GET('/api/v1/orgs/{org}', { params: { path: { org } } })),
-  });
-  const actions = organization.data?._actions;
+  const actions = useOrganization(org).data?._actions;
   const base = `/orgs/${org}/projects/${project}`;
   return (
     <>

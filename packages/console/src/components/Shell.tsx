@@ -7,6 +7,7 @@ import type { Environment } from '../api/types';
 import { AdministrationLinks } from './AdministrationLinks';
 import { CommandBar } from './CommandBar';
 import { useLiveUpdates } from '../api/live';
+import { OrgNav } from './people/OrgNav';
 
 interface Place {
   org: string;
@@ -60,8 +61,10 @@ export function Shell(props: { org: string; project: string; children: React.Rea
   const environment =
     environmentList.find((e) => e.key === chosen)?.key ?? environmentList[0]?.key ?? null;
 
-  function signOut() {
+  // Ends the session on the server too (and clears its cookies); a pasted token is forgotten.
+  async function signOut() {
     forgetToken();
+    await api.POST('/auth/logout').catch(() => undefined);
     queryClient.clear();
     navigate('/sign-in');
   }
@@ -122,9 +125,10 @@ export function Shell(props: { org: string; project: string; children: React.Rea
             Removal candidates
           </Link>
           <AdministrationLinks org={org} project={project} />
+          <OrgNav org={org} project={project} />
         </nav>
         <CommandBar org={org} project={project} />
-        <button type="button" className="quiet" onClick={signOut}>
+        <button type="button" className="quiet" onClick={() => void signOut()}>
           Sign out
         </button>
       </header>

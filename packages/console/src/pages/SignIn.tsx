@@ -1,57 +1,135 @@
-import { useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useLocation } from 'wouter';
 import { ApiProblem, api, unwrap } from '../api/client';
 import { forgetToken, saveToken } from '../api/token';
+import { Field } from '../components/Field';
+import { PasswordForm } from '../components/people/PasswordForm';
+
+const SSO_ORG_KEY = 'vexil.sso-org';
 
 /**
- * Sign-in with a pasted personal access or service token (`vexil bootstrap` prints one), checked
- * with `GET /me` before it is kept. E-mail, password and SSO arrive with "People and sign-in".
+ * Sign-in (console.md journey 1; design record 022): e-mail and password, the organization's
+ * single sign-on, or a pasted personal access or service token for those who prefer one.
  */
 export function SignIn() {
-  const [token, setToken] = useState('');
-  const [problem, setProblem] = useState<string | null>(null);
   const [, navigate] = useLocation();
   const queryClient = useQueryClient();
-
-  async function signIn(event: React.SyntheticEvent) {
-    event.preventDefault();
-    saveToken(token.trim());
-    try {
-      await unwrap(api.GET('/api/v1/me'));
-      queryClient.clear();
-      navigate('/');
-    } catch (error) {
-      forgetToken();
-      setProblem(error instanceof ApiProblem ? error.message : 'Vexil could not be reached.');
-    }
-  }
+  const [usingToken, setUsingToken] = useState(false);
+  const signedIn = () => {
+    queryClient.clear();
+    navigate('/');
+  };
 
   return (
     <main className="sign-in">
       <h1>Sign in to Vexil</h1>
-      <form onSubmit={(event) => void signIn(event)}>
-        <label htmlFor="token">Access token</label>
-        <input
-          id="token"
-          type="password"
-          autoComplete="off"
-          required
-          value={token}
-          aria-invalid={problem !== null}
-          aria-describedby="token-help"
-          onChange={(event) => setToken(event.target.value)}
-        />
-        <p id="token-help" className={problem ? 'field-error' : 'hint'}>
-          {problem ?? (
-            <>
-              A personal access token or service token; <code>npx vexil bootstrap</code> prints the
-              first one.
-            </>
-          )}
-        </p>
-        <button type="submit">Sign in</button>
-      </form>
+      <PasswordForm submitLabel="Sign in" onSignedIn={signedIn} />
+      <section aria-labelledby="sso-heading">
+        <h2 id="sso-heading">Single sign-on</h2>
+        <SingleSignOn />
+      </section>
+      <section aria-label="API token">
+        <button
+          type="button"
+          className="quiet"
+          aria-expanded={usingToken}
+          aria-controls="token-sign-in"
+          onClick={() => setUsingToken(!usingToken)}
+        >
+          Use an API token
+        </button>
+        <div id="token-sign-in" hidden={!usingToken}>
+          {usingToken && <TokenForm onSignedIn={signedIn} />}
+        </div>
+      </section>
     </main>
+  );
+}
+
+/**
+ * "Sign in with SSO" for an organization: the start is tried first without following the
+ * redirect, so that an organization without a connection is said here, at the field, rather
+ * than on a JSON page; then the browser goes to the identity provider.
+ */
+function SingleSignOn() {
+  const [org, setOrg] = useState(() => localStorage.getItem(SSO_ORG_KEY) ?? '');
+  const start = useMutation({
+    mutationFn: async () => {
+      const url = `/auth/sso/${encodeURIComponent(org.trim())}`;
+      const response = await fetch(url, { redirect: 'manual' });
+      if (response.type !== 'opaqueredirect') {
+        const envelope = (await response.json().catch(() => ({}))) as { message?: string };
+        throw new Error(envelope.message ?? `${response.status} ${response.statusText}`);
+      }
+      localStorage.setItem(SSO_ORG_KEY, org.trim());
+      forgetToken();
+      window.location.assign(url);
+    },
+  });
+  return (
+    <form
+      onSubmit={(event) => {
+        event.preventDefault();
+        start.mutate();
+      }}
+    >
+      <Field
+        label="Organization"
+        hint="Its short name, as in the console's addresses (/orgs/acme)."
+        required
+        value={org}
+        error={start.error?.message}
+        onChange={(event) => setOrg(event.target.value)}
+      />
+      <button type="submit" className="quiet" disabled={start.isPending}>
+        Sign in with SSO
+      </button>
+    </form>
+  );
+}
+
+/** A pasted token, checked with `GET /me` before it is kept in localStorage. */
+function TokenForm(props: { onSignedIn: () => void }) {
+  const [token, setToken] = useState('');
+  const check = useMutation({
+    mutationFn: async () => {
+      saveToken(token.trim());
+      try {
+        await unwrap(api.GET('/api/v1/me'));
+      } catch (error) {
+        forgetToken();
+        throw error;
+      }
+    },
+    onSuccess: props.onSignedIn,
+  });
+  return (
+    <form
+      onSubmit={(event) => {
+        event.preventDefault();
+        check.mutate();
+      }}
+    >
+      <Field
+        label="Access token"
+        type="password"
+        autoComplete="off"
+        required
+        value={token}
+        hint="A personal access token or service token; npx vexil bootstrap prints the first one."
+        error={
+          check.error
+            ? check.error instanceof ApiProblem
+              ? check.error.message
+              : 'Vexil could not be reached.'
+            : undefined
+        }
+        onChange={(event) => setToken(event.target.value)}
+      />
+      <button type="submit" disabled={check.isPending}>
+        Sign in with token
+      </button>
+    </form>
   );
 }

@@ -24,7 +24,7 @@ const CONTENT_SECURITY_POLICY = [
 ].join('; ');
 
 /** The paths the console routes on the client; each is answered with its index.html. */
-const CLIENT_ROUTES = ['/', '/sign-in', '/orgs/*'];
+const CLIENT_ROUTES = ['/', '/sign-in', '/orgs/*', '/invitations/*'];
 
 /**
  * Serves the built web console at `/` (design record 023): hashed `/assets/*` files cached for a

@@ -71,7 +71,12 @@ export function registerInvitationRoutes(app: App, services: Services): void {
           { additionalProperties: false },
         ),
         response: {
-          201: Type.Intersect([InvitationSchema, Type.Object({ acceptUrl: Type.String() })]),
+          201: Type.Intersect([
+            InvitationSchema,
+            // `emailed`: whether this server sends invitation e-mail (VEXIL_SMTP_URL); when not,
+            // the inviter hands the link on.
+            Type.Object({ acceptUrl: Type.String(), emailed: Type.Boolean() }),
+          ]),
         },
       },
     },
@@ -130,7 +135,11 @@ export function registerInvitationRoutes(app: App, services: Services): void {
         acceptUrl: url,
         expiresAt: row.expires_at,
       });
-      return reply.status(201).send({ ...invitationBody(access.role, row), acceptUrl: url });
+      return reply.status(201).send({
+        ...invitationBody(access.role, row),
+        acceptUrl: url,
+        emailed: services.mailer !== null,
+      });
     },
   );
 

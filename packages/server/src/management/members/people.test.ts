@@ -75,7 +75,7 @@ describe.each(testDialects())('members and invitations on %s', (dialect) => {
   it('a person is invited, accepts with a password, signs in, is demoted and removed; all audited', async () => {
     const created = await invite({ email: 'Ada@Acme.test', role: 'Member' });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ email: 'ada@acme.test', role: 'Member' });
+    expect(created.body).toMatchObject({ email: 'ada@acme.test', role: 'Member', emailed: true });
     expect(created.body.acceptUrl).toMatch(/^http:\/\/.+\/invitations\/accept#token=vxl_inv_/);
     const token = tokenOf(created.body.acceptUrl);
 

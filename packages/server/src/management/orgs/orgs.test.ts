@@ -62,6 +62,13 @@ describe.each(testDialects())('organizations on %s', (dialect) => {
     expect(refused.body.error).toBe('forbidden');
     const adminView = await call(vexil, 'GET', '/api/v1/orgs/acme', { token: admin.token });
     expect(adminView.body._actions.update.allowed).toBe(false);
+    expect(adminView.body._actions.manageMembers.allowed).toBe(true);
+    const member = await createMember(vexil, org.orgId, 'Member');
+    const memberView = await call(vexil, 'GET', '/api/v1/orgs/acme', { token: member.token });
+    expect(memberView.body._actions.manageMembers).toEqual({
+      allowed: false,
+      reason: 'requires the Admin role',
+    });
 
     const updated = await call(vexil, 'PATCH', '/api/v1/orgs/acme', {
       token: org.token,

@@ -40,6 +40,7 @@ function organizationActions(role: Role) {
   return actionsFor(role, {
     update: { role: 'Owner' },
     createProject: { role: 'Admin' },
+    manageMembers: { role: 'Admin' },
     manageWebhooks: { role: 'Admin' },
     readAuditLog: { role: 'Admin' },
     manageServiceTokens: { role: 'Admin' },

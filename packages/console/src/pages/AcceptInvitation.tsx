@@ -1,0 +1,121 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { useLocation } from 'wouter';
+import { ApiProblem, api, unwrap } from '../api/client';
+import { Field } from '../components/Field';
+import { PasswordForm } from '../components/people/PasswordForm';
+
+/** The invitation secret from the link `/invitations/accept#token=vxl_inv_…` (design record 022). */
+function invitationToken(): string | null {
+  return new URLSearchParams(window.location.hash.slice(1)).get('token');
+}
+
+/**
+ * Accepting an invitation from its link (console.md journey 1). Signed in: accept as oneself.
+ * Otherwise: a new person chooses a name and password (and is signed in), or someone with an
+ * account signs in first and then accepts.
+ */
+export function AcceptInvitation() {
+  const token = invitationToken();
+  const queryClient = useQueryClient();
+  const [, navigate] = useLocation();
+  const me = useQuery({
+    queryKey: ['me'],
+    refetchInterval: false,
+    retry: false,
+    queryFn: () => unwrap(api.GET('/api/v1/me')),
+  });
+  const accept = useMutation({
+    mutationFn: (newcomer: { name: string; password: string } | null) =>
+      unwrap(api.POST('/api/v1/invitations/accept', { body: { token: token ?? '', ...newcomer } })),
+    onSuccess: (accepted) => {
+      queryClient.clear();
+      navigate(`/orgs/${accepted.organization.slug}/projects`);
+    },
+  });
+
+  if (!token)
+    return (
+      <main className="sign-in">
+        <h1>Accept an invitation</h1>
+        <p role="alert">This address carries no invitation: open the whole link you were given.</p>
+      </main>
+    );
+  if (me.isPending) return <p role="status">Loading…</p>;
+  const problem = accept.error instanceof ApiProblem ? accept.error : null;
+  const signedInAs = me.data?.type === 'user' ? (me.data.email ?? me.data.id) : null;
+
+  return (
+    <main className="sign-in">
+      <h1>Accept an invitation</h1>
+      {problem && Object.keys(problem.fields).length === 0 && (
+        <p className="field-error" role="alert">
+          {problem.message}
+        </p>
+      )}
+      {signedInAs ? (
+        <>
+          <p>You are signed in as {signedInAs}.</p>
+          <button type="button" disabled={accept.isPending} onClick={() => accept.mutate(null)}>
+            Accept invitation
+          </button>
+        </>
+      ) : (
+        <>
+          <NewAccount
+            problem={problem}
+            pending={accept.isPending}
+            onSubmit={(newcomer) => accept.mutate(newcomer)}
+          />
+          <section aria-labelledby="existing-heading">
+            <h2 id="existing-heading">Already have an account?</h2>
+            <p className="hint">Sign in, then accept the invitation as yourself.</p>
+            <PasswordForm submitLabel="Sign in and accept" onSignedIn={() => accept.mutate(null)} />
+          </section>
+        </>
+      )}
+    </main>
+  );
+}
+
+function NewAccount(props: {
+  problem: ApiProblem | null;
+  pending: boolean;
+  onSubmit: (newcomer: { name: string; password: string }) => void;
+}) {
+  const [name, setName] = useState('');
+  const [password, setPassword] = useState('');
+  return (
+    <section aria-labelledby="new-heading">
+      <h2 id="new-heading">New to Vexil?</h2>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          props.onSubmit({ name: name.trim(), password });
+        }}
+      >
+        <Field
+          label="Your name"
+          required
+          autoComplete="name"
+          value={name}
+          error={props.problem?.field('name')}
+          onChange={(event) => setName(event.target.value)}
+        />
+        <Field
+          label="Choose a password"
+          type="password"
+          autoComplete="new-password"
+          required
+          hint="12 characters or more."
+          value={password}
+          error={props.problem?.field('password')}
+          onChange={(event) => setPassword(event.target.value)}
+        />
+        <button type="submit" disabled={props.pending}>
+          Create account and accept
+        </button>
+      </form>
+    </section>
+  );
+}

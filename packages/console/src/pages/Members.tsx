@@ -1,0 +1,480 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Dialog } from 'radix-ui';
+import { useState } from 'react';
+import { ApiProblem, api, unwrap } from '../api/client';
+import { ROLES, type Member, type Role } from '../api/types';
+import { Field, Labelled } from '../components/Field';
+import { ConfirmButton } from '../components/people/Confirm';
+import { NotAllowed } from '../components/people/NotAllowed';
+import { useOrganization, when } from '../components/people/organization';
+import { ProjectAllowlist, ProjectNames } from '../components/people/ProjectAllowlist';
+import { ShownOnce } from '../components/people/ShownOnce';
+
+/**
+ * Members, invitations and service tokens of an organization (console.md journey 7), for Admins
+ * and Owners; every control follows the row's `_actions`.
+ */
+export function Members(props: { org: string }) {
+  const organization = useOrganization(props.org);
+  if (organization.isPending) return <p role="status">Loading…</p>;
+  if (organization.isError) return <p role="alert">{organization.error.message}</p>;
+  const manage = organization.data._actions['manageMembers'];
+  if (!manage?.allowed)
+    return <NotAllowed page="Members" reason={manage?.reason ?? 'requires the Admin role'} />;
+  return (
+    <>
+      <div className="page-heading">
+        <h1>Members</h1>
+      </div>
+      <MemberList org={props.org} />
+      <Invitations org={props.org} />
+      <ServiceTokens org={props.org} />
+    </>
+  );
+}
+
+function MemberList({ org }: { org: string }) {
+  const queryClient = useQueryClient();
+  const members = useQuery({
+    queryKey: ['members', org],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/members', { params: { path: { org }, query: { limit: 200 } } }),
+      ),
+  });
+  const [problem, setProblem] = useState<{ userId: string; message: string } | null>(null);
+  const update = useMutation({
+    mutationFn: (change: { userId: string; role?: Role; projectIds?: string[] | null }) =>
+      unwrap(
+        api.PATCH('/api/v1/orgs/{org}/members/{userId}', {
+          params: { path: { org, userId: change.userId } },
+          body: {
+            ...(change.role ? { role: change.role } : {}),
+            ...(change.projectIds !== undefined ? { projectIds: change.projectIds } : {}),
+          },
+        }),
+      ),
+    onMutate: () => setProblem(null),
+    onError: (error, change) => setProblem({ userId: change.userId, message: error.message }),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['members', org] }),
+  });
+  const remove = useMutation({
+    mutationFn: (userId: string) =>
+      unwrap(
+        api.DELETE('/api/v1/orgs/{org}/members/{userId}', { params: { path: { org, userId } } }),
+      ),
+    onMutate: () => setProblem(null),
+    onError: (error, userId) => setProblem({ userId, message: error.message }),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['members', org] }),
+  });
+  return (
+    <section aria-labelledby="members-heading">
+      <h2 id="members-heading">People</h2>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Person</th>
+            <th scope="col">Role</th>
+            <th scope="col">Projects</th>
+            <th scope="col">Last seen</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {(members.data?.items ?? []).map((member) => {
+            const canUpdate = member._actions['update']?.allowed ?? false;
+            const who = member.name ? `${member.name} (${member.email})` : member.email;
+            return (
+              <tr key={member.userId}>
+                <td>
+                  {who}
+                  {problem?.userId === member.userId && (
+                    <p className="field-error" role="alert">
+                      {problem.message}
+                    </p>
+                  )}
+                </td>
+                <td>
+                  {canUpdate ? (
+                    <select
+                      aria-label={`Role of ${member.email}`}
+                      value={member.role}
+                      onChange={(event) =>
+                        update.mutate({
+                          userId: member.userId,
+                          role: event.target.value as Role,
+                        })
+                      }
+                    >
+                      {ROLES.map((role) => (
+                        <option key={role}>{role}</option>
+                      ))}
+                    </select>
+                  ) : (
+                    member.role
+                  )}
+                </td>
+                <td>
+                  <ProjectNames org={org} ids={member.projectIds} />
+                  {canUpdate && (
+                    <ProjectsDialog
+                      org={org}
+                      member={member}
+                      onSave={(projectIds) => update.mutate({ userId: member.userId, projectIds })}
+                    />
+                  )}
+                </td>
+                <td>{when(member.lastSeenAt)}</td>
+                <td>
+                  {member._actions['delete']?.allowed && (
+                    <ConfirmButton
+                      label="Remove"
+                      ariaLabel={`Remove ${member.email}`}
+                      title={`Remove ${member.email} from ${org}?`}
+                      description="Their sessions and tokens stop working for this organization at once."
+                      confirm="Remove member"
+                      onConfirm={() => remove.mutate(member.userId)}
+                    />
+                  )}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function ProjectsDialog(props: {
+  org: string;
+  member: Member;
+  onSave: (projectIds: string[] | null) => void;
+}) {
+  const [open, setOpen] = useState(false);
+  const [draft, setDraft] = useState<string[] | null>(props.member.projectIds);
+  return (
+    <Dialog.Root
+      open={open}
+      onOpenChange={(next) => {
+        setOpen(next);
+        setDraft(props.member.projectIds);
+      }}
+    >
+      <Dialog.Trigger asChild>
+        <button type="button" className="quiet" aria-label={`Projects of ${props.member.email}`}>
+          Change
+        </button>
+      </Dialog.Trigger>
+      <Dialog.Portal>
+        <Dialog.Overlay className="overlay" />
+        <Dialog.Content className="dialog">
+          <Dialog.Title>Projects of {props.member.email}</Dialog.Title>
+          <Dialog.Description className="hint">
+            Other projects answer as if they did not exist.
+          </Dialog.Description>
+          <form
+            onSubmit={(event) => {
+              event.preventDefault();
+              props.onSave(draft);
+              setOpen(false);
+            }}
+          >
+            <ProjectAllowlist org={props.org} legend="Projects" value={draft} onChange={setDraft} />
+            <div className="actions">
+              <Dialog.Close asChild>
+                <button type="button" className="quiet">
+                  Cancel
+                </button>
+              </Dialog.Close>
+              <button type="submit" disabled={draft !== null && draft.length === 0}>
+                Save projects
+              </button>
+            </div>
+          </form>
+        </Dialog.Content>
+      </Dialog.Portal>
+    </Dialog.Root>
+  );
+}
+
+function Invitations({ org }: { org: string }) {
+  const queryClient = useQueryClient();
+  const [email, setEmail] = useState('');
+  const [role, setRole] = useState<Role>('Member');
+  const [projectIds, setProjectIds] = useState<string[] | null>(null);
+  const invitations = useQuery({
+    queryKey: ['invitations', org],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/invitations', {
+          params: { path: { org }, query: { limit: 200 } },
+        }),
+      ),
+  });
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['invitations', org] });
+  const invite = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST('/api/v1/orgs/{org}/invitations', {
+          params: { path: { org } },
+          body: { email: email.trim(), role, ...(projectIds ? { projectIds } : {}) },
+        }),
+      ),
+    onSuccess: () => {
+      setEmail('');
+      setProjectIds(null);
+      refresh();
+    },
+  });
+  const revoke = useMutation({
+    mutationFn: (id: string) =>
+      unwrap(api.DELETE('/api/v1/orgs/{org}/invitations/{id}', { params: { path: { org, id } } })),
+    onSettled: refresh,
+  });
+  const problem = invite.error instanceof ApiProblem ? invite.error : null;
+  const items = invitations.data?.items ?? [];
+  const sent = invite.data;
+  return (
+    <section aria-labelledby="invitations-heading">
+      <h2 id="invitations-heading">Invitations</h2>
+      {invitations.data?._actions['create']?.allowed && (
+        <form
+          aria-label="Invite someone"
+          onSubmit={(event) => {
+            event.preventDefault();
+            invite.mutate();
+          }}
+        >
+          <div className="row">
+            <Field
+              label="E-mail to invite"
+              type="email"
+              required
+              value={email}
+              error={
+                problem?.field('email') ??
+                (problem && !problem.field('role') && !problem.field('projectIds')
+                  ? problem.message
+                  : undefined)
+              }
+              onChange={(event) => setEmail(event.target.value)}
+            />
+            <Labelled label="Role" error={problem?.field('role')}>
+              {(id, describedBy) => (
+                <select
+                  id={id}
+                  aria-describedby={describedBy}
+                  value={role}
+                  onChange={(event) => setRole(event.target.value as Role)}
+                >
+                  {ROLES.map((r) => (
+                    <option key={r}>{r}</option>
+                  ))}
+                </select>
+              )}
+            </Labelled>
+          </div>
+          <ProjectAllowlist
+            org={org}
+            legend="Projects they may see"
+            value={projectIds}
+            error={problem?.field('projectIds')}
+            onChange={setProjectIds}
+          />
+          <button
+            type="submit"
+            disabled={invite.isPending || (projectIds !== null && projectIds.length === 0)}
+          >
+            Invite
+          </button>
+        </form>
+      )}
+      {sent && (
+        <ShownOnce
+          label={`Invitation link for ${sent.email}`}
+          value={sent.acceptUrl}
+          note={
+            sent.emailed
+              ? `It was also e-mailed to ${sent.email}. It works once, for that address, and is not shown again.`
+              : `This server sends no e-mail: hand the link to ${sent.email} yourself. It works once, for that address, and is not shown again.`
+          }
+        />
+      )}
+      {revoke.error && <p className="field-error">{revoke.error.message}</p>}
+      {items.length === 0 ? (
+        <p className="hint">No pending invitations.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">E-mail</th>
+              <th scope="col">Role</th>
+              <th scope="col">Projects</th>
+              <th scope="col">Expires</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((invitation) => (
+              <tr key={invitation.id}>
+                <td>{invitation.email}</td>
+                <td>{invitation.role}</td>
+                <td>
+                  <ProjectNames org={org} ids={invitation.projectIds} />
+                </td>
+                <td>{when(invitation.expiresAt)}</td>
+                <td>
+                  {invitation._actions['delete']?.allowed && (
+                    <ConfirmButton
+                      label="Revoke"
+                      ariaLabel={`Revoke invitation of ${invitation.email}`}
+                      title={`Revoke the invitation of ${invitation.email}?`}
+                      description="The link stops working."
+                      confirm="Revoke invitation"
+                      onConfirm={() => revoke.mutate(invitation.id)}
+                    />
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function ServiceTokens({ org }: { org: string }) {
+  const queryClient = useQueryClient();
+  const organization = useOrganization(org);
+  const [name, setName] = useState('');
+  const [role, setRole] = useState<Role>('Viewer');
+  const tokens = useQuery({
+    queryKey: ['service-tokens', org],
+    enabled: organization.data?._actions['manageServiceTokens']?.allowed === true,
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/service-tokens', {
+          params: { path: { org }, query: { limit: 200 } },
+        }),
+      ),
+  });
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['service-tokens', org] });
+  const create = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST('/api/v1/orgs/{org}/service-tokens', {
+          params: { path: { org } },
+          body: { name: name.trim(), role },
+        }),
+      ),
+    onSuccess: () => {
+      setName('');
+      refresh();
+    },
+  });
+  const revoke = useMutation({
+    mutationFn: (tokenId: string) =>
+      unwrap(
+        api.DELETE('/api/v1/orgs/{org}/service-tokens/{tokenId}', {
+          params: { path: { org, tokenId } },
+        }),
+      ),
+    onSettled: refresh,
+  });
+  if (!organization.data?._actions['manageServiceTokens']?.allowed) return null;
+  const problem = create.error instanceof ApiProblem ? create.error : null;
+  const items = tokens.data?.items ?? [];
+  return (
+    <section aria-labelledby="service-tokens-heading">
+      <h2 id="service-tokens-heading">Service tokens</h2>
+      <p className="hint">Tokens that belong to the organization rather than to a person.</p>
+      <form
+        className="row"
+        aria-label="New service token"
+        onSubmit={(event) => {
+          event.preventDefault();
+          create.mutate();
+        }}
+      >
+        <Field
+          label="Service token name"
+          required
+          value={name}
+          error={
+            problem?.field('name') ??
+            (problem && !problem.field('role') ? problem.message : undefined)
+          }
+          onChange={(event) => setName(event.target.value)}
+        />
+        <Labelled label="Service token role" error={problem?.field('role')}>
+          {(id, describedBy) => (
+            <select
+              id={id}
+              aria-describedby={describedBy}
+              value={role}
+              onChange={(event) => setRole(event.target.value as Role)}
+            >
+              {ROLES.map((r) => (
+                <option key={r}>{r}</option>
+              ))}
+            </select>
+          )}
+        </Labelled>
+        <button type="submit" disabled={create.isPending}>
+          Create service token
+        </button>
+      </form>
+      {create.data && (
+        <ShownOnce
+          label={`Service token ${create.data.name}`}
+          value={create.data.token}
+          note="Copy it now: Vexil keeps only its hash and will not show it again."
+        />
+      )}
+      {revoke.error && <p className="field-error">{revoke.error.message}</p>}
+      {items.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Role</th>
+              <th scope="col">Ends in</th>
+              <th scope="col">Last used</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((token) => (
+              <tr key={token.id}>
+                <td>{token.name}</td>
+                <td>{token.role}</td>
+                <td>
+                  <code>…{token.lastFourCharacters}</code>
+                </td>
+                <td>{when(token.lastUsedAt)}</td>
+                <td>
+                  <ConfirmButton
+                    label="Revoke"
+                    ariaLabel={`Revoke service token ${token.name}`}
+                    title={`Revoke service token ${token.name}?`}
+                    description="Whatever uses it is refused from its next request."
+                    confirm="Revoke token"
+                    onConfirm={() => revoke.mutate(token.id)}
+                  />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
