@@ -125,7 +125,7 @@ export class NodeBus implements StreamRelay {
 
   /** After commit: a management change, for the live feeds of the other nodes (design record 026). */
   liveChange(change: LiveChange): void {
-    if (!this.postgresUrl) return;
+    if (!this.reachesOthers) return;
     const payload = JSON.stringify({ liveChange: change, from: this.nodeId });
     // Keys are short, so a change fits; one that would not is left to the consoles' slow poll.
     if (Buffer.byteLength(payload) > MAX_NOTICE_BYTES) return;
