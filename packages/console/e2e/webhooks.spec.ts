@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { Page } from '@playwright/test';
-import { expect, expectAccessible, signIn, test } from './fixtures';
+import { apiCall, expect, expectAccessible, server, signIn, test } from './fixtures';
 
 /** A webhook receiver on 127.0.0.1 inside the test: answers 204, or 500 while `failing`. */
 class Receiver {
@@ -74,7 +74,8 @@ test('a webhook to a local receiver: test event delivered, retries shown, redeli
   await expect(edit).toBeHidden();
   const facts = page.getByRole('definition');
   await expect(facts.filter({ hasText: 'flag.toggled' })).toBeVisible();
-  await expect(facts.filter({ hasText: '1 chosen' })).toHaveCount(2);
+  await expect(facts.filter({ hasText: 'Web shop' })).toBeVisible();
+  await expect(facts.filter({ hasText: '1 chosen' })).toBeVisible();
 
   await page.getByRole('button', { name: 'Send test event' }).click();
   const deliveries = page.getByRole('region', { name: 'Deliveries' }).getByRole('listitem');
@@ -143,4 +144,34 @@ test('rotating a secret: both active and signing, then the old one retired', asy
     'This is the last active secret of the subscription',
   );
   await expect(secrets).toContainText('1 active secret:');
+});
+
+test('a subscription the service disabled says why', async ({ page }) => {
+  const projects = await apiCall<{ items: { key: string }[] }>('GET', '/api/v1/orgs/acme/projects');
+  if (!projects.items.some((project) => project.key === 'scratch'))
+    await apiCall('POST', '/api/v1/orgs/acme/projects', {
+      key: 'scratch',
+      name: 'Scratch',
+      environments: [{ key: 'sandbox' }],
+    });
+  const sandbox = await apiCall<{ id: string }>(
+    'POST',
+    '/api/v1/orgs/acme/projects/scratch/environments',
+    { key: `sandbox-${Date.now()}` },
+  );
+  const webhook = await apiCall<{ id: string }>('POST', '/api/v1/orgs/acme/webhooks', {
+    name: 'Sandbox only',
+    url: receiverUrl,
+    environmentIds: [sandbox.id],
+  });
+  // Deleting the only environment in its filter disables the subscription (spec: webhooks).
+  await apiCall('DELETE', `/api/v1/orgs/acme/projects/scratch/environments/${sandbox.id}`);
+  await signIn(page);
+  await page.goto(`${server.url}/orgs/acme/projects/web/webhooks/${webhook.id}`);
+  await expect(page.getByRole('heading', { name: 'Sandbox only', level: 1 })).toBeVisible();
+  await expect(
+    page.getByText('Disabled — its environment filter was emptied by a deletion'),
+  ).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Send test event' })).toHaveCount(0);
+  await expect(page.getByText('(test events: the subscription is disabled)')).toBeVisible();
 });

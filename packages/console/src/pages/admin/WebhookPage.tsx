@@ -42,6 +42,17 @@ export function WebhookPage(props: { org: string; project: string; id: string })
       navigate(`/orgs/${org}/projects/${project}/webhooks`);
     },
   });
+  const projects = useQuery({
+    queryKey: ['projects', org],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects', {
+          params: { path: { org }, query: { limit: 200 } },
+        }),
+      ),
+  });
+  const projectName = (projectId: string) =>
+    projects.data?.items.find((p) => p.id === projectId)?.name ?? projectId;
   if (webhook.error) return <p role="alert">{webhook.error.message}</p>;
   if (!webhook.data) return <p role="status">Loading…</p>;
   const data = webhook.data;
@@ -116,7 +127,7 @@ export function WebhookPage(props: { org: string; project: string; id: string })
         <dt>Event types</dt>
         <dd>{data.eventTypes.length ? data.eventTypes.join(', ') : 'All'}</dd>
         <dt>Projects</dt>
-        <dd>{data.projectIds.length ? `${data.projectIds.length} chosen` : 'All'}</dd>
+        <dd>{data.projectIds.length ? data.projectIds.map(projectName).join(', ') : 'All'}</dd>
         <dt>Environments</dt>
         <dd>{data.environmentIds.length ? `${data.environmentIds.length} chosen` : 'All'}</dd>
         <dt>Failures in a row</dt>

@@ -38,7 +38,7 @@ describe.each(testDialects())('migration 0006 on %s', (dialect) => {
         })
         .execute();
     }
-    await up(legacy);
+    await up(db as unknown as Kysely<unknown>);
     const rows = await db
       .selectFrom('environments')
       .select(['key', 'critical'])

@@ -64,6 +64,45 @@ describe.each(testDialects())('projects and environments on %s', (dialect) => {
     });
   });
 
+  it('project create: critical as given; an environment keyed production is critical unless told', async () => {
+    const created = await call(vexil, 'POST', projects, {
+      token: org.token,
+      body: {
+        key: 'marked',
+        name: 'Marked',
+        environments: [
+          { key: 'production' },
+          { key: 'edge', critical: true },
+          { key: 'preview', critical: false },
+        ],
+      },
+    });
+    expect(created.status).toBe(201);
+    const listed = await call(vexil, 'GET', `${projects}/marked/environments`, {
+      token: org.token,
+    });
+    expect(
+      listed.body.items.map((e: { key: string; critical: boolean }) => [e.key, e.critical]),
+    ).toEqual([
+      ['production', true],
+      ['edge', true],
+      ['preview', false],
+    ]);
+    const unmarked = await call(vexil, 'POST', projects, {
+      token: org.token,
+      body: {
+        key: 'unmarked',
+        name: 'Unmarked',
+        environments: [{ key: 'production', critical: false }],
+      },
+    });
+    expect(unmarked.status).toBe(201);
+    const production = await call(vexil, 'GET', `${projects}/unmarked/environments/production`, {
+      token: org.token,
+    });
+    expect(production.body.critical).toBe(false);
+  });
+
   it('project create: bad input is 400 with field detail and creates nothing', async () => {
     const cases: [unknown, string][] = [
       [{ key: 'has space', name: 'x' }, 'key'],
