@@ -62,7 +62,7 @@ describe('vexil export and vexil apply', () => {
       );
       const refused = await vexil('apply', file, '--org', 'acme').then(
         () => null,
-        (error: { code: number; stderr: string }) => error,
+        (error: unknown) => error as { code: number; stderr: string },
       );
       expect(refused?.code).toBe(1);
       expect(refused?.stderr).toContain('flags[0].environments.production.defaultVariation:');
