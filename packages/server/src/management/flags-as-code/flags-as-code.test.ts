@@ -196,6 +196,10 @@ describe.each(testDialects())('flags as code on %s', (dialect) => {
     );
     const document = parse(source);
     expect(document).toEqual(json.body);
+    // Where `$schema` points, the instance serves the published schema, without a credential.
+    const schema = await call(vexil, 'GET', new URL(document.$schema).pathname);
+    expect(schema.status).toBe(200);
+    expect(schema.text).toBe(documentJsonSchema());
     expect(document.environments.map((e: { key: string }) => e.key)).toEqual([
       'development',
       'staging',
