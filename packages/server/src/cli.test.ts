@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { CLI } from './test-support/processes.js';
@@ -16,4 +18,56 @@ describe('the vexil command', () => {
       expect(stdout.trim()).toBe(manifest.version);
     }
   });
+});
+
+describe('vexil export and vexil apply', () => {
+  it('apply creates the project, plans, applies once, then finds nothing to do; export is stable; a bad document exits 1 with paths', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'vexil-cli-'));
+    const env = { ...process.env, VEXIL_DATABASE_URL: join(directory, 'vexil.db') };
+    const vexil = (...args: string[]) => run(process.execPath, [CLI, ...args], { env });
+    try {
+      await vexil('bootstrap', '--org', 'acme', '--email', 'owner@acme.test');
+      const file = join(directory, 'web.yaml');
+      await writeFile(
+        file,
+        [
+          'version: 1',
+          'project: { key: web, name: Web }',
+          'environments: [{ key: production }]',
+          'flags:',
+          '  - key: dark-mode',
+          '    type: Boolean',
+          '    variations: [{ key: "on", value: "true" }, { key: "off", value: "false" }]',
+          '    environments:',
+          '      production: { enabled: true, defaultVariation: "on", offVariation: "off" }',
+          '',
+        ].join('\n'),
+      );
+      const dryRun = await vexil('apply', file, '--org', 'acme', '--dry-run');
+      expect(dryRun.stdout).toContain('+ create project web');
+      expect(dryRun.stdout).toContain('Dry run: nothing was changed.');
+      const applied = await vexil('apply', file, '--org', 'acme');
+      expect(applied.stdout).toContain('+ create flag dark-mode  (flags[0])');
+      expect(applied.stdout).toContain('Applied: 3 to create');
+      const again = await vexil('apply', file, '--org', 'acme');
+      expect(again.stdout.trim()).toBe('No changes: the project matches the document.');
+      const exported = await vexil('export', '--org', 'acme', '--project', 'web');
+      expect((await vexil('export', '--org', 'acme', '--project', 'web')).stdout).toBe(
+        exported.stdout,
+      );
+      expect(exported.stdout).toContain('enabled: true');
+      await writeFile(
+        file,
+        exported.stdout.replace('defaultVariation: "on"', 'defaultVariation: maybe'),
+      );
+      const refused = await vexil('apply', file, '--org', 'acme').then(
+        () => null,
+        (error: unknown) => error as { code: number; stderr: string },
+      );
+      expect(refused?.code).toBe(1);
+      expect(refused?.stderr).toContain('flags[0].environments.production.defaultVariation:');
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

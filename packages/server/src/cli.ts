@@ -210,13 +210,12 @@ async function findProject(db: Vexil['services']['db'], orgSlug: string, project
   return { org, project: project ?? null };
 }
 
-/** Runs `work` with the service wired to the configured database, without serving or workers. */
+/**
+ * Runs `work` with the services wired to the configured database (events reach the webhook
+ * outbox and, on PostgreSQL, running nodes), serving nothing and running no worker.
+ */
 async function withVexil<T>(work: (vexil: Vexil) => Promise<T>): Promise<T> {
-  const vexil = await createVexil(loadConfig(), {
-    logger: false,
-    startWorkers: false,
-    roles: ['management'],
-  });
+  const vexil = await createVexil(loadConfig(), { logger: false, startWorkers: false, roles: [] });
   try {
     return await work(vexil);
   } finally {

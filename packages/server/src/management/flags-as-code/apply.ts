@@ -262,7 +262,8 @@ class Reconciliation {
             created_at: m.now,
             updated_at: m.now,
           })
-          .execute();
+          .execute()
+          .catch(conflictOn('key', input.key, 'segment'));
         this.segmentIds.set(input.key, id);
       }
       await m.touchProject(this.projectId);
@@ -348,7 +349,12 @@ class Reconciliation {
       created_at: m.now,
       updated_at: m.now,
     };
-    await m.trx.insertInto('flags').values(row).execute();
+    // A flag created meanwhile by another request is a 409, not a 500.
+    await m.trx
+      .insertInto('flags')
+      .values(row)
+      .execute()
+      .catch(conflictOn('key', row.key, 'flag'));
     const variations: VariationsTable[] = input.variations.map((v, sortOrder) => ({
       id: uuid(),
       flag_id: row.id,

@@ -59,5 +59,9 @@ export async function exportProject(
 export function serializeDocument(document: ProjectDocument, format: ExportFormat): string {
   if (format === 'json') return `${JSON.stringify(document, null, 2)}\n`;
   const schema = document.$schema ? `# yaml-language-server: $schema=${document.$schema}\n` : '';
-  return schema + stringify(document, { lineWidth: 0, aliasDuplicateObjects: false });
+  // Written as YAML 1.1 would need it (`"on"`, `"yes"`, `"2026-01-01"` quoted), so that readers of
+  // either YAML version, CI tools included, see the same strings; read back as YAML 1.2.
+  return (
+    schema + stringify(document, { version: '1.1', lineWidth: 0, aliasDuplicateObjects: false })
+  );
 }

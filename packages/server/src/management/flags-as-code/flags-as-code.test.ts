@@ -196,6 +196,10 @@ describe.each(testDialects())('flags as code on %s', (dialect) => {
     );
     const document = parse(source);
     expect(document).toEqual(json.body);
+    // Where `$schema` points, the instance serves the published schema, without a credential.
+    const schema = await call(vexil, 'GET', new URL(document.$schema).pathname);
+    expect(schema.status).toBe(200);
+    expect(schema.text).toBe(documentJsonSchema());
     expect(document.environments.map((e: { key: string }) => e.key)).toEqual([
       'development',
       'staging',
@@ -354,6 +358,15 @@ describe.each(testDialects())('flags as code on %s', (dialect) => {
   it('leaves flags and segments out of the document alone, and with prune archives and deletes them', async () => {
     const document = parse(source);
     document.flags = document.flags.filter((f: { key: string }) => f.key === 'banner');
+    // A prerequisite on a flag the prune would archive is refused.
+    const dangling = await call(vexil, 'POST', `${SOURCE}/apply?prune=true&dryRun=true`, {
+      token,
+      body: document,
+    });
+    expect(dangling.status).toBe(400);
+    expect(dangling.body.fields['flags[0].environments.production.prerequisites[0].flag']).toEqual([
+      'flag "new-checkout" is not in the document, and prune archives it',
+    ]);
     document.flags[0].environments.production.prerequisites = [];
     document.flags[0].environments.staging.prerequisites = [];
     document.segments = [];

@@ -208,7 +208,9 @@ export function checkDocument(
         if (!targetVariations)
           problems.add(
             `${at}.prerequisites[${p}].flag`,
-            `flag "${prerequisite.flag}" does not exist`,
+            stored.has(prerequisite.flag)
+              ? `flag "${prerequisite.flag}" is not in the document, and prune archives it`
+              : `flag "${prerequisite.flag}" does not exist`,
           );
         else if (![...targetVariations].includes(prerequisite.variation))
           problems.add(
@@ -220,7 +222,12 @@ export function checkDocument(
         const ruleAt = `${at}.rules[${r}]`;
         variation(rule.variation, `${ruleAt}.variation`);
         if (rule.segment != null && !segmentKeys.has(rule.segment))
-          problems.add(`${ruleAt}.segment`, `segment "${rule.segment}" does not exist`);
+          problems.add(
+            `${ruleAt}.segment`,
+            state.segments.some((s) => s.key === rule.segment)
+              ? `segment "${rule.segment}" is not in the document, and prune deletes it`
+              : `segment "${rule.segment}" does not exist`,
+          );
         (rule.conditionGroups ?? []).forEach((group, g) => {
           conditions(group.conditions, `${ruleAt}.conditionGroups[${g}].conditions`);
         });
