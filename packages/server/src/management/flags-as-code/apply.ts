@@ -15,6 +15,7 @@ import { deleteUnlessReferenced } from '../deletion.js';
 import { insertEnvironment } from '../environments/queries.js';
 import { defaultOffVariation, initialConfiguration } from '../flags/configuration.js';
 import { storedMetadata } from '../flags/queries.js';
+import { requestedRollout } from '../targeting/rule-schemas.js';
 import type {
   DocumentCondition,
   DocumentEnvironment,
@@ -66,7 +67,13 @@ function sortedMetadata(metadata: Record<string, string | number | boolean>) {
 // The document with its defaults filled in, member for member in the export's order, so that an
 // item and its stored counterpart compare as text.
 function completeEnvironment(e: DocumentEnvironment): DocumentEnvironment {
-  return { key: e.key, name: e.name ?? null, color: e.color ?? null, sortOrder: e.sortOrder ?? 0 };
+  return {
+    key: e.key,
+    name: e.name ?? null,
+    color: e.color ?? null,
+    sortOrder: e.sortOrder ?? 0,
+    critical: e.critical ?? false,
+  };
 }
 function completeCondition(c: DocumentCondition): DocumentCondition {
   return {
@@ -96,7 +103,7 @@ function completeFlagEnvironment(c: DocumentFlagEnvironment): DocumentFlagEnviro
     rules: (c.rules ?? []).map((rule) => ({
       description: rule.description ?? null,
       variation: rule.variation,
-      rolloutPercentage: rule.rolloutPercentage ?? null,
+      rolloutWeight: rule.rolloutWeight ?? null,
       segment: rule.segment ?? null,
       conditionGroups: (rule.conditionGroups ?? []).map((group) => ({
         operator: group.operator ?? 'And',
@@ -186,6 +193,7 @@ class Reconciliation {
           name: wanted.name ?? null,
           color: wanted.color ?? null,
           sortOrder: wanted.sortOrder ?? 0,
+          critical: wanted.critical ?? false,
         });
         this.environmentIds.set(row.key, row.id);
         continue;
@@ -200,6 +208,7 @@ class Reconciliation {
           name: wanted.name ?? null,
           color: wanted.color ?? null,
           sort_order: wanted.sortOrder ?? 0,
+          critical: wanted.critical ? 1 : 0,
           updated_at: this.m.now,
         })
         .where('id', '=', existing.id)
@@ -695,7 +704,7 @@ class Reconciliation {
       const values = wanted && {
         description: wanted.description ?? null,
         variation_id: rules.variationIds.get(wanted.variation) ?? '',
-        rollout_percentage: wanted.rolloutPercentage ?? null,
+        ...requestedRollout({ rolloutWeight: wanted.rolloutWeight ?? null }),
         segment_id: wanted.segment ? (this.segmentIds.get(wanted.segment) ?? null) : null,
         condition_groups: JSON.stringify(
           (wanted.conditionGroups ?? []).map((group): StoredConditionGroup => ({

@@ -46,7 +46,14 @@ const DocumentRule = Type.Object(
   {
     description: Type.Optional(DescriptionSchema),
     variation: Type.String({ minLength: 1, description: 'Key of the variation the rule serves.' }),
-    rolloutPercentage: Nullable(Type.Integer({ minimum: 0, maximum: 100 })),
+    rolloutWeight: Nullable(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100000,
+        description:
+          'Share of matching contexts served, in thousandths of a percent (12500 is 12.5%); null serves all of them.',
+      }),
+    ),
     segment: Nullable(
       Type.String({ minLength: 1, description: 'Key of a segment the context must be in.' }),
     ),
@@ -162,6 +169,11 @@ const DocumentEnvironment = Type.Object(
     name: Nullable(NameSchema),
     color: Type.Optional(ColorSchema),
     sortOrder: Type.Optional(Type.Integer({ minimum: -2147483648, maximum: 2147483647 })),
+    critical: Type.Optional(
+      Type.Boolean({
+        description: 'Changes here ask for confirmation in the console. Default false.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

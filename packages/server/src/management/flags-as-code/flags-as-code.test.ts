@@ -59,7 +59,7 @@ async function seed(vexil: TestVexil, token: string): Promise<void> {
     });
     await callOk(vexil, 'POST', `${SOURCE}/flags/new-checkout/environments/${env}/rules`, token, {
       variationId: checkoutIds.true,
-      rolloutPercentage: 30,
+      rolloutWeight: 30000,
       conditionGroups: [
         {
           operator: 'Or',

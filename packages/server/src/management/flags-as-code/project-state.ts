@@ -126,7 +126,13 @@ function documentCondition(condition: StoredCondition): DocumentCondition {
 }
 
 export function documentEnvironment(row: EnvironmentRow): DocumentEnvironment {
-  return { key: row.key, name: row.name, color: row.color, sortOrder: row.sort_order };
+  return {
+    key: row.key,
+    name: row.name,
+    color: row.color,
+    sortOrder: row.sort_order,
+    critical: row.critical === 1,
+  };
 }
 
 export function documentSegment(row: SegmentRow): DocumentSegment {
@@ -167,7 +173,7 @@ export function documentFlagEnvironment(
     rules: rules.map((rule) => ({
       description: rule.description,
       variation: variationKey(rule.variation_id),
-      rolloutPercentage: rule.rollout_percentage,
+      rolloutWeight: rule.rollout_weight,
       segment: rule.segment_id === null ? null : (segmentKeys.get(rule.segment_id) ?? null),
       conditionGroups: (JSON.parse(rule.condition_groups) as StoredConditionGroup[]).map(
         (group) => ({
