@@ -35,9 +35,9 @@ export function FlagList({ org, project }: { org: string; project: string }) {
   const [type, setType] = useState<FlagType>('');
   const [lifecycle, setLifecycle] = useState<LifecycleStatus>('');
   const { environments, environment: chosenEnvironment } = usePlace();
-  const [statusEnvironment, setStatusEnvironment] = useState(
-    () => chosenEnvironment ?? environments[0]?.key ?? '',
-  );
+  const [pickedEnvironment, setStatusEnvironment] = useState('');
+  // Until one is picked, the environment chosen in the header (environments load after mount).
+  const statusEnvironment = pickedEnvironment || chosenEnvironment || environments[0]?.key || '';
   const [status, setStatus] = useState<Status>('');
   const [sort, setSort] = useState<Sort>('key');
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
@@ -170,10 +170,7 @@ export function FlagList({ org, project }: { org: string; project: string }) {
           Flag status
           <select
             value={status}
-            onChange={(event) => {
-              filtered(setStatus)(event.target.value as Status);
-              if (!statusEnvironment) setStatusEnvironment(environments[0]?.key ?? '');
-            }}
+            onChange={(event) => filtered(setStatus)(event.target.value as Status)}
           >
             <option value="">On or off</option>
             <option value="on">On</option>

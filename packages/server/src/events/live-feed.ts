@@ -85,7 +85,8 @@ export class LiveFeed {
    * The event hub's `written` subscriber: reads the keys inside the writing transaction (a
    * deleted row's key is gone after commit) and publishes once it has committed.
    */
-  readonly onWritten = async ({ trx, event, afterCommit }: WrittenEvent): Promise<void> => {
+  readonly onWritten = async (written: WrittenEvent): Promise<void> => {
+    const { trx, event } = written;
     // One after another: a transaction is one connection.
     const entityKey = await keyOf(trx, event.entity.type, event.entity.id);
     const projectKey = await keyOf(trx, 'project', event.projectId);
@@ -100,7 +101,7 @@ export class LiveFeed {
       entity: { ...event.entity, key: entityKey },
       child: event.child ?? null,
     };
-    afterCommit(() => {
+    written.afterCommit(() => {
       this.publish(change);
       this.relay(change);
     });

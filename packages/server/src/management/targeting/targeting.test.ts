@@ -8,6 +8,7 @@ import {
   testDialects,
   type TestVexil,
 } from '../../test-support/harness.js';
+import { bucket } from '@vexil/engine';
 import { checkReorder } from './rules.js';
 
 const base = '/api/v1/orgs/acme/projects/web';
@@ -370,6 +371,46 @@ describe.each(testDialects())('targeting rules on %s', (dialect) => {
       variations: [{ key: 'true', weight: 12_345 }],
     });
     await call(vexil, 'DELETE', `${rules()}/${id}`, { token: org.token });
+  });
+
+  it('evaluation buckets by the fine weight: a context in [12%, 12.5%) is in a 12.5% rule, not in a 12% one', async () => {
+    const { salt } = await vexil.services.db
+      .selectFrom('flags')
+      .select('salt')
+      .where('key', '=', 'new-checkout')
+      .executeTakeFirstOrThrow();
+    let userId = '';
+    for (let i = 0; userId === ''; i++) {
+      const b = bucket(salt, `user-${String(i)}`);
+      if (b >= 12_000 && b < 12_500) userId = `user-${String(i)}`;
+    }
+    const sdkKey = (
+      await call(vexil, 'POST', `${base}/environments/production/sdk-keys`, {
+        token: org.token,
+        body: { name: 'bucketing', type: 'ServerSide' },
+      })
+    ).body.key as string;
+    await call(vexil, 'POST', `${base}/flags/new-checkout/environments/production/toggle`, {
+      token: org.token,
+      body: { enabled: true },
+    });
+    const before = await call(vexil, 'GET', rules(), { token: org.token });
+    for (const rule of before.body.items as { id: string }[])
+      await call(vexil, 'DELETE', `${rules()}/${rule.id}`, { token: org.token });
+    const rule = await create({ variationId: onId, rolloutWeight: 12_500 });
+    const evaluate = async () =>
+      (
+        await call(vexil, 'POST', '/v1/sdk/evaluate', {
+          token: sdkKey,
+          body: { flagKey: 'new-checkout', context: { userId } },
+        })
+      ).body;
+    expect(await evaluate()).toMatchObject({ variation: 'true', reason: 'TARGETING_MATCH' });
+    await call(vexil, 'PATCH', `${rules()}/${rule.body.id}`, {
+      token: org.token,
+      body: { rolloutPercentage: 12 },
+    });
+    expect((await evaluate()).reason).not.toBe('TARGETING_MATCH');
   });
 });
 
