@@ -67,7 +67,7 @@ describe('production install', { timeout: 900_000 }, () => {
     await rm(directory, { recursive: true, force: true });
   });
 
-  it('npm ci --omit=dev, then npm start serves the APIs and the console', async () => {
+  it('npm ci --omit=dev, then the start command serves the APIs and the console', async () => {
     const manifest = JSON.parse(await readFile(join(release, 'package.json'), 'utf8')) as Record<
       string,
       unknown
