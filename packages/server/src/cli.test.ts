@@ -71,3 +71,20 @@ describe('vexil export and vexil apply', () => {
     }
   }, 120_000);
 });
+
+describe('vexil serve --workers', () => {
+  it('refuses a count that is not a positive integer or auto, before starting anything', async () => {
+    const failure = await run(process.execPath, [CLI, 'serve', '--workers', 'many']).then(
+      () => null,
+      (error: unknown) => error as { code: number; stderr: string },
+    );
+    expect(failure?.code).toBe(1);
+    expect(failure?.stderr).toMatch(/--workers must be a positive integer or "auto"/);
+  });
+
+  it('is listed in the help of serve; the worker index option is not', async () => {
+    const { stdout } = await run(process.execPath, [CLI, 'serve', '--help']);
+    expect(stdout).toContain('--workers <count>');
+    expect(stdout).not.toContain('--cluster-worker');
+  });
+});

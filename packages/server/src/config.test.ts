@@ -56,3 +56,19 @@ describe('loadConfig: secrets key', () => {
     expect(loadConfig({ VEXIL_SECRETS_KEY_PREVIOUS: key }).previousSecretsKey).toBe(key);
   });
 });
+
+describe('loadConfig: VEXIL_WORKERS', () => {
+  it('serves from one process unless told otherwise', () => {
+    expect(loadConfig({}).workers).toBe(1);
+  });
+
+  it('reads a count or auto', () => {
+    expect(loadConfig({ VEXIL_WORKERS: '4' }).workers).toBe(4);
+    expect(loadConfig({ VEXIL_WORKERS: 'auto' }).workers).toBe('auto');
+  });
+
+  it.each(['0', '-1', 'two', '1.5'])('refuses %s, naming the variable', (value) => {
+    expect(() => loadConfig({ VEXIL_WORKERS: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ VEXIL_WORKERS: value })).toThrow(/VEXIL_WORKERS/);
+  });
+});
