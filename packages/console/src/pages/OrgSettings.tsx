@@ -17,6 +17,8 @@ const SSO_ROLES = ['Viewer', 'Member', 'Admin'] as const;
  */
 export function OrgSettings(props: { org: string }) {
   const organization = useOrganization(props.org);
+  // Held here: the form below starts afresh whenever the organization changes, a save included.
+  const [saved, setSaved] = useState(false);
   if (organization.isPending) return <p role="status">Loading…</p>;
   if (organization.isError) return <p role="alert">{organization.error.message}</p>;
   const update = organization.data._actions['update'];
@@ -35,6 +37,8 @@ export function OrgSettings(props: { org: string }) {
           organization.data.ssoConnectionId,
         ])}
         organization={organization.data}
+        saved={saved}
+        onSaved={setSaved}
       />
       <SsoConnections org={props.org} />
     </>
@@ -53,7 +57,15 @@ function useConnections(org: string) {
   });
 }
 
-function OrganizationForm({ organization }: { organization: Organization }) {
+function OrganizationForm({
+  organization,
+  saved,
+  onSaved,
+}: {
+  organization: Organization;
+  saved: boolean;
+  onSaved: (saved: boolean) => void;
+}) {
   const org = organization.slug;
   const queryClient = useQueryClient();
   const connections = useConnections(org).data?.items ?? [];
@@ -69,7 +81,11 @@ function OrganizationForm({ organization }: { organization: Organization }) {
           body: { name: name.trim(), plan, ssoRequired, ssoConnectionId: connectionId || null },
         }),
       ),
-    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['org', org] }),
+    onMutate: () => onSaved(false),
+    onSuccess: () => {
+      onSaved(true);
+      void queryClient.invalidateQueries({ queryKey: ['org', org] });
+    },
   });
   const problem = save.error instanceof ApiProblem ? save.error : null;
   return (
@@ -147,7 +163,7 @@ function OrganizationForm({ organization }: { organization: Organization }) {
         <button type="submit" disabled={save.isPending}>
           Save settings
         </button>
-        {save.isSuccess && <span role="status"> Saved.</span>}
+        {saved && <span role="status"> Saved.</span>}
       </form>
     </section>
   );

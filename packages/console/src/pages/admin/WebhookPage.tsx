@@ -251,6 +251,10 @@ function Secrets(props: {
 function Deliveries({ org, id }: { org: string; id: string }) {
   const deliveries = useQuery({
     queryKey: ['deliveries', org, id],
+    // Attempts are the delivery worker's, not management changes, so the event stream does not
+    // carry them: the log is read again every second while a delivery is under way, else every 5 s.
+    refetchInterval: (query) =>
+      query.state.data?.items.some((delivery) => delivery.status === 'Pending') ? 1_000 : 5_000,
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/webhooks/{id}/deliveries', {
