@@ -5,7 +5,7 @@ import { ApiProblem, api, unwrap } from '../api/client';
 import { Field } from '../components/Field';
 import { ConfirmButton } from '../components/people/Confirm';
 import { when } from '../components/people/organization';
-import { ShownOnce } from '../components/people/ShownOnce';
+import { SecretOnce } from '../components/SecretOnce';
 
 /**
  * One's own account (console.md journey 1): who one is signed in as, the sessions one has open
@@ -199,10 +199,10 @@ function PersonalTokens() {
         </button>
       </form>
       {create.data && (
-        <ShownOnce
+        <SecretOnce
           label={`Token ${create.data.name}`}
-          value={create.data.token}
-          note="Copy it now: Vexil keeps only its hash and will not show it again."
+          secret={create.data.token}
+          warning="Copy it now: Vexil keeps only its hash and will not show it again."
         />
       )}
       {revoke.error && <p className="field-error">{revoke.error.message}</p>}

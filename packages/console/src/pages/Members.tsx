@@ -8,7 +8,7 @@ import { ConfirmButton } from '../components/people/Confirm';
 import { NotAllowed } from '../components/people/NotAllowed';
 import { useOrganization, when } from '../components/people/organization';
 import { ProjectAllowlist, ProjectNames } from '../components/people/ProjectAllowlist';
-import { ShownOnce } from '../components/people/ShownOnce';
+import { SecretOnce } from '../components/SecretOnce';
 
 /**
  * Members, invitations and service tokens of an organization (console.md journey 7), for Admins
@@ -293,10 +293,10 @@ function Invitations({ org }: { org: string }) {
         </form>
       )}
       {sent && (
-        <ShownOnce
+        <SecretOnce
           label={`Invitation link for ${sent.email}`}
-          value={sent.acceptUrl}
-          note={
+          secret={sent.acceptUrl}
+          warning={
             sent.emailed
               ? `It was also e-mailed to ${sent.email}. It works once, for that address, and is not shown again.`
               : `This server sends no e-mail: hand the link to ${sent.email} yourself. It works once, for that address, and is not shown again.`
@@ -431,10 +431,10 @@ function ServiceTokens({ org }: { org: string }) {
         </button>
       </form>
       {create.data && (
-        <ShownOnce
+        <SecretOnce
           label={`Service token ${create.data.name}`}
-          value={create.data.token}
-          note="Copy it now: Vexil keeps only its hash and will not show it again."
+          secret={create.data.token}
+          warning="Copy it now: Vexil keeps only its hash and will not show it again."
         />
       )}
       {revoke.error && <p className="field-error">{revoke.error.message}</p>}
