@@ -34,7 +34,8 @@ function primaryLogger(level: string): Logger {
  * and on SIGTERM or SIGINT stops them all within `shutdownTimeoutMs`.
  *
  * Worker 1 starts alone, so that it applies the migrations before the others open the database;
- * it alone runs the background jobs (webhook deliveries, usage pruning). Each worker is started
+ * it alone runs the background jobs (webhook deliveries, usage pruning). If it exits before it
+ * listens, the primary exits 1. Each worker is started
  * with the primary's own arguments plus `--cluster-worker <index>`.
  */
 export async function runClusterPrimary(options: {
@@ -95,9 +96,16 @@ export async function runClusterPrimary(options: {
 
   log.info({ workers: options.count }, 'starting worker processes');
   const first = fork(1);
-  await new Promise<void>((resolve) => {
-    first.once('listening', () => resolve());
-    first.once('exit', () => resolve());
+  const started = await new Promise<boolean>((resolve) => {
+    first.once('listening', () => resolve(true));
+    first.once('exit', () => resolve(false));
   });
+  // A first worker that cannot start (a port in use, a bad configuration) would fail again on
+  // every restart: the node fails as a single process would.
+  if (!started && !state.stopping) {
+    state.stopping = true;
+    log.error('worker 1 exited before it listened; stopping');
+    process.exit(1);
+  }
   for (let index = 2; index <= options.count && !state.stopping; index += 1) fork(index);
 }
