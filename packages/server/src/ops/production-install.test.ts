@@ -162,7 +162,7 @@ describe('production install', { timeout: 900_000 }, () => {
       service!.once('exit', (code) => resolve(code)),
     );
     service.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    expect(await exited, output.join('')).toBe(0);
   });
 
   it("the Dockerfile's stages are the steps this test runs", async () => {
