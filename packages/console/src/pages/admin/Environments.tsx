@@ -332,9 +332,9 @@ function DeleteEnvironment(props: { org: string; project: string; environment: E
               configuration. Webhook filters naming it lose it.
             </AlertDialog.Description>
             <DialogActions
-              kind="alert"
-              action={`Delete ${name}`}
-              pending={remove.isPending}
+              alert
+              confirmLabel={`Delete ${name}`}
+              busy={remove.isPending}
               onConfirm={() => remove.mutate()}
             />
           </AlertDialog.Content>

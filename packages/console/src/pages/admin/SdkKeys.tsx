@@ -117,9 +117,9 @@ function SdkKeyRow(props: { org: string; project: string; env: string; sdkKey: S
                   This cannot be undone.
                 </AlertDialog.Description>
                 <DialogActions
-                  kind="alert"
-                  action={`Revoke ${sdkKey.name}`}
-                  pending={revoke.isPending}
+                  alert
+                  confirmLabel={`Revoke ${sdkKey.name}`}
+                  busy={revoke.isPending}
                   onConfirm={() => revoke.mutate()}
                 />
               </AlertDialog.Content>

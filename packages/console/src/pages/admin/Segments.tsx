@@ -149,9 +149,9 @@ export function SegmentPage(props: { org: string; project: string; segment: stri
                   A segment still used by a rule is not deleted: the rules are named instead.
                 </AlertDialog.Description>
                 <DialogActions
-                  kind="alert"
-                  action={`Delete ${name}`}
-                  pending={remove.isPending}
+                  alert
+                  confirmLabel={`Delete ${name}`}
+                  busy={remove.isPending}
                   onConfirm={() => remove.mutate()}
                 />
               </AlertDialog.Content>

@@ -96,9 +96,9 @@ export function WebhookPage(props: { org: string; project: string; id: string })
                   Its secrets and delivery log go with it.
                 </AlertDialog.Description>
                 <DialogActions
-                  kind="alert"
-                  action={`Delete ${data.name}`}
-                  pending={remove.isPending}
+                  alert
+                  confirmLabel={`Delete ${data.name}`}
+                  busy={remove.isPending}
                   onConfirm={() => remove.mutate()}
                 />
               </AlertDialog.Content>
