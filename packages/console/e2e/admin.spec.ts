@@ -130,6 +130,13 @@ test('an SDK key: created, copied from the page, evaluates, then revoked', async
   await dialog.getByRole('button', { name: 'Done' }).click();
   const row = page.getByRole('row', { name: /checkout-service/ });
   await expect(row).toContainText(copied.slice(-4));
+  // The use is written with the next usage flush (1 s here); the page then shows its time
+  // under "Last used", beside the creation time, instead of "Never".
+  await expect(async () => {
+    await page.reload();
+    await expect(row.locator('time')).toHaveCount(2, { timeout: 1_000 });
+  }).toPass({ timeout: 15_000 });
+  await expect(row).not.toContainText('Never');
   await row.getByRole('button', { name: 'Revoke checkout-service' }).click();
   await page
     .getByRole('alertdialog', { name: 'Revoke checkout-service?' })
