@@ -98,7 +98,9 @@ test('an Owner adds an SSO connection, and a new person signs in through it', as
     await dialog.getByLabel('Their role').selectOption('Member');
     await dialog.getByRole('button', { name: 'Create connection' }).click();
     // Not https: refused, and said at the field, with what was typed kept.
-    await expect(dialog.getByLabel('Issuer')).toHaveAccessibleDescription(/expected format/);
+    await expect(dialog.getByLabel('Issuer')).toHaveAccessibleDescription(
+      /must be an https:\/\/ address/,
+    );
     await expect(dialog.getByLabel('Issuer')).toHaveAttribute('aria-invalid', 'true');
     await expect(dialog.getByLabel('Issuer')).toHaveValue('http://idp.acme.test');
     await expectAccessible(page);
