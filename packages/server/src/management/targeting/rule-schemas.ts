@@ -111,7 +111,7 @@ export function requestedRollout(body: {
   if (percentage !== undefined && percentage !== implied)
     throw invalidField(
       'rolloutPercentage',
-      `must agree with rolloutWeight ${String(weight)} (${implied === null ? 'null' : `${String(implied)}`}), or be left out`,
+      `must agree with rolloutWeight ${String(weight)} (${implied === null ? 'null' : String(implied)}), or be left out`,
     );
   return { rollout_percentage: implied, rollout_weight: weight };
 }
