@@ -17,6 +17,9 @@ const SSO_ROLES = ['Viewer', 'Member', 'Admin'] as const;
  */
 export function OrgSettings(props: { org: string }) {
   const organization = useOrganization(props.org);
+  // Kept here: a save changes the organization, which remounts the form (its key) with the
+  // saved values, and "Saved." must outlive that.
+  const [saved, setSaved] = useState(false);
   if (organization.isPending) return <p role="status">Loading…</p>;
   if (organization.isError) return <p role="alert">{organization.error.message}</p>;
   const update = organization.data._actions['update'];
@@ -35,6 +38,8 @@ export function OrgSettings(props: { org: string }) {
           organization.data.ssoConnectionId,
         ])}
         organization={organization.data}
+        saved={saved}
+        onSaved={setSaved}
       />
       <SsoConnections org={props.org} />
     </>
@@ -53,7 +58,12 @@ function useConnections(org: string) {
   });
 }
 
-function OrganizationForm({ organization }: { organization: Organization }) {
+function OrganizationForm(props: {
+  organization: Organization;
+  saved: boolean;
+  onSaved: (saved: boolean) => void;
+}) {
+  const { organization, saved, onSaved } = props;
   const org = organization.slug;
   const queryClient = useQueryClient();
   const connections = useConnections(org).data?.items ?? [];
@@ -69,7 +79,10 @@ function OrganizationForm({ organization }: { organization: Organization }) {
           body: { name: name.trim(), plan, ssoRequired, ssoConnectionId: connectionId || null },
         }),
       ),
-    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['org', org] }),
+    onSuccess: () => {
+      onSaved(true);
+      void queryClient.invalidateQueries({ queryKey: ['org', org] });
+    },
   });
   const problem = save.error instanceof ApiProblem ? save.error : null;
   return (
@@ -78,6 +91,7 @@ function OrganizationForm({ organization }: { organization: Organization }) {
       <form
         onSubmit={(event) => {
           event.preventDefault();
+          onSaved(false);
           save.mutate();
         }}
       >
@@ -147,7 +161,7 @@ function OrganizationForm({ organization }: { organization: Organization }) {
         <button type="submit" disabled={save.isPending}>
           Save settings
         </button>
-        {save.isSuccess && <span role="status"> Saved.</span>}
+        {saved && <span role="status"> Saved.</span>}
       </form>
     </section>
   );
