@@ -130,6 +130,13 @@ test('an SDK key: created, copied from the page, evaluates, then revoked', async
   await dialog.getByRole('button', { name: 'Done' }).click();
   const row = page.getByRole('row', { name: /checkout-service/ });
   await expect(row).toContainText(copied.slice(-4));
+  // The use is written with the next usage flush (1 s here); the page then shows its time
+  // under "Last used", beside the creation time, instead of "Never".
+  await expect(async () => {
+    await page.reload();
+    await expect(row.locator('time')).toHaveCount(2, { timeout: 1_000 });
+  }).toPass({ timeout: 15_000 });
+  await expect(row).not.toContainText('Never');
   await row.getByRole('button', { name: 'Revoke checkout-service' }).click();
   await page
     .getByRole('alertdialog', { name: 'Revoke checkout-service?' })
@@ -279,4 +286,50 @@ test('a Viewer sees the administration pages without a button it cannot use', as
   await page.goto(`${server.url}${PAGES}/webhooks`);
   await expect(page.getByRole('alert')).toContainText('Admin');
   await expect(page.getByRole('main').getByRole('button')).toHaveCount(0);
+});
+
+test('the command bar offers every page the person may use, and segments by name', async ({
+  page,
+}) => {
+  await apiCall('POST', `${PROJECT}/segments`, { key: 'bar-target', name: 'Command target' });
+  await signIn(page);
+  await page.goto(`${server.url}${PAGES}/flags`);
+  const bar = page.getByRole('combobox', { name: 'Go to' });
+  const goTo = async (text: string) => {
+    await page.keyboard.press('Control+k');
+    await expect(bar).toBeFocused();
+    await page.keyboard.type(text);
+  };
+
+  await goTo('webh');
+  await expect(page.getByRole('option', { name: 'Webhooks' })).toBeVisible();
+  await expectAccessible(page);
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('heading', { name: 'Webhooks', level: 1 })).toBeVisible();
+
+  await goTo('command ta');
+  await expect(page.getByRole('option', { name: /Command target/ })).toBeVisible();
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('heading', { name: 'Command target', level: 1 })).toBeVisible();
+
+  // An Owner is offered Members; a Viewer, whose nav has no Members link, is not.
+  await goTo('mem');
+  await expect(page.getByRole('option', { name: 'Members' })).toBeVisible();
+  await page.keyboard.press('Escape');
+
+  const { token } = await apiCall<{ token: string }>('POST', '/api/v1/orgs/acme/service-tokens', {
+    name: 'bar-viewer',
+    role: 'Viewer',
+  });
+  // The organization (with its `_actions`) has been read before the bar is searched.
+  const organizationRead = page.waitForResponse(
+    (response) => new URL(response.url()).pathname === '/api/v1/orgs/acme' && response.ok(),
+  );
+  await signIn(page, token);
+  await organizationRead;
+  await goTo('e');
+  await expect(page.getByRole('option', { name: 'Environments' })).toBeVisible();
+  await expect(page.getByRole('option', { name: 'Members' })).toHaveCount(0);
+  await expect(page.getByRole('option', { name: 'Settings' })).toHaveCount(0);
+  await expect(page.getByRole('option', { name: 'Webhooks' })).toHaveCount(0);
 });

@@ -98,7 +98,9 @@ test('an Owner adds an SSO connection, and a new person signs in through it', as
     await dialog.getByLabel('Their role').selectOption('Member');
     await dialog.getByRole('button', { name: 'Create connection' }).click();
     // Not https: refused, and said at the field, with what was typed kept.
-    await expect(dialog.getByLabel('Issuer')).toHaveAccessibleDescription(/expected format/);
+    await expect(dialog.getByLabel('Issuer')).toHaveAccessibleDescription(
+      /must be an https:\/\/ address/,
+    );
     await expect(dialog.getByLabel('Issuer')).toHaveAttribute('aria-invalid', 'true');
     await expect(dialog.getByLabel('Issuer')).toHaveValue('http://idp.acme.test');
     await expectAccessible(page);
@@ -146,4 +148,15 @@ test('an Owner adds an SSO connection, and a new person signs in through it', as
   } finally {
     await new Promise((resolve) => idp.server.close(resolve));
   }
+});
+
+test('a refused single sign-on lands on the sign-in page, which says why', async ({ page }) => {
+  // A callback whose state Vexil never issued, as a stale tab or a replayed link brings.
+  await page.goto(`${server.url}/auth/sso/callback?state=never-issued&code=whatever`);
+  await expect(page).toHaveURL(`${server.url}/sign-in?error=sso_expired`);
+  await expect(page.getByRole('heading', { name: 'Sign in to Vexil' })).toBeVisible();
+  await expect(page.getByRole('alert')).toHaveText(
+    'That single sign-on was already used or took too long. Start again.',
+  );
+  await expectAccessible(page);
 });

@@ -272,7 +272,7 @@ export async function createVexil(
   }
 
   if (roles.has('evaluation')) {
-    const sdk = new SdkAuthenticator(sdkKeys, snapshots, clock);
+    const sdk = new SdkAuthenticator(sdkKeys, snapshots, clock, usage);
     await app.register(
       async (evaluation) => {
         await allowBrowserCalls(evaluation);

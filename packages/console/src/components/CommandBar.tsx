@@ -3,10 +3,13 @@ import { Command } from 'cmdk';
 import { useEffect, useState } from 'react';
 import { useLocation } from 'wouter';
 import { api, unwrap } from '../api/client';
+import { projectPages, useAdministrationPages, useOrganizationPages } from './pages';
 
 /**
- * The command bar (Ctrl/⌘-K, journey 2): jumps to any flag of the project (searched by the API)
- * or page. `cmdk` gives the combobox, its keyboard handling and the dialog.
+ * The command bar (Ctrl/⌘-K, journey 2): jumps to any flag or segment of the project (searched
+ * by the API) or to any page the person may use (the same lists as the navigation, so a page
+ * hidden there by `_actions` is not offered here either). `cmdk` gives the combobox, its
+ * keyboard handling and the dialog.
  */
 export function CommandBar({ org, project }: { org: string; project: string }) {
   const [open, setOpen] = useState(false);
@@ -39,9 +42,24 @@ export function CommandBar({ org, project }: { org: string; project: string }) {
         }),
       ),
   });
+  const segments = useQuery({
+    queryKey: ['command-bar-segments', org, project, search.trim()],
+    enabled: open,
+    refetchInterval: false,
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/segments', {
+          params: {
+            path: { org, project },
+            query: { limit: 8, ...(search.trim() ? { q: search.trim() } : {}) },
+          },
+        }),
+      ),
+  });
   const pages = [
-    { label: 'Flags', path: `${base}/flags` },
-    { label: 'Removal candidates', path: `${base}/removal-candidates` },
+    ...projectPages(org, project),
+    ...useAdministrationPages(org, project),
+    ...useOrganizationPages(org),
   ].filter((page) => page.label.toLowerCase().includes(search.trim().toLowerCase()));
 
   function go(path: string) {
@@ -58,7 +76,7 @@ export function CommandBar({ org, project }: { org: string; project: string }) {
       <Command.Dialog
         open={open}
         onOpenChange={setOpen}
-        label="Go to a flag or page"
+        label="Go to a flag, segment or page"
         shouldFilter={false}
         overlayClassName="overlay"
         contentClassName="dialog command"
@@ -66,7 +84,7 @@ export function CommandBar({ org, project }: { org: string; project: string }) {
         <Command.Input
           value={search}
           onValueChange={setSearch}
-          placeholder="Flag key or name, or a page"
+          placeholder="Flag or segment key or name, or a page"
           aria-label="Go to"
         />
         <Command.List>
@@ -80,6 +98,19 @@ export function CommandBar({ org, project }: { org: string; project: string }) {
                   onSelect={() => go(`${base}/flags/${flag.key}`)}
                 >
                   {flag.name ?? flag.key} <code className="hint">{flag.key}</code>
+                </Command.Item>
+              ))}
+            </Command.Group>
+          )}
+          {(segments.data?.items.length ?? 0) > 0 && (
+            <Command.Group heading="Segments">
+              {segments.data?.items.map((segment) => (
+                <Command.Item
+                  key={segment.id}
+                  value={`segment:${segment.key}`}
+                  onSelect={() => go(`${base}/segments/${segment.key}`)}
+                >
+                  {segment.name ?? segment.key} <code className="hint">{segment.key}</code>
                 </Command.Item>
               ))}
             </Command.Group>

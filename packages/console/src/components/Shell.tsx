@@ -8,6 +8,7 @@ import { AdministrationLinks } from './AdministrationLinks';
 import { CommandBar } from './CommandBar';
 import { useLiveUpdates } from '../api/live';
 import { OrgNav } from './people/OrgNav';
+import { projectPages } from './pages';
 
 interface Place {
   org: string;
@@ -120,10 +121,11 @@ export function Shell(props: { org: string; project: string; children: React.Rea
           </label>
         </nav>
         <nav aria-label="Sections" className="pages">
-          <Link href={`/orgs/${org}/projects/${project}/flags`}>Flags</Link>
-          <Link href={`/orgs/${org}/projects/${project}/removal-candidates`}>
-            Removal candidates
-          </Link>
+          {projectPages(org, project).map((page) => (
+            <Link key={page.path} href={page.path}>
+              {page.label}
+            </Link>
+          ))}
           <AdministrationLinks org={org} project={project} />
           <OrgNav org={org} project={project} />
         </nav>

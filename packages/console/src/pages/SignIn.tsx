@@ -1,12 +1,31 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { useLocation } from 'wouter';
+import { useLocation, useSearch } from 'wouter';
 import { ApiProblem, api, unwrap } from '../api/client';
 import { forgetToken, saveToken } from '../api/token';
 import { Field } from '../components/Field';
 import { PasswordForm } from '../components/people/PasswordForm';
 
 const SSO_ORG_KEY = 'vexil.sso-org';
+
+/**
+ * What the page says when a single sign-on came back refused: the server's callback sends the
+ * browser here with `?error=<reason>` (design record 024). An unknown reason reads as the last.
+ */
+const SSO_REFUSALS: Readonly<Record<string, string>> = {
+  sso_expired: 'That single sign-on was already used or took too long. Start again.',
+  sso_provider_error:
+    'Your identity provider did not sign you in (refused or cancelled). Try again.',
+  sso_answer_refused:
+    "Your identity provider's answer could not be verified. Try again, or tell an Admin of your organization.",
+  sso_provider_unreachable: 'Your identity provider could not be reached. Try again in a moment.',
+  sso_disabled: "Your organization's single sign-on is turned off. Ask an Admin.",
+  sso_domain_not_allowed:
+    "Your e-mail address is not in a domain your organization's single sign-on accepts.",
+  sso_email_unverified: 'Your identity provider has not verified your e-mail address.',
+  sso_not_member: 'You are not a member of this organization yet. Ask an Admin for an invitation.',
+  sso_failed: 'Single sign-on did not work. Try again.',
+};
 
 /**
  * Sign-in (console.md journey 1; design record 022): e-mail and password, the organization's
@@ -16,6 +35,7 @@ export function SignIn() {
   const [, navigate] = useLocation();
   const queryClient = useQueryClient();
   const [usingToken, setUsingToken] = useState(false);
+  const refusal = new URLSearchParams(useSearch()).get('error');
   const signedIn = () => {
     queryClient.clear();
     navigate('/');
@@ -27,6 +47,7 @@ export function SignIn() {
       <PasswordForm submitLabel="Sign in" onSignedIn={signedIn} />
       <section aria-labelledby="sso-heading">
         <h2 id="sso-heading">Single sign-on</h2>
+        {refusal !== null && <p role="alert">{SSO_REFUSALS[refusal] ?? SSO_REFUSALS.sso_failed}</p>}
         <SingleSignOn />
       </section>
       <section aria-label="API token">

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import type { UsageAggregator } from '../usage/aggregator.js';
 import type { SdkKeyGrant } from './sdk-key-grant.js';
 import type { SdkKeyResolver } from './sdk-keys.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
@@ -44,13 +45,16 @@ const SDK_KEY = /^(?:Bearer\s+)?(\S+)\s*$/i;
 
 /**
  * The one SDK-key authenticator: header value → key → grant → the environment's snapshot, for
- * the evaluation API, its streams and events intake, and OFREP (design record 018).
+ * the evaluation API, its streams and events intake, and OFREP (design record 018). Each key it
+ * lets through is noted as used at that moment; the note reaches the key's `lastUsedAt` with the
+ * next usage flush (design record 025).
  */
 export class SdkAuthenticator {
   constructor(
     private readonly keys: SdkKeyResolver,
     private readonly snapshots: SnapshotStore,
     private readonly clock: Clock,
+    private readonly uses: Pick<UsageAggregator, 'recordKeyUse'>,
   ) {}
 
   /**
@@ -64,8 +68,14 @@ export class SdkAuthenticator {
     const key = header === undefined ? undefined : SDK_KEY.exec(header)?.[1];
     const nowMs = this.clock.now().getTime();
     const grant = key === undefined ? undefined : this.keys.cached(key, nowMs);
-    const snapshot = grant?.type === type ? this.snapshots.ready(grant.environmentId) : undefined;
-    return snapshot ?? this.load(key, nowMs, type).then((access) => access.snapshot);
+    if (grant?.type === type) {
+      const snapshot = this.snapshots.ready(grant.environmentId);
+      if (snapshot) {
+        this.uses.recordKeyUse(grant.keyId, nowMs);
+        return snapshot;
+      }
+    }
+    return this.load(key, nowMs, type).then((access) => access.snapshot);
   }
 
   /**
@@ -97,6 +107,7 @@ export class SdkAuthenticator {
       throw new SdkAuthFailure('ConfigurationUnavailable', undefined, { cause: error });
     }
     if (!snapshot) throw new SdkAuthFailure('EnvironmentGone');
+    this.uses.recordKeyUse(grant.keyId, nowMs);
     return { type: grant.type, snapshot };
   }
 }

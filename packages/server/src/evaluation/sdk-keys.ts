@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { hashSecret } from '../auth/secrets.js';
 import type { Schema } from '../db/schema.js';
 import type { SdkKeyGrant } from './sdk-key-grant.js';
-import type { SnapshotCopies } from './snapshot-copies.js';
+import type { CopiedKey, SnapshotCopies } from './snapshot-copies.js';
 
 /** How long a resolved key is trusted before it is looked up again (covers revocations on other nodes). */
 const KEY_TTL_MS = 10_000;
@@ -69,11 +69,11 @@ export class SdkKeyResolver {
     try {
       const row = await this.db
         .selectFrom('sdk_keys')
-        .select(['environment_id', 'type'])
+        .select(['id', 'environment_id', 'type'])
         .where('key_hash', '=', hash)
         .where('revoked_at', 'is', null)
         .executeTakeFirst();
-      grant = row ? { environmentId: row.environment_id, type: row.type } : null;
+      grant = row ? { environmentId: row.environment_id, type: row.type, keyId: row.id } : null;
     } catch (error) {
       const lastKnown = this.cache.get(cacheKey)?.grant ?? (await this.copies?.grant(hash));
       if (!lastKnown) throw error;
@@ -106,12 +106,12 @@ export class SdkKeyResolver {
 export async function activeKeyHashes(
   db: Kysely<Schema>,
   environmentId: string,
-): Promise<{ hash: string; type: SdkKeyGrant['type'] }[]> {
+): Promise<CopiedKey[]> {
   const rows = await db
     .selectFrom('sdk_keys')
-    .select(['key_hash', 'type'])
+    .select(['id', 'key_hash', 'type'])
     .where('environment_id', '=', environmentId)
     .where('revoked_at', 'is', null)
     .execute();
-  return rows.map((row) => ({ hash: row.key_hash, type: row.type }));
+  return rows.map((row) => ({ id: row.id, hash: row.key_hash, type: row.type }));
 }

@@ -95,12 +95,38 @@ describe('snapshot copies', () => {
     expect(store.restoredCount()).toBe(1);
   });
 
+  it('a copy written before copies held key ids still grants its keys, with no id', async () => {
+    const original = await readFile(copyFile);
+    const newline = original.indexOf(10);
+    const header = JSON.parse(original.subarray(0, newline).toString()) as {
+      sdkKeys: { id?: string }[];
+    };
+    expect(header.sdkKeys[0]?.id).toEqual(expect.any(String));
+    for (const key of header.sdkKeys) delete key.id;
+    await writeFile(
+      copyFile,
+      Buffer.concat([Buffer.from(JSON.stringify(header)), original.subarray(newline)]),
+    );
+    try {
+      const { copies, lines } = storeOverCopies(vexil.databaseUrl);
+      expect(await copies.grant(hashSecret(sdkKey))).toEqual({
+        environmentId,
+        type: 'ServerSide',
+        keyId: null,
+      });
+      expect(lines).toEqual([]);
+    } finally {
+      await writeFile(copyFile, original);
+    }
+  });
+
   it('without its database, a key is granted from the copy until it is revoked', async () => {
     const { copies } = storeOverCopies(vexil.databaseUrl);
     const resolver = new SdkKeyResolver(unreachable.db, copies);
     expect(await resolver.resolve(sdkKey, Date.now())).toEqual({
       environmentId,
       type: 'ServerSide',
+      keyId: expect.any(String),
     });
     const other = new SdkKeyResolver(unreachable.db, copies);
     other.forget(hashSecret(sdkKey));

@@ -15,6 +15,8 @@ const SUFFIX = '.snapshot';
 
 /** An active SDK key of the copied environment, by its stored hash. */
 export interface CopiedKey {
+  /** The key's id; absent in copies written before Vexil recorded SDK keys' last use. */
+  id?: string;
   hash: string;
   type: SdkKeyGrant['type'];
 }
@@ -164,7 +166,7 @@ export class SnapshotCopies {
       for (const environmentId of await this.environmentIds()) {
         const file = await this.readFile(environmentId);
         for (const key of file?.header.sdkKeys ?? [])
-          grants.set(key.hash, { environmentId, type: key.type });
+          grants.set(key.hash, { environmentId, type: key.type, keyId: key.id ?? null });
       }
       return grants;
     })();

@@ -10,7 +10,7 @@ export interface WrittenEvent {
   trx: Transaction<Schema>;
   event: StoredEvent;
   /** Runs `notify` once the transaction has committed (once per mutation, however often asked). */
-  afterCommit(notify: () => void): void;
+  afterCommit: (notify: () => void) => void;
 }
 
 /** What a committed mutation changed, as subscribers hear it after commit. */

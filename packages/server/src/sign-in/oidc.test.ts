@@ -117,16 +117,28 @@ class TestProvider {
   }
 }
 
-/** A browser: follows the provider's redirects by hand, keeping its cookies. */
+/** What Chromium sends when it follows a link or a redirect. */
+const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
+/**
+ * A browser: follows the provider's redirects by hand, keeping its cookies; `accept` makes it an
+ * API client asking for JSON instead.
+ */
 class Browser {
   private readonly cookies = new Map<string, string>();
   constructor(private readonly dispatcher: Agent) {}
 
-  async get(url: string): Promise<{ status: number; location: string | null; text: string }> {
+  async get(
+    url: string,
+    accept = BROWSER_ACCEPT,
+  ): Promise<{ status: number; location: string | null; text: string }> {
     const response = await fetch(url, {
       redirect: 'manual',
       dispatcher: this.dispatcher,
-      headers: { cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ') },
+      headers: {
+        accept,
+        cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; '),
+      },
     });
     for (const header of response.headers.getSetCookie()) {
       const [pair] = header.split(';');
@@ -270,16 +282,46 @@ describe.each(testDialects())('OpenID Connect sign-in on %s', (dialect: Dialect)
     );
   });
 
-  it('a replayed callback, and a wrong state, are refused', async () => {
+  /** Where a browser is sent when the callback refuses it: the console's sign-in page. */
+  const signInPageSaying = (reason: string) => `${vexil.baseUrl}/sign-in?error=${reason}`;
+
+  it('a replayed callback, and a wrong state, are refused: a browser sees why on the sign-in page', async () => {
     const { callback } = await signIn('alice');
     const replay = await new Browser(dispatcher).get(callback);
-    expect(replay.status).toBe(400);
-    expect(JSON.parse(replay.text).error).toBe('sso_failed');
+    expect(replay.status).toBe(302);
+    expect(replay.location).toBe(signInPageSaying('sso_expired'));
     const wrongState = new URL(callback);
     wrongState.searchParams.set('state', 'not-the-state');
     const refused = await new Browser(dispatcher).get(wrongState.href);
-    expect(refused.status).toBe(400);
-    expect(JSON.parse(refused.text).error).toBe('sso_failed');
+    expect(refused.location).toBe(signInPageSaying('sso_expired'));
+    // An API client that asks for JSON gets the error envelope.
+    const asJson = await new Browser(dispatcher).get(wrongState.href, 'application/json');
+    expect(asJson.status).toBe(400);
+    expect(JSON.parse(asJson.text).error).toBe('sso_failed');
+  });
+
+  it('an error from the identity provider is shown on the sign-in page', async () => {
+    const { browser, callback } = await throughProvider('alice');
+    const denied = new URL(callback);
+    denied.searchParams.delete('code');
+    denied.searchParams.set('error', 'access_denied');
+    const refused = await browser.get(denied.href);
+    expect(refused.status).toBe(302);
+    expect(refused.location).toBe(signInPageSaying('sso_provider_error'));
+    expect(browser.cookie('vexil_session')).toBeUndefined();
+  });
+
+  it('a person who is not a member, where the connection adds nobody, is sent back to sign-in', async () => {
+    const path = `/api/v1/orgs/acme/sso-connections/${connectionId}`;
+    await vexil.request('PATCH', path, { token: owner, body: { autoCreateUsers: false } });
+    try {
+      const { browser, callback } = await throughProvider('bob');
+      const refused = await browser.get(callback);
+      expect(refused.location).toBe(signInPageSaying('sso_not_member'));
+      expect(await usersNamed('bob@acme.test')).toEqual([]);
+    } finally {
+      await vexil.request('PATCH', path, { token: owner, body: { autoCreateUsers: true } });
+    }
   });
 
   it('a wrong nonce is refused and nothing is written', async () => {
@@ -287,7 +329,7 @@ describe.each(testDialects())('OpenID Connect sign-in on %s', (dialect: Dialect)
       // What the callback will expect differs from what the provider put in the ID token.
       await database.db.updateTable('sso_sign_ins').set({ nonce: 'another-nonce' }).execute();
     });
-    const refused = await browser.get(callback);
+    const refused = await browser.get(callback, 'application/json');
     expect(refused.status).toBe(400);
     expect(JSON.parse(refused.text).message).toMatch(/nonce/);
     expect(browser.cookie('vexil_session')).toBeUndefined();
@@ -296,11 +338,14 @@ describe.each(testDialects())('OpenID Connect sign-in on %s', (dialect: Dialect)
 
   it('an address outside the allowed domains is refused and nothing is written', async () => {
     const { browser, callback } = await throughProvider('mallory');
-    const refused = await browser.get(callback);
+    const refused = await browser.get(callback, 'application/json');
     expect(refused.status).toBe(403);
     expect(JSON.parse(refused.text)).toMatchObject({ error: 'sso_failed' });
     expect(JSON.parse(refused.text).message).toMatch(/allowed domain/);
     expect(await usersNamed('mallory@evil.test')).toEqual([]);
+    const again = await throughProvider('mallory');
+    const shown = await again.browser.get(again.callback);
+    expect(shown.location).toBe(signInPageSaying('sso_domain_not_allowed'));
   });
 
   it('a disabled connection is refused', async () => {

@@ -1,3 +1,4 @@
+import Negotiator from 'negotiator';
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
@@ -13,7 +14,7 @@ import { hashSecret } from '../auth/secrets.js';
 import { checkCsrf, clearSessionCookies, SESSION_COOKIE, startSession } from '../auth/sessions.js';
 import { mutate } from '../db/mutate.js';
 import type { SsoConnectionsTable } from '../db/schema.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError, type ErrorCode, type ErrorDetail } from '../http/errors.js';
 import { isUuid } from '../management/access.js';
 import type { Services } from '../services.js';
 
@@ -22,6 +23,52 @@ const IP_ALLOWANCE = 10;
 
 /** How long a started OpenID Connect sign-in may take at the provider (ms). */
 const SSO_SIGN_IN_WINDOW_MS = 10 * 60_000;
+
+/**
+ * Why a single sign-on was refused, in the words of the console's sign-in page, which a browser
+ * is sent to as `/sign-in?error=<reason>` when the callback fails (design record 024).
+ */
+export type SsoRefusalReason =
+  /** The callback's state is missing, unknown, used already or too old. */
+  | 'sso_expired'
+  /** The identity provider answered with an error (e.g. the person cancelled). */
+  | 'sso_provider_error'
+  /** The identity provider's answer failed a check (token, nonce, issuer…). */
+  | 'sso_answer_refused'
+  /** The identity provider could not be reached. */
+  | 'sso_provider_unreachable'
+  /** The connection is disabled. */
+  | 'sso_disabled'
+  /** The e-mail address is outside the connection's allowed domains. */
+  | 'sso_domain_not_allowed'
+  /** The identity provider has not verified the e-mail address. */
+  | 'sso_email_unverified'
+  /** Not a member, and the connection does not add people. */
+  | 'sso_not_member'
+  /** Anything else (logged). */
+  | 'sso_failed';
+
+/** An API error that also names its {@link SsoRefusalReason}, for a browser's redirect. */
+class SsoRefusal extends ApiError {
+  constructor(
+    readonly reason: SsoRefusalReason,
+    code: ErrorCode,
+    message: string,
+    detail?: ErrorDetail,
+  ) {
+    super(code, message, detail);
+  }
+}
+
+/**
+ * Whether a request prefers a JSON answer to a page: an API client that sends
+ * `Accept: application/json`, rather than a browser following the identity provider's redirect.
+ */
+function prefersJson(request: { raw: ConstructorParameters<typeof Negotiator>[0] }): boolean {
+  return (
+    new Negotiator(request.raw).mediaType(['text/html', 'application/json']) === 'application/json'
+  );
+}
 
 /**
  * Browser sign-in under `/auth` (people-and-sign-in.md, Sign-in; design record 022): password,
@@ -172,66 +219,88 @@ export function registerSignInRoutes(app: App, services: Services): void {
       },
     },
     async (request, reply) => {
-      const { state, error, error_description: description } = request.query;
-      if (!state) throw new ApiError('sso_failed', 'The callback carries no state; start again.');
-      // Taken, not read: a state (and the code that came with it) works once.
-      const pending = await services.db
-        .deleteFrom('sso_sign_ins')
-        .where('state_hash', '=', hashSecret(state))
-        .returningAll()
-        .executeTakeFirst();
-      const now = services.clock.now();
-      if (!pending || new Date(pending.expires_at) <= now)
-        throw new ApiError(
-          'sso_failed',
-          'This sign-in is unknown, was already used or took too long; start again.',
-        );
-      if (error)
-        throw new ApiError(
-          'sso_failed',
-          `The identity provider refused the sign-in: ${error}${description ? ` (${description})` : ''}.`,
-        );
-      const connection = await services.db
-        .selectFrom('sso_connections')
-        .selectAll()
-        .where('id', '=', pending.connection_id)
-        .executeTakeFirstOrThrow();
-      checkEnabled(connection);
-      let identity;
       try {
-        identity = await finishSignIn(
-          await discover(connection),
-          new URL(request.url, services.config.publicUrl),
-          { state, nonce: pending.nonce, codeVerifier: pending.code_verifier },
-        );
+        const { state, error, error_description: description } = request.query;
+        if (!state)
+          throw new SsoRefusal(
+            'sso_expired',
+            'sso_failed',
+            'The callback carries no state; start again.',
+          );
+        // Taken, not read: a state (and the code that came with it) works once.
+        const pending = await services.db
+          .deleteFrom('sso_sign_ins')
+          .where('state_hash', '=', hashSecret(state))
+          .returningAll()
+          .executeTakeFirst();
+        const now = services.clock.now();
+        if (!pending || new Date(pending.expires_at) <= now)
+          throw new SsoRefusal(
+            'sso_expired',
+            'sso_failed',
+            'This sign-in is unknown, was already used or took too long; start again.',
+          );
+        if (error)
+          throw new SsoRefusal(
+            'sso_provider_error',
+            'sso_failed',
+            `The identity provider refused the sign-in: ${error}${description ? ` (${description})` : ''}.`,
+          );
+        const connection = await services.db
+          .selectFrom('sso_connections')
+          .selectAll()
+          .where('id', '=', pending.connection_id)
+          .executeTakeFirstOrThrow();
+        checkEnabled(connection);
+        let identity;
+        try {
+          identity = await finishSignIn(
+            await discover(connection),
+            new URL(request.url, services.config.publicUrl),
+            { state, nonce: pending.nonce, codeVerifier: pending.code_verifier },
+          );
+        } catch (failure) {
+          throw new SsoRefusal(
+            'sso_answer_refused',
+            'sso_failed',
+            `The identity provider's answer was refused: ${failure instanceof Error ? failure.message : String(failure)}.`,
+          );
+        }
+        const domains = JSON.parse(connection.allowed_domains) as string[];
+        const domain = identity.email.slice(identity.email.lastIndexOf('@') + 1);
+        if (domains.length > 0 && !domains.includes(domain))
+          throw new SsoRefusal(
+            'sso_domain_not_allowed',
+            'sso_failed',
+            `${identity.email} is not in an allowed domain of this connection (${domains.join(', ')}).`,
+            { status: 403 },
+          );
+        if (identity.emailVerified === false)
+          throw new SsoRefusal(
+            'sso_email_unverified',
+            'sso_failed',
+            `The identity provider has not verified ${identity.email}.`,
+            { status: 403 },
+          );
+        await signInThrough(connection, identity, request, reply, now);
+        return await reply.redirect(`${services.config.publicUrl}/`, 302);
       } catch (failure) {
-        throw new ApiError(
-          'sso_failed',
-          `The identity provider's answer was refused: ${failure instanceof Error ? failure.message : String(failure)}.`,
-        );
+        // A browser lands here from the identity provider: it is sent to the console's sign-in
+        // page, which says why; a client that asked for JSON gets the error envelope.
+        if (prefersJson(request)) throw failure;
+        const reason = failure instanceof SsoRefusal ? failure.reason : 'sso_failed';
+        if (failure instanceof ApiError)
+          request.log.info({ reason, err: failure }, 'SSO sign-in refused');
+        else request.log.error({ err: failure }, 'SSO sign-in failed');
+        return reply.redirect(`${services.config.publicUrl}/sign-in?error=${reason}`, 302);
       }
-      const domains = JSON.parse(connection.allowed_domains) as string[];
-      const domain = identity.email.slice(identity.email.lastIndexOf('@') + 1);
-      if (domains.length > 0 && !domains.includes(domain))
-        throw new ApiError(
-          'sso_failed',
-          `${identity.email} is not in an allowed domain of this connection (${domains.join(', ')}).`,
-          { status: 403 },
-        );
-      if (identity.emailVerified === false)
-        throw new ApiError(
-          'sso_failed',
-          `The identity provider has not verified ${identity.email}.`,
-          { status: 403 },
-        );
-      await signInThrough(connection, identity, request, reply, now);
-      return reply.redirect(`${services.config.publicUrl}/`, 302);
     },
   );
 
   function checkEnabled(connection: SsoConnectionsTable): void {
     if (connection.enabled !== 1)
-      throw new ApiError(
+      throw new SsoRefusal(
+        'sso_disabled',
         'sign_in_disabled',
         `The SSO connection "${connection.name}" is disabled.`,
       );
@@ -245,7 +314,8 @@ export function registerSignInRoutes(app: App, services: Services): void {
     try {
       return await providerConfiguration(connection, secret);
     } catch (failure) {
-      throw new ApiError(
+      throw new SsoRefusal(
+        'sso_provider_unreachable',
         'sso_failed',
         `The identity provider at ${connection.issuer} could not be reached: ${failure instanceof Error ? failure.message : String(failure)}.`,
         { status: 502 },
@@ -287,7 +357,8 @@ export function registerSignInRoutes(app: App, services: Services): void {
           : undefined;
         if (!member) {
           if (connection.auto_create_users !== 1)
-            throw new ApiError(
+            throw new SsoRefusal(
+              'sso_not_member',
               'sso_failed',
               `${identity.email} is not a member of this organization; ask an Admin for an invitation.`,
               { status: 403 },

@@ -36,6 +36,8 @@ interface Pending {
   /** environment id → `eventKey\nhour` → bucket */
   customEvents: Map<string, Map<string, CustomBucket>>;
   customBucketCount: number;
+  /** SDK key id → its latest use (epoch ms). */
+  keyUses: Map<string, number>;
 }
 
 /** One not-yet-flushed usage bucket of a flag in an environment. */
@@ -47,7 +49,12 @@ export interface PendingFlagUsage {
 }
 
 function emptyPending(): Pending {
-  return { evaluations: new Map(), customEvents: new Map(), customBucketCount: 0 };
+  return {
+    evaluations: new Map(),
+    customEvents: new Map(),
+    customBucketCount: 0,
+    keyUses: new Map(),
+  };
 }
 
 function startOfHour(ms: number): number {
@@ -87,7 +94,8 @@ function addToFlag(
 
 /**
  * Usage recording (design record 008): evaluation counts per flag × environment × variation ×
- * hour with the last evaluation time, and custom event counts per environment × key × hour.
+ * hour with the last evaluation time, custom event counts per environment × key × hour, and each
+ * SDK key's last use (design record 025).
  * Recording is a few map operations; the database sees one batch of upserts per flush. A crash
  * loses at most the counts of one flush interval.
  *
@@ -146,6 +154,16 @@ export class UsageAggregator {
   /** Counts one custom event (a `track()` call) named `eventKey`, at `atMs`. */
   recordCustomEvent(environmentId: string, eventKey: string, atMs: number): void {
     this.addCustomEvent(environmentId, eventKey, startOfHour(atMs), 1);
+  }
+
+  /**
+   * Notes that the SDK key with id `keyId` was used at `atMs` (epoch ms); written to the key's
+   * `last_used_at` with the next flush. A null id (a grant from an old snapshot copy) is ignored.
+   */
+  recordKeyUse(keyId: string | null, atMs: number): void {
+    if (keyId === null) return;
+    const last = this.pending.keyUses.get(keyId);
+    if (last === undefined || atMs > last) this.pending.keyUses.set(keyId, atMs);
   }
 
   /** The environment's pending evaluation counts, by flag key. */
@@ -288,8 +306,8 @@ export class UsageAggregator {
   }
 
   /**
-   * Writes the pending counts to `flag_usage` and `custom_event_usage` in one transaction
-   * (upserts that add to existing counts). Flushes run one at a time; a failed write is logged
+   * Writes the pending counts to `flag_usage` and `custom_event_usage` (upserts that add to
+   * existing counts) and the SDK keys' last uses to `sdk_keys`, in one transaction. Flushes run one at a time; a failed write is logged
    * and its counts are kept for the next flush. Never rejects.
    */
   flush(): Promise<void> {
@@ -313,7 +331,7 @@ export class UsageAggregator {
 
   private async flushOnce(): Promise<void> {
     const batch = this.pending;
-    if (batch.evaluations.size === 0 && batch.customEvents.size === 0) {
+    if (batch.evaluations.size === 0 && batch.customEvents.size === 0 && batch.keyUses.size === 0) {
       this.lastCompleteFlushMs = Date.now();
       return;
     }
@@ -345,6 +363,7 @@ export class UsageAggregator {
         this.addCustomEvent(environmentId, bucket.eventKey, bucket.hourMs, bucket.count);
       }
     }
+    for (const [keyId, atMs] of batch.keyUses) this.recordKeyUse(keyId, atMs);
   }
 
   private async write(batch: Pending): Promise<void> {
@@ -391,7 +410,7 @@ export class UsageAggregator {
         }
       }
     }
-    if (usageRows.length === 0 && customRows.length === 0) return;
+    if (usageRows.length === 0 && customRows.length === 0 && batch.keyUses.size === 0) return;
     await this.db.transaction().execute(async (trx) => {
       for (let i = 0; i < usageRows.length; i += ROWS_PER_STATEMENT) {
         await trx
@@ -422,6 +441,17 @@ export class UsageAggregator {
               count: eb('custom_event_usage.count', '+', eb.ref('excluded.count')),
             })),
           )
+          .execute();
+      }
+      // One short update per key used since the last flush; another node may have written a
+      // later use already, which is kept.
+      for (const [keyId, atMs] of batch.keyUses) {
+        const usedAt = new Date(atMs).toISOString();
+        await trx
+          .updateTable('sdk_keys')
+          .set({ last_used_at: usedAt })
+          .where('id', '=', keyId)
+          .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', usedAt)]))
           .execute();
       }
     });

@@ -1,6 +1,6 @@
 import { useEffect } from 'react';
 import { Link } from 'wouter';
-import { useOrganization } from './organization';
+import { useOrganizationPages } from '../pages';
 
 /** Remembers the project a person was in, so organization pages keep it in the header. */
 export function lastProjectKey(org: string): string {
@@ -8,20 +8,20 @@ export function lastProjectKey(org: string): string {
 }
 
 /**
- * The organization's pages in the header: Members for Admins, Settings for Owners (the
- * organization's `_actions`, so no one sees a link to a page they cannot use), and one's own
- * account for everyone.
+ * The organization's pages in the header ({@link useOrganizationPages}: no one sees a link to a
+ * page they cannot use), and one's own account for everyone.
  */
 export function OrgNav(props: { org: string; project: string }) {
   const { org, project } = props;
-  const organization = useOrganization(org);
-  const can = (action: string) => organization.data?._actions[action]?.allowed === true;
+  const pages = useOrganizationPages(org);
   useEffect(() => sessionStorage.setItem(lastProjectKey(org), project), [org, project]);
   return (
     <>
-      {can('manageMembers') && <Link href={`/orgs/${org}/members`}>Members</Link>}
-      {can('update') && <Link href={`/orgs/${org}/settings`}>Settings</Link>}
-      <Link href={`/orgs/${org}/account`}>Your account</Link>
+      {pages.map((page) => (
+        <Link key={page.path} href={page.path}>
+          {page.label}
+        </Link>
+      ))}
     </>
   );
 }

@@ -23,6 +23,7 @@ import {
 } from './queries.js';
 import { FlagListItem, FlagMetadataSchema, FlagResponse, FlagTypeSchema } from './schemas.js';
 import { scopedRoutes } from '../scope.js';
+import { keyOrNameContains, SearchText } from '../search.js';
 import { applyFlagListFilters, FlagListFilters, flagListOrder } from './list-filters.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
@@ -243,7 +244,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
           Type.Object({
             tag: Type.Optional(Type.String()),
             archived: Type.Optional(Type.Boolean()),
-            q: Type.Optional(Type.String({ maxLength: 200 })),
+            q: Type.Optional(SearchText),
             expired: Type.Optional(Type.Boolean()),
           }),
           FlagListFilters,
@@ -270,15 +271,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
                 eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]),
               );
       }
-      if (q) {
-        const pattern = `%${q.toLowerCase().replace(/[%_\\]/g, '')}%`;
-        query = query.where((eb) =>
-          eb.or([
-            eb(eb.fn('lower', ['key']), 'like', pattern),
-            eb(eb.fn('lower', ['name']), 'like', pattern),
-          ]),
-        );
-      }
+      if (q) query = query.where(keyOrNameContains(q));
       query = await applyFlagListFilters(services, scope, request.query, query);
       const { rows, nextCursor } = await paginate(
         query,

@@ -15,7 +15,13 @@ const DOMAIN = '^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z]{2,
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
-  issuer: Type.String({ format: 'uri', pattern: '^https://', maxLength: 2000 }),
+  issuer: Type.String({
+    format: 'uri',
+    pattern: '^https://',
+    maxLength: 2000,
+    // What a person reads instead of the pattern (ajv-errors; http/validation-messages.ts).
+    errorMessage: { pattern: "must be an https:// address (the identity provider's issuer URL)" },
+  }),
   clientId: Type.String({ minLength: 1, maxLength: 500 }),
   clientSecret: Type.String({ minLength: 1, maxLength: 2000 }),
   allowedDomains: Type.Array(Type.String({ pattern: DOMAIN }), { uniqueItems: true, maxItems: 50 }),

@@ -51,6 +51,17 @@ describe.each(testDialects())('SSO connections on %s', (dialect) => {
     }
   });
 
+  it('an http:// issuer is refused in words, not with the pattern', async () => {
+    const response = await call(vexil, 'POST', base, {
+      token: org.token,
+      body: { name: 'x', issuer: 'http://idp.acme.test', clientId: 'c', clientSecret: 's' },
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.fields.issuer).toEqual([
+      "must be an https:// address (the identity provider's issuer URL)",
+    ]);
+  });
+
   it('reads never show the client secret; a PATCH keeps what it does not name', async () => {
     const list = await call(vexil, 'GET', base, { token: org.token });
     expect(list.body.items).toHaveLength(1);

@@ -138,6 +138,25 @@ describe.each(testDialects())('segments on %s', (dialect) => {
     expect(second.body.next_cursor).toBeNull();
   });
 
+  it('list searches key and name with q, ignoring case', async () => {
+    await call(vexil, 'POST', segments, {
+      token: org.token,
+      body: { key: 'staff', name: 'Internal Employees' },
+    });
+    const keysFor = async (q: string) =>
+      (
+        await call(vexil, 'GET', `${segments}?q=${encodeURIComponent(q)}`, { token: viewer })
+      ).body.items.map((s: { key: string }) => s.key);
+    expect(await keysFor('EMPLOYEE')).toEqual(['staff']);
+    expect(await keysFor('sta')).toEqual(['staff']);
+    expect(await keysFor('%')).toEqual(
+      (await call(vexil, 'GET', segments, { token: viewer })).body.items.map(
+        (s: { key: string }) => s.key,
+      ),
+    );
+    expect(await keysFor('nobody-by-that-name')).toEqual([]);
+  });
+
   it('PATCH updates, bumps the segment version and emits segment.updated', async () => {
     const response = await call(vexil, 'PATCH', `${segments}/anyone-in-nl`, {
       token: org.token,

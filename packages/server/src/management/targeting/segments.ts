@@ -32,6 +32,7 @@ import {
   normalizeConditions,
 } from './conditions.js';
 import { scopedRoutes } from '../scope.js';
+import { keyOrNameContains, SearchText } from '../search.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
 const SegmentParams = Type.Object({
@@ -218,16 +219,20 @@ export function registerSegmentRoutes(app: App, services: Services): void {
       schema: {
         tags: ['segments'],
         params: ProjectParams,
-        querystring: PageQuery,
+        querystring: Type.Intersect([PageQuery, Type.Object({ q: Type.Optional(SearchText) })]),
         response: { 200: pagedSchema(SegmentItem) },
       },
     },
     async ({ project, ...access }, request) => {
-      const { rows, nextCursor } = await paginate(
-        services.db.selectFrom('segments').selectAll().where('project_id', '=', project.id),
-        request.query,
-        { sortColumn: 'key', sortValue: (row) => row.key },
-      );
+      let query = services.db
+        .selectFrom('segments')
+        .selectAll()
+        .where('project_id', '=', project.id);
+      if (request.query.q) query = query.where(keyOrNameContains(request.query.q));
+      const { rows, nextCursor } = await paginate(query, request.query, {
+        sortColumn: 'key',
+        sortValue: (row) => row.key,
+      });
       return {
         items: rows.map(segmentItem),
         next_cursor: nextCursor,

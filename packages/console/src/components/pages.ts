@@ -1,0 +1,51 @@
+import { useOrganization } from './people/organization';
+
+/** A console page a person may open: its name and address. */
+export interface ConsolePage {
+  label: string;
+  path: string;
+}
+
+/** The project's own pages: its flags and their removal candidates. */
+export function projectPages(org: string, project: string): ConsolePage[] {
+  const base = `/orgs/${org}/projects/${project}`;
+  return [
+    { label: 'Flags', path: `${base}/flags` },
+    { label: 'Removal candidates', path: `${base}/removal-candidates` },
+  ];
+}
+
+/**
+ * The Administer section's pages (journey 7): environments, segments and SDK keys for every
+ * role; webhooks and the audit log only when the organization's `_actions` allow them (Admin),
+ * so a Viewer is offered no page it cannot use. One list for the navigation and the command bar.
+ */
+export function useAdministrationPages(org: string, project: string): ConsolePage[] {
+  const actions = useOrganization(org).data?._actions;
+  const base = `/orgs/${org}/projects/${project}`;
+  return [
+    { label: 'Environments', path: `${base}/environments` },
+    { label: 'Segments', path: `${base}/segments` },
+    { label: 'SDK keys', path: `${base}/sdk-keys` },
+    ...(actions?.['manageWebhooks']?.allowed
+      ? [{ label: 'Webhooks', path: `${base}/webhooks` }]
+      : []),
+    ...(actions?.['readAuditLog']?.allowed
+      ? [{ label: 'Audit log', path: `${base}/audit-log` }]
+      : []),
+  ];
+}
+
+/**
+ * The organization's pages: Members for Admins, Settings for Owners (the organization's
+ * `_actions`), and one's own account for everyone. One list for the header and the command bar.
+ */
+export function useOrganizationPages(org: string): ConsolePage[] {
+  const actions = useOrganization(org).data?._actions;
+  const can = (action: string) => actions?.[action]?.allowed === true;
+  return [
+    ...(can('manageMembers') ? [{ label: 'Members', path: `/orgs/${org}/members` }] : []),
+    ...(can('update') ? [{ label: 'Settings', path: `/orgs/${org}/settings` }] : []),
+    { label: 'Your account', path: `/orgs/${org}/account` },
+  ];
+}
