@@ -112,6 +112,9 @@ async function startVexil(
     NODE_EXTRA_CA_CERTS: idp.certPath,
     VEXIL_PORT: String(port),
     VEXIL_LOG_LEVEL: 'warn',
+    // Every journey calls the API with the same Owner token, and each open page holds an event
+    // stream and reads what it shows: the default quota is sized for one person, not a suite.
+    VEXIL_RATE_LIMIT: '100000',
     // Short lifecycle periods, so that removal candidates appear within a test: a flag unchanged
     // for 3 s and evaluated within the last 60 s is `Dead`.
     VEXIL_USAGE_FLUSH_INTERVAL: '1s',
