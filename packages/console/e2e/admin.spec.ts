@@ -294,10 +294,14 @@ test('the command bar offers every page the person may use, and segments by name
   await apiCall('POST', `${PROJECT}/segments`, { key: 'bar-target', name: 'Command target' });
   await signIn(page);
   await page.goto(`${server.url}${PAGES}/flags`);
+  await expect(page.getByRole('heading', { name: 'Flags', level: 1 })).toBeVisible();
   const bar = page.getByRole('combobox', { name: 'Go to' });
   const goTo = async (text: string) => {
-    await page.keyboard.press('Control+k');
-    await expect(bar).toBeFocused();
+    // A key pressed while the page is still rendering is lost, as a person's would be: press again.
+    await expect(async () => {
+      if (!(await bar.isVisible())) await page.keyboard.press('Control+k');
+      await expect(bar).toBeFocused({ timeout: 1_000 });
+    }).toPass();
     await page.keyboard.type(text);
   };
 
