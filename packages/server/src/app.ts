@@ -13,7 +13,7 @@ import { migrate, openDatabase, type Database } from './db/database.js';
 import { DatabaseStartup } from './db/startup.js';
 import { NodeBus } from './bus/node-bus.js';
 import { LiveFeed } from './events/live-feed.js';
-import type { NoticeRelay } from './bus/worker-relay.js';
+import { clusterWorkerRelay } from './bus/worker-relay.js';
 import { allowBrowserCalls } from './evaluation/cors.js';
 import { registerEvaluationApi } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
@@ -80,10 +80,11 @@ export async function createVexil(
     startWorkers?: boolean;
     roles?: readonly ServiceRole[];
     /**
-     * Under `vexil serve --workers`, the channel to the other workers of this node; used for
-     * change notices on SQLite, which has no LISTEN/NOTIFY (design record 029).
+     * Whether this process is a worker of `vexil serve --workers` (design record 029): on
+     * SQLite, which has no LISTEN/NOTIFY, its change notices go through the primary, and its
+     * `/metrics` answers for the whole node.
      */
-    workerRelay?: NoticeRelay;
+    clusterWorker?: boolean;
   } = {},
 ): Promise<Vexil> {
   const database = options.database ?? openDatabase(config.databaseUrl);
@@ -172,7 +173,9 @@ export async function createVexil(
     sdkKeys,
     app.log,
     config.snapshotCheckIntervalMs,
-    database.dialect === 'postgres' ? undefined : options.workerRelay,
+    database.dialect === 'sqlite' && options.clusterWorker === true
+      ? clusterWorkerRelay()
+      : undefined,
   );
   liveFeed.relayTo((change) => bus.liveChange(change));
   bus.onLiveChange((change) => liveFeed.publish(change));
@@ -184,6 +187,7 @@ export async function createVexil(
     databasePrepared: () => startup.ready,
     evaluates: roles.has('evaluation'),
     perNodeRateLimits: rateLimits.perNodeFallback,
+    clusterWorker: options.clusterWorker === true,
   };
   const closeUnusedConnections = trackUnusedConnections(app.server);
   registerOpsRoutes(app, services, snapshots, ops);

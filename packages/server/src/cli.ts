@@ -5,7 +5,6 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { createRequire } from 'node:module';
 import { createVexil, SERVICE_ROLES, type ServiceRole, type Vexil } from './app.js';
 import { systemClock } from './clock.js';
-import { clusterWorkerRelay } from './bus/worker-relay.js';
 import { runClusterPrimary, workerCount } from './cluster/primary.js';
 import { ConfigError, loadConfig, parseWorkers, type Config } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
@@ -108,7 +107,7 @@ async function serve(
       : requested;
   const vexil = await createVexil(config, {
     roles,
-    workerRelay: clusterWorker !== undefined ? clusterWorkerRelay() : undefined,
+    clusterWorker: clusterWorker !== undefined,
   });
   let stopping = false;
   const shutdown = async (signal: string) => {

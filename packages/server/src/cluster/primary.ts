@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { pino, type Logger } from 'pino';
 import { relayNoticesBetweenWorkers } from '../bus/worker-relay.js';
+import { aggregateMetricsForWorkers } from '../ops/cluster-metrics.js';
 
 /** Pause before a worker that died is started again, so a crash at start cannot spin a core. */
 const RESTART_DELAY_MS = 1_000;
@@ -30,8 +31,9 @@ function primaryLogger(level: string): Logger {
 /**
  * The primary of `vexil serve --workers <n>` (design record 029). It serves no HTTP and opens
  * no database: it forks `count` workers that share the listening port through `node:cluster`,
- * relays change notices between them (SQLite has no LISTEN/NOTIFY), restarts a worker that dies,
- * and on SIGTERM or SIGINT stops them all within `shutdownTimeoutMs`.
+ * relays change notices between them (SQLite has no LISTEN/NOTIFY), aggregates their metrics
+ * for the worker that is scraped, restarts a worker that dies, and on SIGTERM or SIGINT stops
+ * them all within `shutdownTimeoutMs`.
  *
  * Worker 1 starts alone, so that it applies the migrations before the others open the database;
  * it alone runs the background jobs (webhook deliveries, usage pruning). If it exits before it
@@ -49,6 +51,7 @@ export async function runClusterPrimary(options: {
   const state = { stopping: false };
 
   relayNoticesBetweenWorkers();
+  aggregateMetricsForWorkers();
 
   const fork = (index: number): Worker => {
     cluster.setupPrimary({ args: [...baseArgs, '--cluster-worker', String(index)] });

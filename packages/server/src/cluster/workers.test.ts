@@ -68,6 +68,18 @@ function listeningPids(output: string[]): number[] {
     .map((line) => (JSON.parse(line) as { pid: number }).pid);
 }
 
+/** Evaluate requests counted in a `/metrics` text, over every status. */
+function evaluateCount(metrics: string): number {
+  return metrics
+    .split('\n')
+    .filter((line) =>
+      line.startsWith(
+        'vexil_http_request_duration_seconds_count{method="POST",route="/v1/sdk/evaluate",',
+      ),
+    )
+    .reduce((total, line) => total + Number(line.split(' ').at(-1)), 0);
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -200,6 +212,37 @@ describe.each(testDialects())('vexil serve --workers 2 on %s', (dialect) => {
       expect(await eventually(async () => (await evaluate(connection)) === true, 5000)).toBe(true);
     }
   }, 60_000);
+
+  it('/metrics answers for the whole node, whichever worker holds the scrape', async () => {
+    // Both workers served evaluations above; each scrape must count them all.
+    for (const connection of connections) {
+      const scraped = await connection.send('GET', '/metrics');
+      expect(scraped.status).toBe(200);
+      expect(evaluateCount(scraped.text)).toBe(evaluations);
+      // Read from the shared database by every worker, the one delivery is counted once.
+      const deliveries = [...scraped.text.matchAll(/^vexil_webhook_deliveries\{.*\} (\d+)$/gm)];
+      expect(deliveries.reduce((total, [, count]) => total + Number(count), 0)).toBe(1);
+    }
+  }, 30_000);
+
+  it('/metrics answers 503 when a worker does not send its metrics in time', async () => {
+    const stopped = workerPids[1]!;
+    process.kill(stopped, 'SIGSTOP');
+    try {
+      const refused = await connections[0]!.send('GET', '/metrics');
+      expect(refused.status).toBe(503);
+      expect(JSON.parse(refused.text)).toMatchObject({
+        status: 503,
+        detail: `Worker process ${stopped} did not send its metrics within 2 s.`,
+      });
+    } finally {
+      process.kill(stopped, 'SIGCONT');
+    }
+    // The stopped worker's late answer to the refused scrape is ignored; the next one counts.
+    const { status, text } = await connections[0]!.send('GET', '/metrics');
+    expect(status).toBe(200);
+    expect(evaluateCount(text)).toBe(evaluations);
+  }, 30_000);
 
   it('the toggle is delivered to the webhook exactly once', async () => {
     expect(await eventually(() => receiver.received.length >= 1, 10_000)).toBe(true);

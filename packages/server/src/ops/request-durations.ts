@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { Metric } from 'prom-client';
+import type { Aggregator, Metric } from 'prom-client';
 
 /** Upper bounds of the buckets, in seconds. */
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -38,6 +38,8 @@ export class RequestDurations {
   readonly name = 'vexil_http_request_duration_seconds';
   readonly help = 'HTTP request duration by route, method and status';
   readonly type = 'histogram';
+  /** Under `--workers`, the node's histogram is the sum of the workers' (design record 029). */
+  readonly aggregator: Aggregator = 'sum';
   private readonly series: Series[] = [];
 
   /**
@@ -73,7 +75,13 @@ export class RequestDurations {
   }
 
   /** The samples, as prom-client's registry reads them from a histogram. */
-  get(): Promise<{ name: string; help: string; type: string; values: Sample[] }> {
+  get(): Promise<{
+    name: string;
+    help: string;
+    type: string;
+    aggregator: Aggregator;
+    values: Sample[];
+  }> {
     const values: Sample[] = [];
     for (const { labels, counts, sumSeconds } of this.series) {
       let cumulative = 0;
@@ -89,7 +97,13 @@ export class RequestDurations {
       values.push({ metricName: `${this.name}_sum`, labels, value: sumSeconds });
       values.push({ metricName: `${this.name}_count`, labels, value: cumulative });
     }
-    return Promise.resolve({ name: this.name, help: this.help, type: this.type, values });
+    return Promise.resolve({
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values,
+    });
   }
 
   /** Forgets every observation (prom-client's `registry.resetMetrics()`). */

@@ -3,6 +3,8 @@ import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
 import type { App } from '../http/app-instance.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
+import { ProblemError, problemErrorHandler } from '../evaluation/problem.js';
+import { ClusterWorkerMetrics, NodeMetricsUnavailable } from './cluster-metrics.js';
 import { RequestDurations } from './request-durations.js';
 
 /** What `/healthz`, `/readyz` and `/metrics` look at. */
@@ -15,6 +17,8 @@ export interface OpsState {
   evaluates: boolean;
   /** Whether the shared (Redis) rate limits have fallen back to counting per node. */
   perNodeRateLimits: () => boolean;
+  /** Whether this process is a worker of `vexil serve --workers`: `/metrics` answers for the whole node. */
+  clusterWorker: boolean;
 }
 
 /**
@@ -62,6 +66,8 @@ export function registerOpsRoutes(
     help: 'Configuration version of each environment snapshot held in memory',
     labelNames: ['environment_id'],
     registers: [registry],
+    // Across the workers of a node: the one furthest behind.
+    aggregator: 'min',
     collect() {
       this.reset();
       for (const [environmentId, version] of snapshots.heldVersions())
@@ -74,6 +80,8 @@ export function registerOpsRoutes(
     help: 'Seconds since each held environment snapshot was built',
     labelNames: ['environment_id'],
     registers: [registry],
+    // Across the workers of a node: the oldest.
+    aggregator: 'max',
     collect() {
       this.reset();
       const now = Date.now();
@@ -89,6 +97,8 @@ export function registerOpsRoutes(
     name: 'vexil_usage_flush_lag_seconds',
     help: 'Seconds since usage counts were last completely written to the database',
     registers: [registry],
+    // Each worker flushes its own counts: the node lags as much as its slowest worker.
+    aggregator: 'max',
     collect() {
       this.set(services.usage.flushLagSeconds(Date.now()));
     },
@@ -99,6 +109,8 @@ export function registerOpsRoutes(
     help: 'Analytics events discarded since start, by reason (spec: Evaluation API rule 5)',
     labelNames: ['reason'],
     registers: [registry],
+    // Each worker counts its own discards.
+    aggregator: 'sum',
     collect() {
       for (const [reason, count] of Object.entries(services.usage.discardCounts())) {
         this.set({ reason }, count);
@@ -111,6 +123,8 @@ export function registerOpsRoutes(
     help: 'Webhook deliveries by status (Pending is the queue depth)',
     labelNames: ['status'],
     registers: [registry],
+    // Read from the database, which every worker shares: the same figures from each.
+    aggregator: 'first',
     async collect() {
       // While the database is away the last counts stand: /metrics must answer through outages.
       const rows = await services.db
@@ -168,7 +182,29 @@ export function registerOpsRoutes(
     return reply.status(503).send({ status: 'database unavailable' });
   });
 
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()),
-  );
+  // Under `--workers`, a scrape reaches one worker, which answers for the node (design record 029).
+  const workerMetrics = state.clusterWorker ? new ClusterWorkerMetrics(registry) : undefined;
+  if (workerMetrics !== undefined) {
+    app.addHook('onClose', (_instance, done) => {
+      workerMetrics.stop();
+      done();
+    });
+  }
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    if (workerMetrics === undefined)
+      return reply.type(registry.contentType).send(await registry.metrics());
+    let nodeMetrics: string;
+    try {
+      nodeMetrics = await workerMetrics.nodeMetrics();
+    } catch (error) {
+      if (!(error instanceof NodeMetricsUnavailable)) throw error;
+      request.log.warn({ err: error }, 'node metrics not collected');
+      return problemErrorHandler(
+        new ProblemError(503, 'Service Unavailable', error.message),
+        request,
+        reply,
+      );
+    }
+    return reply.type(registry.contentType).send(nodeMetrics);
+  });
 }
