@@ -163,8 +163,12 @@ export function aggregateMetricsForWorkers(): void {
       timer: setTimeout(() => {
         collections.delete(collectionId);
         const pids = [...collection.waitingFor].map((worker) => worker.process.pid).join(', ');
+        const within = `within ${METRICS_COLLECTION_TIMEOUT_MS / 1000} s`;
         collection.answer({
-          error: `Worker process ${pids} did not send its metrics within ${METRICS_COLLECTION_TIMEOUT_MS / 1000} s.`,
+          error:
+            collection.waitingFor.size === 1
+              ? `Worker process ${pids} did not send its metrics ${within}.`
+              : `Worker processes ${pids} did not send their metrics ${within}.`,
         });
       }, METRICS_COLLECTION_TIMEOUT_MS),
       answer: (outcome) => {
@@ -175,6 +179,8 @@ export function aggregateMetricsForWorkers(): void {
     collections.set(collectionId, collection);
     for (const worker of workers)
       worker.send({ vexilMetrics: 'collect', collectionId } satisfies MetricsMessage);
+    // Every worker exited since the asking one was scraped: an empty registry, without waiting.
+    if (workers.length === 0) finish(collectionId, collection);
   };
 
   cluster.on('message', (sender: Worker, message: unknown) => {
