@@ -1,11 +1,13 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useLocation } from 'wouter';
-import { ApiProblem, api, unwrap } from '../api/client';
+import { api, unwrap } from '../api/client';
+import { ActionsTableHead } from '../components/ActionsTableHead';
+import { ConfirmButton } from '../components/ConfirmButton';
 import { Field } from '../components/Field';
-import { ConfirmButton } from '../components/people/Confirm';
 import { when } from '../components/people/organization';
 import { SecretOnce } from '../components/SecretOnce';
+import { useFormMutation } from '../components/useFormMutation';
 
 /**
  * One's own account (console.md journey 1): who one is signed in as, the sessions one has open
@@ -79,17 +81,7 @@ function Sessions() {
       {revoke.error && <p className="field-error">{revoke.error.message}</p>}
       {items.length > 0 && (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Browser</th>
-              <th scope="col">Signed in</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Ends</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <ActionsTableHead columns={['Browser', 'Signed in', 'Last used', 'Ends']} />
           <tbody>
             {items.map((session) => (
               <tr key={session.id}>
@@ -139,7 +131,8 @@ function PersonalTokens() {
     queryFn: () => unwrap(api.GET('/api/v1/me/tokens')),
   });
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['me', 'tokens'] });
-  const create = useMutation({
+  const create = useFormMutation({
+    messageAt: 'name',
     mutationFn: () =>
       unwrap(
         api.POST('/api/v1/me/tokens', {
@@ -160,7 +153,6 @@ function PersonalTokens() {
       unwrap(api.DELETE('/api/v1/me/tokens/{tokenId}', { params: { path: { tokenId } } })),
     onSuccess: refresh,
   });
-  const problem = create.error instanceof ApiProblem ? create.error : null;
   const items = tokens.data?.items ?? [];
   return (
     <section aria-labelledby="tokens-heading">
@@ -168,22 +160,12 @@ function PersonalTokens() {
       <p className="hint">
         For scripts and CI: a token acts as you, with your role in each organization.
       </p>
-      <form
-        className="row"
-        aria-label="New personal access token"
-        onSubmit={(event) => {
-          event.preventDefault();
-          create.mutate();
-        }}
-      >
+      <form className="row" aria-label="New personal access token" onSubmit={create.submit}>
         <Field
           label="Token name"
           required
           value={name}
-          error={
-            problem?.field('name') ??
-            (problem && !problem.field('expiresAt') ? problem.message : undefined)
-          }
+          error={create.problemAt('name')}
           onChange={(event) => setName(event.target.value)}
         />
         <Field
@@ -191,7 +173,7 @@ function PersonalTokens() {
           type="date"
           hint="Empty: never expires."
           value={expiry}
-          error={problem?.field('expiresAt')}
+          error={create.problemAt('expiresAt')}
           onChange={(event) => setExpiry(event.target.value)}
         />
         <button type="submit" disabled={create.isPending}>
@@ -208,17 +190,7 @@ function PersonalTokens() {
       {revoke.error && <p className="field-error">{revoke.error.message}</p>}
       {items.length > 0 && (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Ends in</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Expires</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <ActionsTableHead columns={['Name', 'Ends in', 'Last used', 'Expires']} />
           <tbody>
             {items.map((token) => (
               <tr key={token.id}>

@@ -1,14 +1,16 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Dialog } from 'radix-ui';
 import { useState } from 'react';
-import { ApiProblem, api, unwrap } from '../api/client';
+import { api, unwrap } from '../api/client';
 import { ROLES, type Member, type Role } from '../api/types';
+import { ActionsTableHead } from '../components/ActionsTableHead';
+import { ConfirmButton } from '../components/ConfirmButton';
 import { Field, Labelled } from '../components/Field';
-import { ConfirmButton } from '../components/people/Confirm';
 import { NotAllowed } from '../components/people/NotAllowed';
 import { useOrganization, when } from '../components/people/organization';
 import { ProjectAllowlist, ProjectNames } from '../components/people/ProjectAllowlist';
 import { SecretOnce } from '../components/SecretOnce';
+import { useFormMutation } from '../components/useFormMutation';
 
 /**
  * Members, invitations and service tokens of an organization (console.md journey 7), for Admins
@@ -71,17 +73,7 @@ function MemberList({ org }: { org: string }) {
     <section aria-labelledby="members-heading">
       <h2 id="members-heading">People</h2>
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Person</th>
-            <th scope="col">Role</th>
-            <th scope="col">Projects</th>
-            <th scope="col">Last seen</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <ActionsTableHead columns={['Person', 'Role', 'Projects', 'Last seen']} />
         <tbody>
           {(members.data?.items ?? []).map((member) => {
             const canUpdate = member._actions['update']?.allowed ?? false;
@@ -215,7 +207,8 @@ function Invitations({ org }: { org: string }) {
       ),
   });
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['invitations', org] });
-  const invite = useMutation({
+  const invite = useFormMutation({
+    messageAt: 'email',
     mutationFn: () =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/invitations', {
@@ -234,54 +227,34 @@ function Invitations({ org }: { org: string }) {
       unwrap(api.DELETE('/api/v1/orgs/{org}/invitations/{id}', { params: { path: { org, id } } })),
     onSettled: refresh,
   });
-  const problem = invite.error instanceof ApiProblem ? invite.error : null;
   const items = invitations.data?.items ?? [];
   const sent = invite.data;
   return (
     <section aria-labelledby="invitations-heading">
       <h2 id="invitations-heading">Invitations</h2>
       {invitations.data?._actions['create']?.allowed && (
-        <form
-          aria-label="Invite someone"
-          onSubmit={(event) => {
-            event.preventDefault();
-            invite.mutate();
-          }}
-        >
+        <form aria-label="Invite someone" onSubmit={invite.submit}>
           <div className="row">
             <Field
               label="E-mail to invite"
               type="email"
               required
               value={email}
-              error={
-                problem?.field('email') ??
-                (problem && !problem.field('role') && !problem.field('projectIds')
-                  ? problem.message
-                  : undefined)
-              }
+              error={invite.problemAt('email')}
               onChange={(event) => setEmail(event.target.value)}
             />
-            <Labelled label="Role" error={problem?.field('role')}>
-              {(id, describedBy) => (
-                <select
-                  id={id}
-                  aria-describedby={describedBy}
-                  value={role}
-                  onChange={(event) => setRole(event.target.value as Role)}
-                >
-                  {ROLES.map((r) => (
-                    <option key={r}>{r}</option>
-                  ))}
-                </select>
-              )}
-            </Labelled>
+            <RoleField
+              label="Role"
+              value={role}
+              error={invite.problemAt('role')}
+              onChange={setRole}
+            />
           </div>
           <ProjectAllowlist
             org={org}
             legend="Projects they may see"
             value={projectIds}
-            error={problem?.field('projectIds')}
+            error={invite.problemAt('projectIds')}
             onChange={setProjectIds}
           />
           <button
@@ -308,17 +281,7 @@ function Invitations({ org }: { org: string }) {
         <p className="hint">No pending invitations.</p>
       ) : (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">E-mail</th>
-              <th scope="col">Role</th>
-              <th scope="col">Projects</th>
-              <th scope="col">Expires</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <ActionsTableHead columns={['E-mail', 'Role', 'Projects', 'Expires']} />
           <tbody>
             {items.map((invitation) => (
               <tr key={invitation.id}>
@@ -365,7 +328,8 @@ function ServiceTokens({ org }: { org: string }) {
       ),
   });
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['service-tokens', org] });
-  const create = useMutation({
+  const create = useFormMutation({
+    messageAt: 'name',
     mutationFn: () =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/service-tokens', {
@@ -388,44 +352,25 @@ function ServiceTokens({ org }: { org: string }) {
     onSettled: refresh,
   });
   if (!organization.data?._actions['manageServiceTokens']?.allowed) return null;
-  const problem = create.error instanceof ApiProblem ? create.error : null;
   const items = tokens.data?.items ?? [];
   return (
     <section aria-labelledby="service-tokens-heading">
       <h2 id="service-tokens-heading">Service tokens</h2>
       <p className="hint">Tokens that belong to the organization rather than to a person.</p>
-      <form
-        className="row"
-        aria-label="New service token"
-        onSubmit={(event) => {
-          event.preventDefault();
-          create.mutate();
-        }}
-      >
+      <form className="row" aria-label="New service token" onSubmit={create.submit}>
         <Field
           label="Service token name"
           required
           value={name}
-          error={
-            problem?.field('name') ??
-            (problem && !problem.field('role') ? problem.message : undefined)
-          }
+          error={create.problemAt('name')}
           onChange={(event) => setName(event.target.value)}
         />
-        <Labelled label="Service token role" error={problem?.field('role')}>
-          {(id, describedBy) => (
-            <select
-              id={id}
-              aria-describedby={describedBy}
-              value={role}
-              onChange={(event) => setRole(event.target.value as Role)}
-            >
-              {ROLES.map((r) => (
-                <option key={r}>{r}</option>
-              ))}
-            </select>
-          )}
-        </Labelled>
+        <RoleField
+          label="Service token role"
+          value={role}
+          error={create.problemAt('role')}
+          onChange={setRole}
+        />
         <button type="submit" disabled={create.isPending}>
           Create service token
         </button>
@@ -440,17 +385,7 @@ function ServiceTokens({ org }: { org: string }) {
       {revoke.error && <p className="field-error">{revoke.error.message}</p>}
       {items.length > 0 && (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Role</th>
-              <th scope="col">Ends in</th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <ActionsTableHead columns={['Name', 'Role', 'Ends in', 'Last used']} />
           <tbody>
             {items.map((token) => (
               <tr key={token.id}>
@@ -476,5 +411,30 @@ function ServiceTokens({ org }: { org: string }) {
         </table>
       )}
     </section>
+  );
+}
+
+/** A role to give (an invitation's, a service token's), with the API's message about it. */
+function RoleField(props: {
+  label: string;
+  value: Role;
+  error: string | undefined;
+  onChange: (role: Role) => void;
+}) {
+  return (
+    <Labelled label={props.label} error={props.error}>
+      {(id, describedBy) => (
+        <select
+          id={id}
+          aria-describedby={describedBy}
+          value={props.value}
+          onChange={(event) => props.onChange(event.target.value as Role)}
+        >
+          {ROLES.map((role) => (
+            <option key={role}>{role}</option>
+          ))}
+        </select>
+      )}
+    </Labelled>
   );
 }

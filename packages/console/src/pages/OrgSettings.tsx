@@ -1,12 +1,14 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Dialog } from 'radix-ui';
 import { useState } from 'react';
-import { ApiProblem, api, unwrap } from '../api/client';
+import { api, unwrap } from '../api/client';
 import type { Organization, SsoConnection } from '../api/types';
+import { ActionsTableHead } from '../components/ActionsTableHead';
+import { ConfirmButton } from '../components/ConfirmButton';
 import { Field, Labelled } from '../components/Field';
-import { ConfirmButton } from '../components/people/Confirm';
+import { FormDialog } from '../components/FormDialog';
 import { NotAllowed } from '../components/people/NotAllowed';
 import { useOrganization } from '../components/people/organization';
+import { useFormMutation } from '../components/useFormMutation';
 
 const PLANS = ['Solo', 'Team', 'Pro', 'Business', 'Enterprise'] as const;
 const SSO_ROLES = ['Viewer', 'Member', 'Admin'] as const;
@@ -73,7 +75,7 @@ function OrganizationForm({
   const [plan, setPlan] = useState(organization.plan);
   const [ssoRequired, setSsoRequired] = useState(organization.ssoRequired);
   const [connectionId, setConnectionId] = useState(organization.ssoConnectionId ?? '');
-  const save = useMutation({
+  const save = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.PATCH('/api/v1/orgs/{org}', {
@@ -87,24 +89,19 @@ function OrganizationForm({
       void queryClient.invalidateQueries({ queryKey: ['org', org] });
     },
   });
-  const problem = save.error instanceof ApiProblem ? save.error : null;
+  const ssoRequiredProblem = save.problemAt('ssoRequired');
   return (
     <section aria-labelledby="organization-heading">
       <h2 id="organization-heading">Organization</h2>
-      <form
-        onSubmit={(event) => {
-          event.preventDefault();
-          save.mutate();
-        }}
-      >
+      <form onSubmit={save.submit}>
         <Field
           label="Organization name"
           required
           value={name}
-          error={problem?.field('name')}
+          error={save.problemAt('name')}
           onChange={(event) => setName(event.target.value)}
         />
-        <Labelled label="Plan" error={problem?.field('plan')}>
+        <Labelled label="Plan" error={save.problemAt('plan')}>
           {(id, describedBy) => (
             <select
               id={id}
@@ -121,7 +118,7 @@ function OrganizationForm({
         <Labelled
           label="Single sign-on connection"
           hint="People who sign in with SSO use this connection."
-          error={problem?.field('ssoConnectionId')}
+          error={save.problemAt('ssoConnectionId')}
         >
           {(id, describedBy) => (
             <select
@@ -148,16 +145,13 @@ function OrganizationForm({
           />
           Require single sign-on
         </label>
-        <p
-          id="sso-required-hint"
-          className={problem?.field('ssoRequired') ? 'field-error' : 'hint'}
-        >
-          {problem?.field('ssoRequired') ??
+        <p id="sso-required-hint" className={ssoRequiredProblem ? 'field-error' : 'hint'}>
+          {ssoRequiredProblem ??
             'Passwords and other tokens of members stop working here; Owners and service tokens stay exempt.'}
         </p>
-        {problem && Object.keys(problem.fields).length === 0 && (
+        {save.message && (
           <p className="field-error" role="alert">
-            {problem.message}
+            {save.message}
           </p>
         )}
         <button type="submit" disabled={save.isPending}>
@@ -198,17 +192,7 @@ function SsoConnections({ org }: { org: string }) {
       )}
       {items.length > 0 && (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Issuer</th>
-              <th scope="col">New people</th>
-              <th scope="col">Callback address</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <ActionsTableHead columns={['Name', 'Issuer', 'New people', 'Callback address']} />
           <tbody>
             {items.map((connection) => (
               <tr key={connection.id}>
@@ -261,7 +245,6 @@ function SsoConnections({ org }: { org: string }) {
 function ConnectionDialog(props: { org: string; connection?: SsoConnection }) {
   const { org, connection } = props;
   const queryClient = useQueryClient();
-  const [open, setOpen] = useState(false);
   const initial = () => ({
     name: connection?.name ?? '',
     issuer: connection?.issuer ?? '',
@@ -275,7 +258,7 @@ function ConnectionDialog(props: { org: string; connection?: SsoConnection }) {
   const [draft, setDraft] = useState(initial);
   const set = <K extends keyof typeof draft>(key: K, value: (typeof draft)[K]) =>
     setDraft({ ...draft, [key]: value });
-  const save = useMutation({
+  const save = useFormMutation({
     mutationFn: () => {
       const body = {
         name: draft.name.trim(),
@@ -307,134 +290,94 @@ function ConnectionDialog(props: { org: string; connection?: SsoConnection }) {
           );
     },
     onSuccess: () => {
-      setOpen(false);
       void queryClient.invalidateQueries({ queryKey: ['sso-connections', org] });
       void queryClient.invalidateQueries({ queryKey: ['org', org] });
     },
   });
-  const problem = save.error instanceof ApiProblem ? save.error : null;
-  const title = connection ? `Edit ${connection.name}` : 'New SSO connection';
   return (
-    <Dialog.Root
-      open={open}
-      onOpenChange={(next) => {
-        setOpen(next);
-        setDraft(initial());
-        save.reset();
-      }}
+    <FormDialog
+      label={connection ? 'Edit' : 'New SSO connection'}
+      ariaLabel={connection ? `Edit connection ${connection.name}` : undefined}
+      quiet={connection !== undefined}
+      title={connection ? `Edit ${connection.name}` : 'New SSO connection'}
+      description="Vexil checks the issuer's discovery document before saving."
+      wide
+      form={save}
+      confirmLabel={connection ? 'Save connection' : 'Create connection'}
+      onOpen={() => setDraft(initial())}
     >
-      <Dialog.Trigger asChild>
-        <button
-          type="button"
-          className={connection ? 'quiet' : undefined}
-          aria-label={connection ? `Edit connection ${connection.name}` : undefined}
-        >
-          {connection ? 'Edit' : 'New SSO connection'}
-        </button>
-      </Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="dialog wide">
-          <Dialog.Title>{title}</Dialog.Title>
-          <Dialog.Description className="hint">
-            Vexil checks the issuer's discovery document before saving.
-          </Dialog.Description>
-          <form
-            onSubmit={(event) => {
-              event.preventDefault();
-              save.mutate();
-            }}
+      <Field
+        label="Connection name"
+        required
+        value={draft.name}
+        error={save.problemAt('name')}
+        onChange={(event) => set('name', event.target.value)}
+      />
+      <Field
+        label="Issuer"
+        required
+        placeholder="https://idp.example.com/realms/acme"
+        hint="An https:// address; Vexil reads its discovery document before saving."
+        value={draft.issuer}
+        error={save.problemAt('issuer')}
+        onChange={(event) => set('issuer', event.target.value)}
+      />
+      <Field
+        label="Client ID"
+        required
+        value={draft.clientId}
+        error={save.problemAt('clientId')}
+        onChange={(event) => set('clientId', event.target.value)}
+      />
+      <Field
+        label="Client secret"
+        type="password"
+        autoComplete="off"
+        required={!connection}
+        hint={connection ? 'Empty: keep the current secret.' : undefined}
+        value={draft.clientSecret}
+        error={save.problemAt('clientSecret')}
+        onChange={(event) => set('clientSecret', event.target.value)}
+      />
+      <Field
+        label="Allowed e-mail domains"
+        hint="Comma-separated; empty: any address the provider vouches for."
+        value={draft.allowedDomains}
+        error={save.problemAt('allowedDomains')}
+        onChange={(event) => set('allowedDomains', event.target.value)}
+      />
+      <label className="check">
+        <input
+          type="checkbox"
+          checked={draft.autoCreateUsers}
+          onChange={(event) => set('autoCreateUsers', event.target.checked)}
+        />
+        Add people who are not members yet on their first sign-in
+      </label>
+      <Labelled label="Their role" error={save.problemAt('defaultRole')}>
+        {(id, describedBy) => (
+          <select
+            id={id}
+            aria-describedby={describedBy}
+            value={draft.defaultRole}
+            onChange={(event) =>
+              set('defaultRole', event.target.value as (typeof SSO_ROLES)[number])
+            }
           >
-            <Field
-              label="Connection name"
-              required
-              value={draft.name}
-              error={problem?.field('name')}
-              onChange={(event) => set('name', event.target.value)}
-            />
-            <Field
-              label="Issuer"
-              required
-              placeholder="https://idp.example.com/realms/acme"
-              hint="An https:// address; Vexil reads its discovery document before saving."
-              value={draft.issuer}
-              error={problem?.field('issuer')}
-              onChange={(event) => set('issuer', event.target.value)}
-            />
-            <Field
-              label="Client ID"
-              required
-              value={draft.clientId}
-              error={problem?.field('clientId')}
-              onChange={(event) => set('clientId', event.target.value)}
-            />
-            <Field
-              label="Client secret"
-              type="password"
-              autoComplete="off"
-              required={!connection}
-              hint={connection ? 'Empty: keep the current secret.' : undefined}
-              value={draft.clientSecret}
-              error={problem?.field('clientSecret')}
-              onChange={(event) => set('clientSecret', event.target.value)}
-            />
-            <Field
-              label="Allowed e-mail domains"
-              hint="Comma-separated; empty: any address the provider vouches for."
-              value={draft.allowedDomains}
-              error={problem?.field('allowedDomains')}
-              onChange={(event) => set('allowedDomains', event.target.value)}
-            />
-            <label className="check">
-              <input
-                type="checkbox"
-                checked={draft.autoCreateUsers}
-                onChange={(event) => set('autoCreateUsers', event.target.checked)}
-              />
-              Add people who are not members yet on their first sign-in
-            </label>
-            <Labelled label="Their role" error={problem?.field('defaultRole')}>
-              {(id, describedBy) => (
-                <select
-                  id={id}
-                  aria-describedby={describedBy}
-                  value={draft.defaultRole}
-                  onChange={(event) =>
-                    set('defaultRole', event.target.value as (typeof SSO_ROLES)[number])
-                  }
-                >
-                  {SSO_ROLES.map((r) => (
-                    <option key={r}>{r}</option>
-                  ))}
-                </select>
-              )}
-            </Labelled>
-            <label className="check">
-              <input
-                type="checkbox"
-                checked={draft.enabled}
-                onChange={(event) => set('enabled', event.target.checked)}
-              />
-              Enabled
-            </label>
-            {problem && Object.keys(problem.fields).length === 0 && (
-              <p className="field-error" role="alert">
-                {problem.message}
-              </p>
-            )}
-            <div className="actions">
-              <Dialog.Close asChild>
-                <button type="button" className="quiet">
-                  Cancel
-                </button>
-              </Dialog.Close>
-              <button type="submit" disabled={save.isPending}>
-                {connection ? 'Save connection' : 'Create connection'}
-              </button>
-            </div>
-          </form>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+            {SSO_ROLES.map((r) => (
+              <option key={r}>{r}</option>
+            ))}
+          </select>
+        )}
+      </Labelled>
+      <label className="check">
+        <input
+          type="checkbox"
+          checked={draft.enabled}
+          onChange={(event) => set('enabled', event.target.checked)}
+        />
+        Enabled
+      </label>
+    </FormDialog>
   );
 }

@@ -1,10 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { AlertDialog, Dialog } from 'radix-ui';
 import { useState } from 'react';
-import { ApiProblem, api, unwrap } from '../../api/client';
+import { api, unwrap } from '../../api/client';
 import type { Environment } from '../../api/types';
-import { DialogActions } from '../../components/DialogActions';
+import { ActionsTableHead } from '../../components/ActionsTableHead';
+import { ConfirmButton } from '../../components/ConfirmButton';
 import { Field } from '../../components/Field';
+import { FormDialog } from '../../components/FormDialog';
+import { useFormMutation } from '../../components/useFormMutation';
 import { useResourceActions } from '../../components/useResourceActions';
 
 interface Draft {
@@ -72,17 +74,7 @@ export function Environments({ org, project }: { org: string; project: string })
       )}
       {environments.error && <p role="alert">{environments.error.message}</p>}
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Environment</th>
-            <th scope="col">Key</th>
-            <th scope="col">Colour</th>
-            <th scope="col">Critical</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <ActionsTableHead columns={['Environment', 'Key', 'Colour', 'Critical']} />
         <tbody>
           {items.map((environment, index) => (
             <EnvironmentRow
@@ -186,11 +178,10 @@ function EnvironmentDialog(props: {
     color: environment?.color ?? '',
     critical: environment?.critical ?? false,
   });
-  const [open, setOpen] = useState(false);
   const [draft, setDraft] = useState(initial);
   const queryClient = useQueryClient();
   const title = environment ? `Edit ${environment.name ?? environment.key}` : 'New environment';
-  const save = useMutation({
+  const save = useFormMutation({
     mutationFn: () => {
       const fields = {
         name: draft.name.trim() || null,
@@ -213,92 +204,57 @@ function EnvironmentDialog(props: {
     },
     onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: ['environments', org, project] });
-      setOpen(false);
     },
   });
-  const problem = save.error instanceof ApiProblem ? save.error : null;
-  const shownAtField = problem && Object.keys(problem.fields).length > 0;
   return (
-    <Dialog.Root
-      open={open}
-      onOpenChange={(next) => {
-        if (next) {
-          setDraft(initial());
-          save.reset();
-        }
-        setOpen(next);
-      }}
+    <FormDialog
+      label={environment ? 'Edit' : 'New environment'}
+      ariaLabel={environment ? title : undefined}
+      quiet={environment !== undefined}
+      title={title}
+      description={
+        environment
+          ? 'The key stays; SDK keys and flag configurations are kept.'
+          : 'Every flag starts off here, with its off variation.'
+      }
+      form={save}
+      confirmLabel={environment ? 'Save environment' : 'Create environment'}
+      onOpen={() => setDraft(initial())}
     >
-      <Dialog.Trigger asChild>
-        <button
-          type="button"
-          className={environment ? 'quiet' : undefined}
-          aria-label={environment ? `Edit ${environment.name ?? environment.key}` : undefined}
-        >
-          {environment ? 'Edit' : 'New environment'}
-        </button>
-      </Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="dialog">
-          <Dialog.Title>{title}</Dialog.Title>
-          <Dialog.Description className="hint">
-            {environment
-              ? 'The key stays; SDK keys and flag configurations are kept.'
-              : 'Every flag starts off here, with its off variation.'}
-          </Dialog.Description>
-          <form
-            onSubmit={(event) => {
-              event.preventDefault();
-              save.mutate();
-            }}
-          >
-            {!environment && (
-              <Field
-                label="Key"
-                required
-                autoComplete="off"
-                value={draft.key}
-                onChange={(event) => setDraft({ ...draft, key: event.target.value })}
-                hint="Letters, digits, '.', '_' and '-'; what SDK configuration names."
-                error={problem?.field('key')}
-              />
-            )}
-            <Field
-              label="Name"
-              value={draft.name}
-              onChange={(event) => setDraft({ ...draft, name: event.target.value })}
-              error={problem?.field('name')}
-            />
-            <Field
-              label="Colour"
-              value={draft.color}
-              placeholder="#1f6feb"
-              onChange={(event) => setDraft({ ...draft, color: event.target.value })}
-              hint="A hex colour such as #1f6feb; empty for none."
-              error={problem?.field('color')}
-            />
-            <label className="check">
-              <input
-                type="checkbox"
-                checked={draft.critical}
-                onChange={(event) => setDraft({ ...draft, critical: event.target.checked })}
-              />
-              Critical: turning flags on or off here asks for confirmation
-            </label>
-            {save.error && !shownAtField && (
-              <p role="alert" className="field-error">
-                {save.error.message}
-              </p>
-            )}
-            <DialogActions
-              confirmLabel={environment ? 'Save environment' : 'Create environment'}
-              busy={save.isPending}
-            />
-          </form>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+      {!environment && (
+        <Field
+          label="Key"
+          required
+          autoComplete="off"
+          value={draft.key}
+          onChange={(event) => setDraft({ ...draft, key: event.target.value })}
+          hint="Letters, digits, '.', '_' and '-'; what SDK configuration names."
+          error={save.problemAt('key')}
+        />
+      )}
+      <Field
+        label="Name"
+        value={draft.name}
+        onChange={(event) => setDraft({ ...draft, name: event.target.value })}
+        error={save.problemAt('name')}
+      />
+      <Field
+        label="Colour"
+        value={draft.color}
+        placeholder="#1f6feb"
+        onChange={(event) => setDraft({ ...draft, color: event.target.value })}
+        hint="A hex colour such as #1f6feb; empty for none."
+        error={save.problemAt('color')}
+      />
+      <label className="check">
+        <input
+          type="checkbox"
+          checked={draft.critical}
+          onChange={(event) => setDraft({ ...draft, critical: event.target.checked })}
+        />
+        Critical: turning flags on or off here asks for confirmation
+      </label>
+    </FormDialog>
   );
 }
 
@@ -317,29 +273,15 @@ function DeleteEnvironment(props: { org: string; project: string; environment: E
   });
   return (
     <>
-      <AlertDialog.Root>
-        <AlertDialog.Trigger asChild>
-          <button type="button" className="quiet" aria-label={`Delete ${name}`}>
-            Delete
-          </button>
-        </AlertDialog.Trigger>
-        <AlertDialog.Portal>
-          <AlertDialog.Overlay className="overlay" />
-          <AlertDialog.Content className="dialog">
-            <AlertDialog.Title>Delete {name}?</AlertDialog.Title>
-            <AlertDialog.Description>
-              Its flag configurations and SDK keys go with it; SDKs using those keys stop receiving
-              configuration. Webhook filters naming it lose it.
-            </AlertDialog.Description>
-            <DialogActions
-              alert
-              confirmLabel={`Delete ${name}`}
-              busy={remove.isPending}
-              onConfirm={() => remove.mutate()}
-            />
-          </AlertDialog.Content>
-        </AlertDialog.Portal>
-      </AlertDialog.Root>
+      <ConfirmButton
+        label="Delete"
+        ariaLabel={`Delete ${name}`}
+        title={`Delete ${name}?`}
+        description="Its flag configurations and SDK keys go with it; SDKs using those keys stop receiving configuration. Webhook filters naming it lose it."
+        confirm={`Delete ${name}`}
+        busy={remove.isPending}
+        onConfirm={() => remove.mutate()}
+      />
       {remove.error && (
         <span role="alert" className="field-error">
           {remove.error.message}

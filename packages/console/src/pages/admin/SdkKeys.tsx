@@ -1,12 +1,15 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { AlertDialog, Dialog } from 'radix-ui';
+import { Dialog } from 'radix-ui';
 import { useState } from 'react';
-import { ApiProblem, api, unwrap } from '../../api/client';
+import { api, unwrap } from '../../api/client';
 import type { SdkKey } from '../../api/types';
-import { DialogActions } from '../../components/DialogActions';
+import { ActionsTableHead } from '../../components/ActionsTableHead';
+import { ConfirmButton } from '../../components/ConfirmButton';
 import { Field } from '../../components/Field';
+import { FormDialog } from '../../components/FormDialog';
 import { SecretOnce } from '../../components/SecretOnce';
 import { usePlace } from '../../components/Shell';
+import { useFormMutation } from '../../components/useFormMutation';
 import { useResourceActions } from '../../components/useResourceActions';
 
 /**
@@ -44,18 +47,7 @@ export function SdkKeys({ org, project }: { org: string; project: string }) {
       </p>
       {keys.error && <p role="alert">{keys.error.message}</p>}
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Type</th>
-            <th scope="col">Key</th>
-            <th scope="col">Created</th>
-            <th scope="col">Last used</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <ActionsTableHead columns={['Name', 'Type', 'Key', 'Created', 'Last used']} />
         <tbody>
           {items.map((key) => (
             <SdkKeyRow key={key.id} org={org} project={project} env={env ?? ''} sdkKey={key} />
@@ -102,29 +94,15 @@ function SdkKeyRow(props: { org: string; project: string; env: string; sdkKey: S
       <td>{when(sdkKey.lastUsedAt)}</td>
       <td>
         {can('revoke').allowed && (
-          <AlertDialog.Root>
-            <AlertDialog.Trigger asChild>
-              <button type="button" className="quiet" aria-label={`Revoke ${sdkKey.name}`}>
-                Revoke
-              </button>
-            </AlertDialog.Trigger>
-            <AlertDialog.Portal>
-              <AlertDialog.Overlay className="overlay" />
-              <AlertDialog.Content className="dialog">
-                <AlertDialog.Title>Revoke {sdkKey.name}?</AlertDialog.Title>
-                <AlertDialog.Description>
-                  SDKs using the key ending in {sdkKey.lastFourCharacters} are refused from now on.
-                  This cannot be undone.
-                </AlertDialog.Description>
-                <DialogActions
-                  alert
-                  confirmLabel={`Revoke ${sdkKey.name}`}
-                  busy={revoke.isPending}
-                  onConfirm={() => revoke.mutate()}
-                />
-              </AlertDialog.Content>
-            </AlertDialog.Portal>
-          </AlertDialog.Root>
+          <ConfirmButton
+            label="Revoke"
+            ariaLabel={`Revoke ${sdkKey.name}`}
+            title={`Revoke ${sdkKey.name}?`}
+            description={`SDKs using the key ending in ${sdkKey.lastFourCharacters} are refused from now on. This cannot be undone.`}
+            confirm={`Revoke ${sdkKey.name}`}
+            busy={revoke.isPending}
+            onConfirm={() => revoke.mutate()}
+          />
         )}
         {revoke.error && (
           <span role="alert" className="field-error">
@@ -143,11 +121,10 @@ function CreateSdkKey(props: {
   environmentName: string;
 }) {
   const { org, project, env } = props;
-  const [open, setOpen] = useState(false);
   const [name, setName] = useState('');
   const [type, setType] = useState<'ServerSide' | 'ClientSide'>('ServerSide');
   const queryClient = useQueryClient();
-  const create = useMutation({
+  const create = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys', {
@@ -157,88 +134,59 @@ function CreateSdkKey(props: {
       ),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['sdk-keys', org, project, env] }),
   });
-  const problem = create.error instanceof ApiProblem ? create.error : null;
   return (
-    <Dialog.Root
-      open={open}
-      onOpenChange={(next) => {
-        if (next) {
-          setName('');
-          create.reset();
-        }
-        setOpen(next);
-      }}
+    <FormDialog
+      label="New SDK key"
+      title={`New SDK key in ${props.environmentName}`}
+      description="The key is shown once, here; only a hash is stored."
+      form={create}
+      confirmLabel="Create key"
+      onOpen={() => setName('')}
+      result={(created) => (
+        <>
+          <SecretOnce
+            label={`SDK key ${created.name}`}
+            secret={created.key}
+            warning={created.warning}
+          />
+          <div className="actions">
+            <Dialog.Close asChild>
+              <button type="button">Done</button>
+            </Dialog.Close>
+          </div>
+        </>
+      )}
     >
-      <Dialog.Trigger asChild>
-        <button type="button">New SDK key</button>
-      </Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="dialog">
-          <Dialog.Title>New SDK key in {props.environmentName}</Dialog.Title>
-          <Dialog.Description className="hint">
-            The key is shown once, here; only a hash is stored.
-          </Dialog.Description>
-          {create.data ? (
-            <>
-              <SecretOnce
-                label={`SDK key ${create.data.name}`}
-                secret={create.data.key}
-                warning={create.data.warning}
-              />
-              <div className="actions">
-                <Dialog.Close asChild>
-                  <button type="button">Done</button>
-                </Dialog.Close>
-              </div>
-            </>
-          ) : (
-            <form
-              onSubmit={(event) => {
-                event.preventDefault();
-                create.mutate();
-              }}
-            >
-              <Field
-                label="Name"
-                required
-                value={name}
-                onChange={(event) => setName(event.target.value)}
-                hint="Where the key is used, e.g. checkout-service."
-                error={problem?.field('name')}
-              />
-              <fieldset>
-                <legend>Type</legend>
-                <label className="check">
-                  <input
-                    type="radio"
-                    name="sdk-key-type"
-                    checked={type === 'ServerSide'}
-                    onChange={() => setType('ServerSide')}
-                  />
-                  Server: downloads every flag and evaluates locally
-                </label>
-                <label className="check">
-                  <input
-                    type="radio"
-                    name="sdk-key-type"
-                    checked={type === 'ClientSide'}
-                    onChange={() => setType('ClientSide')}
-                  />
-                  Client: evaluates client-visible flags, safe in a browser or app
-                </label>
-                {problem?.field('type') && <p className="field-error">{problem.field('type')}</p>}
-              </fieldset>
-              {create.error && !problem?.field('name') && !problem?.field('type') && (
-                <p role="alert" className="field-error">
-                  {create.error.message}
-                </p>
-              )}
-              <DialogActions confirmLabel="Create key" busy={create.isPending} />
-            </form>
-          )}
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+      <Field
+        label="Name"
+        required
+        value={name}
+        onChange={(event) => setName(event.target.value)}
+        hint="Where the key is used, e.g. checkout-service."
+        error={create.problemAt('name')}
+      />
+      <fieldset>
+        <legend>Type</legend>
+        <label className="check">
+          <input
+            type="radio"
+            name="sdk-key-type"
+            checked={type === 'ServerSide'}
+            onChange={() => setType('ServerSide')}
+          />
+          Server: downloads every flag and evaluates locally
+        </label>
+        <label className="check">
+          <input
+            type="radio"
+            name="sdk-key-type"
+            checked={type === 'ClientSide'}
+            onChange={() => setType('ClientSide')}
+          />
+          Client: evaluates client-visible flags, safe in a browser or app
+        </label>
+        {create.problemAt('type') && <p className="field-error">{create.problemAt('type')}</p>}
+      </fieldset>
+    </FormDialog>
   );
 }

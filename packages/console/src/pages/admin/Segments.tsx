@@ -1,11 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { AlertDialog, Dialog } from 'radix-ui';
 import { useState } from 'react';
 import { Link, useLocation } from 'wouter';
-import { ApiProblem, api, unwrap } from '../../api/client';
+import { api, unwrap } from '../../api/client';
 import type { Segment } from '../../api/types';
-import { DialogActions } from '../../components/DialogActions';
+import { ConfirmButton } from '../../components/ConfirmButton';
 import { Field } from '../../components/Field';
+import { FormDialog } from '../../components/FormDialog';
 import {
   ConditionGroupEditor,
   conditionsOfDraft,
@@ -13,6 +13,7 @@ import {
   emptyCondition,
   type DraftGroup,
 } from '../../components/targeting/ConditionGroup';
+import { useFormMutation } from '../../components/useFormMutation';
 
 /** Journey 7, segments: the project's user segments and "New segment". */
 export function Segments({ org, project }: { org: string; project: string }) {
@@ -135,28 +136,14 @@ export function SegmentPage(props: { org: string; project: string; segment: stri
           <SegmentDialog org={org} project={project} segment={data} />
         )}
         {data._actions['delete']?.allowed && (
-          <AlertDialog.Root>
-            <AlertDialog.Trigger asChild>
-              <button type="button" className="quiet">
-                Delete segment
-              </button>
-            </AlertDialog.Trigger>
-            <AlertDialog.Portal>
-              <AlertDialog.Overlay className="overlay" />
-              <AlertDialog.Content className="dialog">
-                <AlertDialog.Title>Delete {name}?</AlertDialog.Title>
-                <AlertDialog.Description>
-                  A segment still used by a rule is not deleted: the rules are named instead.
-                </AlertDialog.Description>
-                <DialogActions
-                  alert
-                  confirmLabel={`Delete ${name}`}
-                  busy={remove.isPending}
-                  onConfirm={() => remove.mutate()}
-                />
-              </AlertDialog.Content>
-            </AlertDialog.Portal>
-          </AlertDialog.Root>
+          <ConfirmButton
+            label="Delete segment"
+            title={`Delete ${name}?`}
+            description="A segment still used by a rule is not deleted: the rules are named instead."
+            confirm={`Delete ${name}`}
+            busy={remove.isPending}
+            onConfirm={() => remove.mutate()}
+          />
         )}
       </div>
       {remove.error && (
@@ -210,11 +197,10 @@ function draftOf(segment: Segment | undefined): Draft {
 /** "New segment" or "Edit segment", with the condition editor targeting rules use. */
 function SegmentDialog(props: { org: string; project: string; segment?: Segment }) {
   const { org, project, segment } = props;
-  const [open, setOpen] = useState(false);
   const [draft, setDraft] = useState(() => draftOf(segment));
   const [, navigate] = useLocation();
   const queryClient = useQueryClient();
-  const save = useMutation({
+  const save = useFormMutation({
     mutationFn: () => {
       const body = {
         key: draft.key.trim(),
@@ -240,94 +226,53 @@ function SegmentDialog(props: { org: string; project: string; segment?: Segment 
     onSuccess: (saved) => {
       void queryClient.invalidateQueries({ queryKey: ['segments', org, project] });
       void queryClient.invalidateQueries({ queryKey: ['segment', org, project] });
-      setOpen(false);
       if (segment && saved.key !== segment.key)
         navigate(`/orgs/${org}/projects/${project}/segments/${saved.key}`, { replace: true });
     },
   });
-  const problem = save.error instanceof ApiProblem ? save.error : null;
-  const problemAt = (field: string) =>
-    problem &&
-    Object.entries(problem.fields)
-      .filter(([name]) => name === field || name.startsWith(`${field}.`))
-      .flatMap(([, messages]) => messages)
-      .join('; ');
-  const shownAtField = problem && Object.keys(problem.fields).length > 0;
   return (
-    <Dialog.Root
-      open={open}
-      onOpenChange={(next) => {
-        if (next) {
-          setDraft(draftOf(segment));
-          save.reset();
-        }
-        setOpen(next);
-      }}
+    <FormDialog
+      label={segment ? 'Edit segment' : 'New segment'}
+      title={segment ? `Edit ${segment.name ?? segment.key}` : 'New segment'}
+      description="A context is in the segment when the conditions match; rules using it change at once in every environment."
+      wide
+      form={save}
+      confirmLabel={segment ? 'Save segment' : 'Create segment'}
+      onOpen={() => setDraft(draftOf(segment))}
     >
-      <Dialog.Trigger asChild>
-        <button type="button">{segment ? 'Edit segment' : 'New segment'}</button>
-      </Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="dialog wide">
-          <Dialog.Title>
-            {segment ? `Edit ${segment.name ?? segment.key}` : 'New segment'}
-          </Dialog.Title>
-          <Dialog.Description className="hint">
-            A context is in the segment when the conditions match; rules using it change at once in
-            every environment.
-          </Dialog.Description>
-          <form
-            onSubmit={(event) => {
-              event.preventDefault();
-              save.mutate();
-            }}
-          >
-            <Field
-              label="Key"
-              required
-              autoComplete="off"
-              value={draft.key}
-              onChange={(event) => setDraft({ ...draft, key: event.target.value })}
-              error={problem?.field('key')}
-            />
-            <Field
-              label="Name"
-              value={draft.name}
-              onChange={(event) => setDraft({ ...draft, name: event.target.value })}
-              error={problem?.field('name')}
-            />
-            <Field
-              label="Description"
-              value={draft.description}
-              onChange={(event) => setDraft({ ...draft, description: event.target.value })}
-              error={problem?.field('description')}
-            />
-            <fieldset className="group">
-              <legend>Conditions</legend>
-              <ConditionGroupEditor
-                group={draft.group}
-                onChange={(group) => setDraft({ ...draft, group })}
-                path="conditions"
-                operatorLabel="The segment matches when"
-                describe={(c) => `condition ${c + 1}`}
-                conditionGroupLabel={(c) => `Condition ${c + 1}`}
-                addLabel="Add condition"
-                problemAt={problemAt}
-              />
-            </fieldset>
-            {save.error && !shownAtField && (
-              <p role="alert" className="field-error">
-                {save.error.message}
-              </p>
-            )}
-            <DialogActions
-              confirmLabel={segment ? 'Save segment' : 'Create segment'}
-              busy={save.isPending}
-            />
-          </form>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+      <Field
+        label="Key"
+        required
+        autoComplete="off"
+        value={draft.key}
+        onChange={(event) => setDraft({ ...draft, key: event.target.value })}
+        error={save.problemAt('key')}
+      />
+      <Field
+        label="Name"
+        value={draft.name}
+        onChange={(event) => setDraft({ ...draft, name: event.target.value })}
+        error={save.problemAt('name')}
+      />
+      <Field
+        label="Description"
+        value={draft.description}
+        onChange={(event) => setDraft({ ...draft, description: event.target.value })}
+        error={save.problemAt('description')}
+      />
+      <fieldset className="group">
+        <legend>Conditions</legend>
+        <ConditionGroupEditor
+          group={draft.group}
+          onChange={(group) => setDraft({ ...draft, group })}
+          path="conditions"
+          operatorLabel="The segment matches when"
+          describe={(c) => `condition ${c + 1}`}
+          conditionGroupLabel={(c) => `Condition ${c + 1}`}
+          addLabel="Add condition"
+          problemAt={save.problemAt}
+        />
+      </fieldset>
+    </FormDialog>
   );
 }

@@ -4,6 +4,7 @@ import { useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../../api/client';
 import type { Delivery } from '../../api/types';
+import { ActionsTableHead } from '../../components/ActionsTableHead';
 import { DialogActions } from '../../components/DialogActions';
 import { SecretOnce } from '../../components/SecretOnce';
 import { WebhookDialog, WebhookStatus } from './Webhooks';
@@ -204,15 +205,7 @@ function Secrets(props: {
       )}
       <table>
         <caption className="visually-hidden">Active signing secrets</caption>
-        <thead>
-          <tr>
-            <th scope="col">Secret</th>
-            <th scope="col">Added</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <ActionsTableHead columns={['Secret', 'Added']} />
         <tbody>
           {props.secrets.map((secret, index) => {
             const label = `Secret ${index + 1}${secret.id === rotate.data?.secretId ? ' (new)' : ''}`;

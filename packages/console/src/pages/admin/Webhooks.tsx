@@ -1,12 +1,12 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Dialog } from 'radix-ui';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { ApiProblem, api, unwrap } from '../../api/client';
+import { api, unwrap } from '../../api/client';
 import type { Webhook } from '../../api/types';
-import { DialogActions } from '../../components/DialogActions';
 import { Field } from '../../components/Field';
+import { FormDialog } from '../../components/FormDialog';
 import { SecretOnce } from '../../components/SecretOnce';
+import { useFormMutation } from '../../components/useFormMutation';
 import { WebhookFilters, type FilterDraft } from './WebhookFilters';
 
 /** Journey 7, webhooks: the organization's subscriptions and "New webhook" (Admin). */
@@ -94,10 +94,9 @@ export function WebhookDialog(props: { org: string; project: string; webhook?: W
       environmentIds: webhook?.environmentIds ?? [],
     } satisfies FilterDraft,
   });
-  const [open, setOpen] = useState(false);
   const [draft, setDraft] = useState(initial);
   const queryClient = useQueryClient();
-  const save = useMutation({
+  const save = useFormMutation({
     mutationFn: async () => {
       const body = { name: draft.name.trim(), url: draft.url.trim(), ...draft.filters };
       if (webhook) {
@@ -111,94 +110,63 @@ export function WebhookDialog(props: { org: string; project: string; webhook?: W
       }
       return unwrap(api.POST('/api/v1/orgs/{org}/webhooks', { params: { path: { org } }, body }));
     },
-    onSuccess: (created) => {
+    onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: ['webhooks', org] });
       void queryClient.invalidateQueries({ queryKey: ['webhook', org] });
-      if (!created) setOpen(false);
     },
   });
-  const problem = save.error instanceof ApiProblem ? save.error : null;
-  const shownAtField = problem && Object.keys(problem.fields).length > 0;
   return (
-    <Dialog.Root
-      open={open}
-      onOpenChange={(next) => {
-        if (next) {
-          setDraft(initial());
-          save.reset();
-        }
-        setOpen(next);
-      }}
+    <FormDialog
+      label={webhook ? 'Edit webhook' : 'New webhook'}
+      title={webhook ? `Edit ${webhook.name}` : 'New webhook'}
+      description={
+        <>
+          Deliveries are signed with every active secret of the subscription (Standard Webhooks,
+          header <code>webhook-signature</code>).
+        </>
+      }
+      wide
+      form={save}
+      confirmLabel={webhook ? 'Save webhook' : 'Create webhook'}
+      onOpen={() => setDraft(initial())}
+      result={(created) =>
+        created && (
+          <>
+            <SecretOnce label="Signing secret" secret={created.secret} warning={created.warning} />
+            <div className="actions">
+              <Link
+                href={`/orgs/${org}/projects/${project}/webhooks/${created.id}`}
+                className="button"
+              >
+                Open webhook
+              </Link>
+            </div>
+          </>
+        )
+      }
     >
-      <Dialog.Trigger asChild>
-        <button type="button">{webhook ? 'Edit webhook' : 'New webhook'}</button>
-      </Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="dialog wide">
-          <Dialog.Title>{webhook ? `Edit ${webhook.name}` : 'New webhook'}</Dialog.Title>
-          <Dialog.Description className="hint">
-            Deliveries are signed with every active secret of the subscription (Standard Webhooks,
-            header <code>webhook-signature</code>).
-          </Dialog.Description>
-          {save.data ? (
-            <>
-              <SecretOnce
-                label="Signing secret"
-                secret={save.data.secret}
-                warning={save.data.warning}
-              />
-              <div className="actions">
-                <Link
-                  href={`/orgs/${org}/projects/${project}/webhooks/${save.data.id}`}
-                  className="button"
-                >
-                  Open webhook
-                </Link>
-              </div>
-            </>
-          ) : (
-            <form
-              onSubmit={(event) => {
-                event.preventDefault();
-                save.mutate();
-              }}
-            >
-              <Field
-                label="Name"
-                required
-                value={draft.name}
-                onChange={(event) => setDraft({ ...draft, name: event.target.value })}
-                error={problem?.field('name')}
-              />
-              <Field
-                label="URL"
-                required
-                type="url"
-                value={draft.url}
-                placeholder="https://hooks.example.com/vexil"
-                onChange={(event) => setDraft({ ...draft, url: event.target.value })}
-                error={problem?.field('url')}
-              />
-              <WebhookFilters
-                org={org}
-                value={draft.filters}
-                onChange={(filters) => setDraft({ ...draft, filters })}
-                problemAt={(field) => problem?.field(field)}
-              />
-              {save.error && !shownAtField && (
-                <p role="alert" className="field-error">
-                  {save.error.message}
-                </p>
-              )}
-              <DialogActions
-                confirmLabel={webhook ? 'Save webhook' : 'Create webhook'}
-                busy={save.isPending}
-              />
-            </form>
-          )}
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+      <Field
+        label="Name"
+        required
+        value={draft.name}
+        onChange={(event) => setDraft({ ...draft, name: event.target.value })}
+        error={save.problemAt('name')}
+      />
+      <Field
+        label="URL"
+        required
+        type="url"
+        value={draft.url}
+        placeholder="https://hooks.example.com/vexil"
+        onChange={(event) => setDraft({ ...draft, url: event.target.value })}
+        error={save.problemAt('url')}
+      />
+      <WebhookFilters
+        org={org}
+        value={draft.filters}
+        onChange={(filters) => setDraft({ ...draft, filters })}
+        problemAt={save.problemAt}
+      />
+    </FormDialog>
   );
 }

@@ -1,4 +1,5 @@
 import { AlertDialog } from 'radix-ui';
+import { DialogActions } from './DialogActions';
 
 /**
  * A button that asks before an irreversible change (remove, revoke, delete): Radix's alert
@@ -12,6 +13,8 @@ export function ConfirmButton(props: {
   description: string;
   confirm: string;
   disabled?: boolean;
+  /** The change is under way: confirming again is disabled. */
+  busy?: boolean;
   onConfirm: () => void;
 }) {
   return (
@@ -31,18 +34,12 @@ export function ConfirmButton(props: {
         <AlertDialog.Content className="dialog">
           <AlertDialog.Title>{props.title}</AlertDialog.Title>
           <AlertDialog.Description>{props.description}</AlertDialog.Description>
-          <div className="actions">
-            <AlertDialog.Cancel asChild>
-              <button type="button" className="quiet">
-                Cancel
-              </button>
-            </AlertDialog.Cancel>
-            <AlertDialog.Action asChild>
-              <button type="button" onClick={props.onConfirm}>
-                {props.confirm}
-              </button>
-            </AlertDialog.Action>
-          </div>
+          <DialogActions
+            alert
+            confirmLabel={props.confirm}
+            busy={props.busy}
+            onConfirm={props.onConfirm}
+          />
         </AlertDialog.Content>
       </AlertDialog.Portal>
     </AlertDialog.Root>
