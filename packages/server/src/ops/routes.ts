@@ -29,13 +29,14 @@ const PROBE_TIMEOUT_MS = 5_000;
  * `/healthz` (liveness: the process answers), `/readyz` (readiness: accepting and the database
  * answers; 503 otherwise), `/metrics` (Prometheus text format). Register it before any other
  * route: request durations are recorded for the routes added after it (and for unmatched requests).
+ * @returns the request-duration histogram, for routes served outside Fastify (design record 030)
  */
 export function registerOpsRoutes(
   app: App,
   services: Services,
   snapshots: SnapshotStore,
   state: OpsState,
-): void {
+): RequestDurations {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -171,4 +172,5 @@ export function registerOpsRoutes(
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
     reply.type(registry.contentType).send(await registry.metrics()),
   );
+  return requestDurations;
 }
