@@ -1,10 +1,13 @@
 import fastifyCookie from '@fastify/cookie';
 import fastifySwagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import addErrorsModule from 'ajv-errors';
 import addFormatsModule from 'ajv-formats';
 import Fastify from 'fastify';
+import { inject, type InjectOptions, type Response as InjectedResponse } from 'light-my-request';
+import type { RequestListener } from 'node:http';
+import type { Static } from 'typebox';
 import { identifyCaller } from './auth/credentials.js';
 import { secretsKey } from './auth/secrets-key.js';
 import { systemClock, type Clock } from './clock.js';
@@ -15,7 +18,14 @@ import { NodeBus } from './bus/node-bus.js';
 import { LiveFeed } from './events/live-feed.js';
 import { clusterWorkerRelay } from './bus/worker-relay.js';
 import { allowBrowserCalls } from './evaluation/cors.js';
-import { registerEvaluationApi } from './evaluation/routes.js';
+import { leanLane, type LeanRoute } from './evaluation/lean-lane.js';
+import {
+  ClientEvaluateBody,
+  EVALUATION_PREFIX,
+  evaluationAnswers,
+  registerEvaluationApi,
+  ServerEvaluateBody,
+} from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
 import { SdkAuthenticator } from './evaluation/sdk-authenticator.js';
 import { SdkKeyResolver } from './evaluation/sdk-keys.js';
@@ -60,8 +70,17 @@ export interface Vexil {
   snapshots: SnapshotStore;
   /** The webhook delivery worker; tests drive it with `runOnce()`. */
   webhookWorker: DeliveryWorker;
+  /**
+   * Sends a request through the node's request listener without a socket (light-my-request), as
+   * a client's request arrives: the lean lane first, then Fastify (design record 030). Fastify's
+   * own `app.inject` would skip the lane.
+   */
+  inject(options: InjectOptions): Promise<InjectedResponse>;
   close(): Promise<void>;
 }
+
+/** The largest request body any route takes (bytes). */
+const BODY_LIMIT = 1024 * 1024;
 
 const JSON_TYPES = /^(text\/json|application\/[\w.+-]+\+json)\s*(;.*)?$/i;
 
@@ -144,7 +163,7 @@ export async function createVexil(
   const app = Fastify({
     logger: options.logger === false ? false : loggerOptions(config.logLevel, options.logStream),
     logController: new RequestLogController(),
-    bodyLimit: 1024 * 1024,
+    bodyLimit: BODY_LIMIT,
     frameworkErrors: frameworkErrorHandler(config.publicUrl),
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(({ schema, httpPart }) =>
@@ -190,7 +209,12 @@ export async function createVexil(
     clusterWorker: options.clusterWorker === true,
   };
   const closeUnusedConnections = trackUnusedConnections(app.server);
-  registerOpsRoutes(app, services, snapshots, ops);
+  const requestDurations = registerOpsRoutes(app, services, snapshots, ops);
+  // The node's request listener is the lean lane's when this node evaluates (set below), which
+  // hands everything else to Fastify's own listener.
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- a plain function: removeListener needs it as registered
+  const fastifyListener: RequestListener = app.routing;
+  let listener = fastifyListener;
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -277,12 +301,36 @@ export async function createVexil(
 
   if (roles.has('evaluation')) {
     const sdk = new SdkAuthenticator(sdkKeys, snapshots, clock, usage);
+    const answers = evaluationAnswers(services, sdk);
     await app.register(
       async (evaluation) => {
         await allowBrowserCalls(evaluation);
-        registerEvaluationApi(evaluation, services, snapshots, sdk, bus);
+        registerEvaluationApi(evaluation, services, snapshots, sdk, bus, answers);
       },
-      { prefix: '/v1' },
+      { prefix: EVALUATION_PREFIX },
+    );
+    // The hot routes leave Fastify's request lifecycle (design record 030).
+    const laneRoute = (
+      path: string,
+      validate: ValidateFunction,
+      answer: LeanRoute['answer'],
+    ): LeanRoute => ({
+      path: EVALUATION_PREFIX + path,
+      validate,
+      answer,
+      observe: requestDurations.recorder('POST', EVALUATION_PREFIX + path),
+    });
+    listener = leanLane(
+      [
+        laneRoute('/sdk/evaluate', bodyAjv.compile(ServerEvaluateBody), (request, body) =>
+          answers.server(request.headers, body as Static<typeof ServerEvaluateBody>),
+        ),
+        laneRoute('/client/evaluate', bodyAjv.compile(ClientEvaluateBody), (request, body) =>
+          answers.client(request.headers, body as Static<typeof ClientEvaluateBody>),
+        ),
+      ],
+      { bodyLimit: BODY_LIMIT, accepting: () => ops.accepting, log: app.log },
+      fastifyListener,
     );
     await app.register(
       async (ofrep) => {
@@ -313,12 +361,16 @@ export async function createVexil(
     if (options.startWorkers !== false && roles.has('worker')) webhookWorker.start();
   });
   await bus.start();
+  await app.ready();
+  app.server.removeListener('request', fastifyListener);
+  app.server.on('request', listener);
 
   return {
     app,
     services,
     snapshots,
     webhookWorker,
+    inject: (injected) => inject(listener, injected),
     async close() {
       // Readiness fails first so load balancers stop routing here; then the listener stops
       // accepting and in-flight requests finish; the worker records its attempts in flight.

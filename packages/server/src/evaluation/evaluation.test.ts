@@ -214,7 +214,7 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
       expect(plain.headers['content-encoding']).toBeUndefined();
       expect(plain.headers.vary).toMatch(/accept-encoding/i);
       const download = (acceptEncoding: string) =>
-        vexil.app.inject({
+        vexil.inject({
           method: 'GET',
           url: '/v1/sdk/flags',
           headers: { authorization: serverKey, 'accept-encoding': acceptEncoding },

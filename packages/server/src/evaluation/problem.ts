@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { toApiError } from '../http/envelope.js';
 import { ApiError } from '../http/errors.js';
 import { SdkAuthFailure } from './sdk-authenticator.js';
@@ -49,45 +49,54 @@ function refusalProblem(failure: SdkAuthFailure): ProblemError {
   }
 }
 
+/**
+ * The problem `error` is answered with (spec: Evaluation API problem body). Logs what an operator
+ * must see: an unavailable configuration or database, and every other 5xx.
+ */
+export function problemFor(error: unknown, log: FastifyBaseLogger): ProblemError {
+  if (error instanceof ProblemError) return error;
+  if (error instanceof SdkAuthFailure) {
+    if (!error.refusesKey) log.error({ err: error.cause }, 'environment configuration unavailable');
+    return refusalProblem(error);
+  }
+  const apiError = error instanceof ApiError ? error : toApiError(error);
+  const unavailable = apiError.code === 'service_unavailable';
+  if (unavailable) log.warn({ err: error }, 'evaluation refused: database unavailable');
+  else if (apiError.status >= 500) log.error({ err: error }, 'evaluation request failed');
+  return new ProblemError(
+    apiError.status,
+    unavailable
+      ? 'Service Unavailable'
+      : apiError.status >= 500
+        ? 'Internal Server Error'
+        : apiError.code === 'validation_failed'
+          ? 'Invalid request'
+          : apiError.message,
+    apiError.message,
+    apiError.detail.fields ? { errors: apiError.detail.fields } : {},
+    apiError.detail.retryAfter,
+  );
+}
+
+/** The RFC 9457 body of `problem`, answered at `url` (its query string is left out). */
+export function problemBody(problem: ProblemError, url: string): Record<string, unknown> {
+  return {
+    type: 'about:blank',
+    title: problem.title,
+    status: problem.status,
+    detail: problem.message,
+    instance: url.split('?')[0],
+    ...problem.extra,
+  };
+}
+
 /** The evaluation API's one error mapper: RFC 9457 problem bodies, never the management envelope. */
 export function problemErrorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply) {
-  let problem: ProblemError;
-  if (error instanceof ProblemError) {
-    problem = error;
-  } else if (error instanceof SdkAuthFailure) {
-    if (!error.refusesKey)
-      request.log.error({ err: error.cause }, 'environment configuration unavailable');
-    problem = refusalProblem(error);
-  } else {
-    const apiError = error instanceof ApiError ? error : toApiError(error);
-    const unavailable = apiError.code === 'service_unavailable';
-    if (unavailable) request.log.warn({ err: error }, 'evaluation refused: database unavailable');
-    else if (apiError.status >= 500) request.log.error({ err: error }, 'evaluation request failed');
-    problem = new ProblemError(
-      apiError.status,
-      unavailable
-        ? 'Service Unavailable'
-        : apiError.status >= 500
-          ? 'Internal Server Error'
-          : apiError.code === 'validation_failed'
-            ? 'Invalid request'
-            : apiError.message,
-      apiError.message,
-      apiError.detail.fields ? { errors: apiError.detail.fields } : {},
-      apiError.detail.retryAfter,
-    );
-  }
+  const problem = problemFor(error, request.log);
   if (problem.retryAfterSeconds !== undefined)
     void reply.header('retry-after', String(problem.retryAfterSeconds));
   return reply
     .status(problem.status)
     .type('application/problem+json')
-    .send({
-      type: 'about:blank',
-      title: problem.title,
-      status: problem.status,
-      detail: problem.message,
-      instance: request.url.split('?')[0],
-      ...problem.extra,
-    });
+    .send(problemBody(problem, request.url));
 }

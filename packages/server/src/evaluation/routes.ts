@@ -1,7 +1,8 @@
 import { evaluateFlag, type EvaluationResult } from '@vexil/engine';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
 import Negotiator from 'negotiator';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { App } from '../http/app-instance.js';
 import type { Services } from '../services.js';
 import { registerEventRoutes } from '../usage/events-routes.js';
@@ -20,17 +21,31 @@ const ClientResult = Type.Object({
 });
 const ClientResponse = Type.Object({ flags: Type.Record(Type.String(), ClientResult) });
 
+/** Where app.ts mounts the evaluation API. */
+export const EVALUATION_PREFIX = '/v1';
+
+/** The body of `POST /v1/sdk/evaluate`. */
+export const ServerEvaluateBody = Type.Object({
+  flagKey: Type.String({ minLength: 1 }),
+  context: Type.Object({
+    userId: Type.Optional(Type.String()),
+    attributes: Type.Optional(ContextSchema),
+  }),
+});
+/** The body of `POST /v1/client/evaluate` and `POST /v1/client/identify`. */
+export const ClientEvaluateBody = Type.Object({ context: ContextSchema });
+
 /**
  * Spec: Evaluation API rule 1. With `X-Service-Reports-Evaluations: 1` the client reports the
  * flags it reads through the events endpoints, so serving them does not count as evaluation.
  */
-function reportsOwnEvaluations(request: FastifyRequest): boolean {
-  return request.headers['x-service-reports-evaluations'] === '1';
+function reportsOwnEvaluations(headers: IncomingHttpHeaders): boolean {
+  return headers['x-service-reports-evaluations'] === '1';
 }
 
 /**
- * The `POST /v1/sdk/evaluate` body, in its response schema's shape and key order, written by hand:
- * the schema's generated serializer cost more than these few concatenations.
+ * The `POST /v1/sdk/evaluate` answer, in its response schema's shape and key order, written by
+ * hand: the schema's generated serializer cost more than these few concatenations.
  */
 function serverResultJson(result: EvaluationResult): string {
   const prerequisite = result.prerequisiteKey
@@ -51,7 +66,72 @@ function whenReady<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Prom
 }
 
 /**
- * The evaluation API (spec: Evaluation API), mounted under `/v1`. SDK keys travel in the
+ * The answers of the two evaluation routes, given the request's headers and its validated body,
+ * as JSON: the Fastify routes and the lean lane (design record 030) both send them.
+ * @throws (or rejects with) ProblemError for an unknown flag, SdkAuthFailure for a refused key
+ */
+export interface EvaluationAnswers {
+  /** `POST /v1/sdk/evaluate`: one flag's result. */
+  server: (
+    headers: IncomingHttpHeaders,
+    body: Static<typeof ServerEvaluateBody>,
+  ) => string | Promise<string>;
+  /** `POST /v1/client/evaluate`: every client-visible flag's result. */
+  client: (
+    headers: IncomingHttpHeaders,
+    body: Static<typeof ClientEvaluateBody>,
+  ) => Buffer | Promise<Buffer>;
+}
+
+/** The {@link EvaluationAnswers} of this node. */
+export function evaluationAnswers(services: Services, sdk: SdkAuthenticator): EvaluationAnswers {
+  return {
+    server: (headers, { flagKey, context }) =>
+      whenReady(sdk.authenticate(headers.authorization, 'ServerSide'), (snapshot) => {
+        const result = evaluateFlag(snapshot.compiled, flagKey, context);
+        if (result.errorCode === 'FLAG_NOT_FOUND') {
+          throw new ProblemError(
+            404,
+            'Flag not found',
+            `No flag "${flagKey}" in this environment.`,
+          );
+        }
+        if (result.variation !== null && !reportsOwnEvaluations(headers)) {
+          const nowMs = services.clock.now().getTime();
+          services.usage.recordEvaluation(
+            snapshot.environmentId,
+            result.key,
+            result.variation,
+            nowMs,
+          );
+        }
+        return serverResultJson(result);
+      }),
+    // The body is written by clientFlagsBody (in the response schema's shape), which reuses each
+    // flag's serialized entry: through the schema, 50 flags took longer to serialize than to
+    // evaluate.
+    client: (headers, { context }) =>
+      whenReady(sdk.authenticate(headers.authorization, 'ClientSide'), (snapshot) =>
+        clientFlagsBody(
+          snapshot,
+          context,
+          reportsOwnEvaluations(headers)
+            ? null
+            : { aggregator: services.usage, nowMs: services.clock.now().getTime() },
+        ),
+      ),
+  };
+}
+
+/** Sends an answer of {@link EvaluationAnswers} through Fastify. */
+function sendJson(reply: FastifyReply, answer: string | Buffer | Promise<string | Buffer>) {
+  return whenReady(answer, (body) => {
+    void reply.type('application/json; charset=utf-8').send(body);
+  });
+}
+
+/**
+ * The evaluation API (spec: Evaluation API), mounted under {@link EVALUATION_PREFIX}. SDK keys travel in the
  * `Authorization` header, bare or after `Bearer ` (design record 006). Every answer comes from an
  * in-memory snapshot; only the first request after a change reads the database.
  */
@@ -61,6 +141,7 @@ export function registerEvaluationApi(
   snapshots: SnapshotStore,
   sdk: SdkAuthenticator,
   streamRelay: StreamRelay,
+  answers: EvaluationAnswers,
 ): void {
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler((request) => {
@@ -121,13 +202,7 @@ export function registerEvaluationApi(
       schema: {
         tags: ['evaluation'],
         security: [{ sdkKey: [] }],
-        body: Type.Object({
-          flagKey: Type.String({ minLength: 1 }),
-          context: Type.Object({
-            userId: Type.Optional(Type.String()),
-            attributes: Type.Optional(ContextSchema),
-          }),
-        }),
+        body: ServerEvaluateBody,
         response: {
           200: Type.Object({
             key: Type.String(),
@@ -138,66 +213,27 @@ export function registerEvaluationApi(
           }),
         },
       },
-      serializerCompiler: () => (result) => serverResultJson(result as EvaluationResult),
     },
-    (request) =>
-      whenReady(snapshotFor(request, 'ServerSide'), (snapshot) => {
-        const { flagKey, context } = request.body;
-        const result = evaluateFlag(snapshot.compiled, flagKey, context);
-        if (result.errorCode === 'FLAG_NOT_FOUND') {
-          throw new ProblemError(
-            404,
-            'Flag not found',
-            `No flag "${flagKey}" in this environment.`,
-          );
-        }
-        if (result.variation !== null && !reportsOwnEvaluations(request)) {
-          const nowMs = services.clock.now().getTime();
-          services.usage.recordEvaluation(
-            snapshot.environmentId,
-            result.key,
-            result.variation,
-            nowMs,
-          );
-        }
-        return result;
-      }),
+    (request, reply) => sendJson(reply, answers.server(request.headers, request.body)),
   );
 
   const clientEvaluation = {
     schema: {
       tags: ['evaluation'],
       security: [{ sdkKey: [] }],
-      body: Type.Object({ context: ContextSchema }),
+      body: ClientEvaluateBody,
       response: { 200: ClientResponse },
     },
   };
-  // The body is serialized by clientFlagsBody (in the response schema's shape), which reuses each
-  // flag's serialized entry: through the schema, 50 flags took longer to serialize than to evaluate.
-  const evaluateClient = (
-    request: FastifyRequest<{ Body: { context: Record<string, unknown> } }>,
-    reply: FastifyReply,
-  ) =>
-    whenReady(snapshotFor(request, 'ClientSide'), (snapshot) => {
-      const body = clientFlagsBody(
-        snapshot,
-        request.body.context,
-        reportsOwnEvaluations(request)
-          ? null
-          : { aggregator: services.usage, nowMs: services.clock.now().getTime() },
-      );
-      void reply.type('application/json; charset=utf-8').send(body);
-    });
-  app.post('/client/evaluate', clientEvaluation, evaluateClient);
+  type ClientRequest = FastifyRequest<{ Body: Static<typeof ClientEvaluateBody> }>;
+  app.post('/client/evaluate', clientEvaluation, (request: ClientRequest, reply) =>
+    sendJson(reply, answers.client(request.headers, request.body)),
+  );
   // Spec: Evaluation API rule 2: identify also re-targets the caller's open stream (X-Vexil-Stream-Id).
   const clientStreams = registerStreamingApi(app, services, snapshots, sdk, streamRelay);
-  app.post(
-    '/client/identify',
-    clientEvaluation,
-    async (request: FastifyRequest<{ Body: { context: Record<string, unknown> } }>, reply) => {
-      await clientStreams.identify(request, reply);
-      return evaluateClient(request, reply);
-    },
-  );
+  app.post('/client/identify', clientEvaluation, async (request: ClientRequest, reply) => {
+    await clientStreams.identify(request, reply);
+    return sendJson(reply, answers.client(request.headers, request.body));
+  });
   registerEventRoutes(app, services, sdk);
 }

@@ -572,7 +572,7 @@ function sweep(dialect: Dialect, numRuns: number) {
         const credential = credentialFor(route, seeded.keys, seeded.owner);
         const before = await snapshot(vexil);
         const send = async (attempt: Attempt) => {
-          const response = await vexil.app.inject({
+          const response = await vexil.inject({
             method: route.method,
             url: attempt.url,
             headers: attempt.headers,

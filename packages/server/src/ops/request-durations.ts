@@ -43,26 +43,22 @@ export class RequestDurations {
   private readonly series: Series[] = [];
 
   /**
-   * The onResponse hook of one route.
-   * @param method the route's method, or null (several methods, or none known): the request's
+   * Records the requests of one route and method: `record(status, seconds)`. With the method
+   * fixed, the status alone finds the series, which needs no string building.
    */
-  observer(method: string | null, route: string): DurationObserver {
-    const byKey = new Map<string | number, Series>();
-    return (request, reply, done) => {
-      const status = reply.statusCode;
-      // With a fixed method the status alone is the key, which needs no string building.
-      const key = method === null ? `${request.method} ${status}` : status;
-      let series = byKey.get(key);
+  recorder(method: string, route: string): (status: number, seconds: number) => void {
+    const byStatus = new Map<number, Series>();
+    return (status, seconds) => {
+      let series = byStatus.get(status);
       if (series === undefined) {
         series = {
-          labels: { method: method ?? request.method, route, status: String(status) },
+          labels: { method, route, status: String(status) },
           counts: new Array<number>(BUCKETS.length + 1).fill(0),
           sumSeconds: 0,
         };
-        byKey.set(key, series);
+        byStatus.set(status, series);
         this.series.push(series);
       }
-      const seconds = reply.elapsedTime / 1000;
       let bucket = 0;
       for (const bound of BUCKETS) {
         if (seconds <= bound) break;
@@ -70,6 +66,26 @@ export class RequestDurations {
       }
       series.counts[bucket] = (series.counts[bucket] ?? 0) + 1;
       series.sumSeconds += seconds;
+    };
+  }
+
+  /**
+   * The onResponse hook of one route.
+   * @param method the route's method, or null (several methods, or none known): the request's
+   */
+  observer(method: string | null, route: string): DurationObserver {
+    const byMethod = new Map<string, (status: number, seconds: number) => void>();
+    const recorderOf = (requestMethod: string) => {
+      let record = byMethod.get(requestMethod);
+      if (record === undefined) {
+        record = this.recorder(requestMethod, route);
+        byMethod.set(requestMethod, record);
+      }
+      return record;
+    };
+    const fixed = method === null ? null : recorderOf(method);
+    return (request, reply, done) => {
+      (fixed ?? recorderOf(request.method))(reply.statusCode, reply.elapsedTime / 1000);
       done();
     };
   }

@@ -33,13 +33,14 @@ const PROBE_TIMEOUT_MS = 5_000;
  * `/healthz` (liveness: the process answers), `/readyz` (readiness: accepting and the database
  * answers; 503 otherwise), `/metrics` (Prometheus text format). Register it before any other
  * route: request durations are recorded for the routes added after it (and for unmatched requests).
+ * @returns the request-duration histogram, for routes served outside Fastify (design record 030)
  */
 export function registerOpsRoutes(
   app: App,
   services: Services,
   snapshots: SnapshotStore,
   state: OpsState,
-): void {
+): RequestDurations {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -207,4 +208,5 @@ export function registerOpsRoutes(
     }
     return reply.type(registry.contentType).send(nodeMetrics);
   });
+  return requestDurations;
 }

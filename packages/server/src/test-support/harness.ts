@@ -130,14 +130,14 @@ export interface TestResponse {
   text: string;
 }
 
-/** Sends a request through the app without a socket (Fastify inject). */
+/** Sends a request through the node without a socket (light-my-request; the lean lane included). */
 export async function call(
   vexil: Vexil,
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
   url: string,
   options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
 ): Promise<TestResponse> {
-  const response = await vexil.app.inject({
+  const response = await vexil.inject({
     method,
     url,
     headers: {

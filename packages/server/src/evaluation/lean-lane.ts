@@ -1,0 +1,169 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { ValidateFunction } from 'ajv';
+import { errorCodes, type FastifyBaseLogger } from 'fastify';
+import Router from 'find-my-way';
+import secureJson from 'secure-json-parse';
+import { BROWSER_CALL_HEADERS } from './cors.js';
+import { problemBody, problemFor } from './problem.js';
+
+/** One `POST` route of the evaluation API that the lean lane serves (design record 030). */
+export interface LeanRoute {
+  /** The full path, e.g. `/v1/sdk/evaluate`. */
+  path: string;
+  /** The route's body schema, compiled by the same validator compiler as the Fastify route's. */
+  validate: ValidateFunction;
+  /**
+   * The answer to a valid body: JSON text or bytes, at once or later.
+   * @throws (or rejects with) any error {@link problemFor} maps: a ProblemError, an SdkAuthFailure…
+   */
+  answer(request: IncomingMessage, body: unknown): string | Buffer | Promise<string | Buffer>;
+  /** Records an answered request's duration in seconds, as the route's metrics hook does. */
+  observe(status: number, seconds: number): void;
+}
+
+/** What the lane needs from the node around it. */
+export interface LeanLaneOptions {
+  /** Larger declared bodies go to Fastify, which refuses them with its 413 (bytes). */
+  bodyLimit: number;
+  /** False once shutdown has begun: every request goes to Fastify, which answers 503. */
+  accepting: () => boolean;
+  log: FastifyBaseLogger;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
+/** `application/json`, with parameters or none: what SDKs send. Other JSON types go to Fastify. */
+const PLAIN_JSON = /^application\/json\s*(?:;|$)/i;
+
+/**
+ * The lean lane (design record 030): the node's request listener. It serves the evaluation
+ * routes SDKs call tens of thousands of times a second outside Fastify's request lifecycle, with
+ * the parts Fastify is built from — `find-my-way` routing, `secure-json-parse`, the routes' own
+ * compiled Ajv validators — and hands every other request to Fastify (`fallback`) untouched.
+ *
+ * It takes only the common case: a `POST` with a declared `Content-Length` within the body limit,
+ * `Content-Type: application/json` and no `Content-Encoding`, while the node accepts requests.
+ * Anything else (chunked or empty bodies, other media types, shutdown) reaches the same route in
+ * Fastify, which answers it as before; so every answer the lane gives is one Fastify's route
+ * would give, and the routes stay declared in Fastify for OpenAPI.
+ */
+export function leanLane(
+  routes: readonly LeanRoute[],
+  options: LeanLaneOptions,
+  fallback: RequestListener,
+): RequestListener {
+  const router = Router({
+    defaultRoute: (request, response) => fallback(request, response),
+  });
+  for (const route of routes) {
+    router.on('POST', route.path, (request, response) => {
+      if (takes(request, options)) serve(route, request, response, options.log);
+      else fallback(request, response);
+    });
+  }
+  return (request, response) => {
+    router.lookup(request, response);
+  };
+}
+
+/** Whether the lane serves `request`, decided before its body is read. */
+function takes(request: IncomingMessage, options: LeanLaneOptions): boolean {
+  const { headers } = request;
+  const length = Number(headers['content-length']);
+  return (
+    options.accepting() &&
+    length > 0 &&
+    length <= options.bodyLimit &&
+    headers['transfer-encoding'] === undefined &&
+    headers['content-encoding'] === undefined &&
+    PLAIN_JSON.test(headers['content-type'] ?? '')
+  );
+}
+
+/** Reads, parses and validates the body, answers, and records the duration. */
+function serve(
+  route: LeanRoute,
+  request: IncomingMessage,
+  response: ServerResponse,
+  log: FastifyBaseLogger,
+): void {
+  const started = performance.now();
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk: Buffer) => chunks.push(chunk));
+  request.once('end', () => {
+    const done = (status: number) => route.observe(status, (performance.now() - started) / 1000);
+    try {
+      // Bodies this small nearly always arrive in one chunk.
+      const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))?.toString() ?? '';
+      const answer = route.answer(request, validBody(route, text));
+      if (answer instanceof Promise) {
+        answer.then(
+          (body) => done(send(request, response, body)),
+          (error: unknown) => done(sendProblem(request, response, error, log)),
+        );
+      } else {
+        done(send(request, response, answer));
+      }
+    } catch (error) {
+      done(sendProblem(request, response, error, log));
+    }
+  });
+}
+
+/** A body that is not JSON; Fastify closes the connection after answering one. */
+class UnparsableBody extends Error {}
+
+/**
+ * The parsed body, as Fastify's JSON parser and validator leave it.
+ * @throws the errors they throw: Fastify's own for a body that is not JSON (wrapped in
+ *   {@link UnparsableBody}), or a validation error with `validation`
+ */
+function validBody(route: LeanRoute, text: string): unknown {
+  let body: unknown;
+  try {
+    body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch {
+    throw new UnparsableBody('unparsable body', {
+      cause: new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(),
+    });
+  }
+  if (!route.validate(body)) {
+    throw Object.assign(new Error('body validation failed'), {
+      validation: route.validate.errors,
+      validationContext: 'body',
+    });
+  }
+  return body;
+}
+
+/** Sends a 200 JSON answer; returns its status. */
+function send(request: IncomingMessage, response: ServerResponse, body: string | Buffer): number {
+  // A flat list of names and values is the cheapest form of headers for Node to write.
+  const headers = ['content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body))];
+  if (request.headers.origin !== undefined) headers.push(...BROWSER_CALL_HEADERS);
+  response.writeHead(200, headers);
+  response.end(body);
+  return 200;
+}
+
+/** Sends the problem body `error` maps to; returns its status. */
+function sendProblem(
+  request: IncomingMessage,
+  response: ServerResponse,
+  error: unknown,
+  log: FastifyBaseLogger,
+): number {
+  const unparsable = error instanceof UnparsableBody;
+  const problem = problemFor(unparsable ? error.cause : error, log);
+  const body = JSON.stringify(problemBody(problem, request.url ?? ''));
+  const headers = ['content-type', PROBLEM_TYPE, 'content-length', String(Buffer.byteLength(body))];
+  // Fastify closes the connection after a body it could not parse, as the client may send more.
+  if (unparsable) headers.push('connection', 'close');
+  if (problem.retryAfterSeconds !== undefined)
+    headers.push('retry-after', String(problem.retryAfterSeconds));
+  if (request.headers.origin !== undefined) headers.push(...BROWSER_CALL_HEADERS);
+  response.writeHead(problem.status, headers);
+  response.end(body);
+  return problem.status;
+}
