@@ -28,6 +28,7 @@ import {
   type PairedRatio,
   type RouteMeasurement,
   type UsageCostMeasurement,
+  type WorkersMeasurement,
 } from './report.js';
 import { measureScale, type ScaleMeasurement } from './scale.js';
 import {
@@ -45,7 +46,7 @@ import {
   SEGMENT_COUNT,
   seedConfiguration,
 } from './seed.js';
-import { bootstrap, REPO_ROOT, startNode } from './service.js';
+import { bootstrap, REPO_ROOT, startNode, type Node } from './service.js';
 import { median } from './statistics.js';
 import { required } from './required.js';
 import { runWrk, type LoadScenario } from './wrk.js';
@@ -64,6 +65,11 @@ const USAGE_ROUND_SECONDS = 2;
 const USAGE_CONNECTIONS = 50;
 /** Paired ceiling-and-route rounds per connection count for the routes with a target. */
 const PAIRED_ROUNDS = 5;
+/** `vexil serve --workers` against one process (issue 23): workers, connections, rounds of seconds. */
+const WORKERS = 2;
+const WORKERS_CONNECTIONS = 50;
+const WORKERS_ROUNDS = 6;
+const WORKERS_SECONDS = 4;
 const PAIRED_SECONDS = 2;
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -153,7 +159,7 @@ async function alternatingRounds<T>(
 }
 
 /**
- * The ratio of `scenario` (named `name`, served at `baseUrl`) to the bare Fastify ceiling (running
+ * The ratio of `scenario` (named `name`, served at `baseUrl`) to the bare node:http ceiling (running
  * at `ceilingUrl`) at every connection count, in rounds that load both one after the other, so
  * that both see the same machine: the speed of a shared VM drifts by a third or more within
  * minutes (design record 013). The order alternates between rounds; the ratio is the median of
@@ -233,6 +239,51 @@ async function measureUsageCost(
 }
 
 /**
+ * Server evaluate on `vexil serve --workers` ({@link WORKERS}) against the single process at
+ * `single` (issue 23), in alternating rounds on the same database. Both nodes run throughout;
+ * the one not loaded is idle.
+ */
+async function measureWorkers(
+  database: BenchDatabase,
+  single: Node,
+  serverEvaluate: LoadScenario,
+  scratchDir: string,
+): Promise<WorkersMeasurement> {
+  progress(`${database.name}: --workers ${WORKERS} against one process`);
+  const workers = await startNode(database, { workers: WORKERS });
+  try {
+    const run = (node: Node) => async () => {
+      const result = await runWrk(node.baseUrl, serverEvaluate, {
+        connections: WORKERS_CONNECTIONS,
+        durationSeconds: WORKERS_SECONDS,
+        scratchDir,
+      });
+      if (result.errors > 0) throw new Error(`--workers: ${result.errors} errors`);
+      return result.requestsPerSecond;
+    };
+    await run(workers)();
+    const { a: singleRates, b: workerRates } = await alternatingRounds(
+      WORKERS_ROUNDS,
+      run(single),
+      run(workers),
+    );
+    const rounds = workerRates.map((rate, round) => rate / required(singleRates[round], 'round'));
+    progress(`--workers ${WORKERS}: ${rounds.map((ratio) => ratio.toFixed(2)).join(', ')}`);
+    return {
+      workers: WORKERS,
+      connections: WORKERS_CONNECTIONS,
+      roundSeconds: WORKERS_SECONDS,
+      single: median(singleRates),
+      several: median(workerRates),
+      rounds,
+      median: median(rounds),
+    };
+  } finally {
+    await workers.service.stop();
+  }
+}
+
+/**
  * Bootstraps, starts and seeds the real service on `database`, then loads each route, measures
  * the usage-recording cost and, when `withScale`, the multi-node, streaming and webhook figures.
  * The database is dropped afterwards, whatever happens.
@@ -298,12 +349,14 @@ async function measureServiceOn(
     for (const route of scenarios.filter((scenario) => scenario.recordsUsage)) {
       usageCost.push(await measureUsageCost(baseUrl, route, scratchDir));
     }
+    const serverEvaluate = required(scenarios[0], 'scenario').scenario;
+    const workers = await measureWorkers(database, node, serverEvaluate, scratchDir);
     const scale = withScale
       ? await measureScale({
           database,
           node,
           token,
-          serverEvaluate: required(scenarios[0], 'scenario').scenario,
+          serverEvaluate,
           scratchDir,
           progress,
         })
@@ -316,6 +369,7 @@ async function measureServiceOn(
         notes: seeded.notes,
         routes,
         usageCost,
+        workers,
       },
       scale,
     };
@@ -366,8 +420,9 @@ async function main(): Promise<void> {
       const databases: DatabaseMeasurement[] = [];
       const skipped: string[] = [];
       let scale: ScaleMeasurement | null = null;
-      // The ceiling the routes are paired with; idle while a route is loaded.
-      const ceiling = await startCeiling('fastify');
+      // The ceiling the routes are paired with (issue 23: bare node:http, the higher of the two);
+      // idle while a route is loaded.
+      const ceiling = await startCeiling('node');
       await withCleanup(
         () => ceiling.server.stop(),
         async () => {

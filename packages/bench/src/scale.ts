@@ -139,7 +139,7 @@ async function measureWebhooks(
 
     await node.service.stop();
     receiver.reset();
-    const management = await startNode(database, 'management');
+    const management = await startNode(database, { roles: 'management' });
     try {
       await generateToggles(
         new ManagementClient(management.baseUrl, token),
@@ -149,7 +149,7 @@ async function measureWebhooks(
     } finally {
       await management.service.stop();
     }
-    const worker = await startNode(database, 'worker');
+    const worker = await startNode(database, { roles: 'worker' });
     try {
       await receiver.waitFor(WEBHOOK_EVENTS);
     } finally {

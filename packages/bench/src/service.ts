@@ -54,14 +54,22 @@ export async function bootstrap(database: BenchDatabase): Promise<string> {
 }
 
 /**
- * Starts `vexil serve` on `database` on a free port (optionally `--only roles`) and waits until
- * it answers.
+ * Starts `vexil serve` on `database` on a free port (optionally `--only roles`, or
+ * `--workers n`) and waits until it answers.
  *
  * @throws Error with the node's output when it exits or does not answer
  */
-export async function startNode(database: BenchDatabase, roles?: string): Promise<Node> {
+export async function startNode(
+  database: BenchDatabase,
+  options: { roles?: string; workers?: number } = {},
+): Promise<Node> {
   const port = await freePort();
-  const args = [CLI, 'serve', ...(roles ? ['--only', roles] : [])];
+  const args = [
+    CLI,
+    'serve',
+    ...(options.roles ? ['--only', options.roles] : []),
+    ...(options.workers ? ['--workers', String(options.workers)] : []),
+  ];
   const service = startService(process.execPath, args, {
     ...nodeEnvironment(database),
     VEXIL_PORT: String(port),
