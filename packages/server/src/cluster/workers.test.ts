@@ -1,12 +1,15 @@
 import { Agent, request as httpRequest } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
-import { createPostgresDatabase, testDialects } from '../test-support/harness.js';
-import { ServeProcess, bootstrapWithCli, eventually } from '../test-support/processes.js';
-import { WebhookReceiver } from '../test-support/webhook-receiver.js';
+import { testDialects } from '../test-support/harness.js';
+import {
+  ServeProcess,
+  createBetaFlag,
+  eventually,
+  prepareNodes,
+  subscribeToToggles,
+  type NodeTestbed,
+} from '../test-support/processes.js';
 
 /**
  * One kept-alive connection: `node:cluster` hands each new connection to a worker, and every
@@ -50,23 +53,20 @@ class PinnedConnection {
   }
 }
 
-/** The process ids in the request log lines of `GET /readyz`, in order. */
-function readinessPids(output: string[]): number[] {
+/** The process ids in the log lines that contain `text`, in order. */
+function pidsLogging(output: string[], text: string): number[] {
   return output
     .join('')
     .split('\n')
-    .filter((line) => line.includes('"route":"/readyz"'))
+    .filter((line) => line.includes(text))
     .map((line) => (JSON.parse(line) as { pid: number }).pid);
 }
 
+/** The process ids in the request log lines of `GET /readyz`, in order. */
+const readinessPids = (output: string[]) => pidsLogging(output, '"route":"/readyz"');
+
 /** The process ids of the workers that started listening, in order. */
-function listeningPids(output: string[]): number[] {
-  return output
-    .join('')
-    .split('\n')
-    .filter((line) => line.includes('Server listening'))
-    .map((line) => (JSON.parse(line) as { pid: number }).pid);
-}
+const listeningPids = (output: string[]) => pidsLogging(output, 'Server listening');
 
 /** Evaluate requests counted in a `/metrics` text, over every status. */
 function evaluateCount(metrics: string): number {
@@ -95,44 +95,24 @@ function isAlive(pid: number): boolean {
  * notice: NOTIFY on PostgreSQL, the primary's relay on SQLite.
  */
 describe.each(testDialects())('vexil serve --workers 2 on %s', (dialect) => {
-  let receiver: WebhookReceiver;
-  let env: NodeJS.ProcessEnv;
-  let databaseUrl: string;
-  let cleanUp: () => Promise<void>;
+  let testbed: NodeTestbed;
   let serve: ServeProcess;
-  let token: string;
   let sdkKey: string;
   let evaluations = 0;
   const base = '/api/v1/orgs/acme/projects/web';
 
   beforeAll(async () => {
-    if (dialect === 'postgres') {
-      const database = await createPostgresDatabase();
-      databaseUrl = database.url;
-      cleanUp = database.drop;
-    } else {
-      const directory = mkdtempSync(join(tmpdir(), 'vexil-workers-'));
-      databaseUrl = join(directory, 'vexil.db');
-      cleanUp = async () => rmSync(directory, { recursive: true, force: true });
-    }
-    receiver = await WebhookReceiver.start();
-    env = {
-      VEXIL_DATABASE_URL: databaseUrl,
+    testbed = await prepareNodes(dialect, {
       VEXIL_LOG_LEVEL: 'info',
-      VEXIL_SNAPSHOT_CHECK_INTERVAL: '60s',
       VEXIL_USAGE_FLUSH_INTERVAL: '1s',
-      VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-      VEXIL_WEBHOOK_TIMEOUT: '1s',
       VEXIL_SHUTDOWN_TIMEOUT: '10s',
-    };
-    ({ token } = await bootstrapWithCli(env));
-    serve = await ServeProcess.start(env, ['--workers', '2']);
+    });
+    serve = await ServeProcess.start(testbed.env, ['--workers', '2']);
   }, 60_000);
 
   afterAll(async () => {
     await serve.stop('SIGKILL');
-    await receiver.close();
-    await cleanUp();
+    await testbed.close();
   });
 
   /** Connections held by different workers: a readiness check on each is logged with its pid. */
@@ -140,7 +120,7 @@ describe.each(testDialects())('vexil serve --workers 2 on %s', (dialect) => {
   const workerPids: number[] = [];
   /** Evaluations counted in the database, over every flag and hour. */
   const usageTotal = async () => {
-    const database = openDatabase(databaseUrl);
+    const database = openDatabase(testbed.databaseUrl);
     try {
       const { total } = await database.db
         .selectFrom('flag_usage')
@@ -170,34 +150,9 @@ describe.each(testDialects())('vexil serve --workers 2 on %s', (dialect) => {
       }
     }
 
-    expect(
-      (
-        await serve.request('POST', '/api/v1/orgs/acme/projects', {
-          token,
-          body: { key: 'web', name: 'Web' },
-        })
-      ).status,
-    ).toBe(201);
-    expect(
-      (await serve.request('POST', `${base}/flags`, { token, body: { key: 'beta' } })).status,
-    ).toBe(201);
-    const key = await serve.request('POST', `${base}/environments/production/sdk-keys`, {
-      token,
-      body: { name: 'k', type: 'ServerSide' },
-    });
-    sdkKey = key.body.key;
-    const hook = await serve.request('POST', '/api/v1/orgs/acme/webhooks', {
-      token,
-      body: {
-        name: 'r',
-        url: receiver.url(),
-        provider: 'GenericHttp',
-        eventTypes: ['flag.toggled'],
-        projectIds: [],
-        environmentIds: [],
-      },
-    });
-    expect(hook.status).toBe(201);
+    const { token, receiver } = testbed;
+    sdkKey = await createBetaFlag(serve, token);
+    await subscribeToToggles(serve, token, receiver.url());
 
     // Both workers build and hold the snapshot before the change.
     for (const connection of connections) expect(await evaluate(connection)).toBe(false);
@@ -245,6 +200,7 @@ describe.each(testDialects())('vexil serve --workers 2 on %s', (dialect) => {
   }, 30_000);
 
   it('the toggle is delivered to the webhook exactly once', async () => {
+    const { token, receiver } = testbed;
     expect(await eventually(() => receiver.received.length >= 1, 10_000)).toBe(true);
     const recorded = await eventually(async () => {
       const hooks = await serve.request('GET', '/api/v1/orgs/acme/webhooks', { token });

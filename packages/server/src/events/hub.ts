@@ -9,6 +9,11 @@ export type StoredEvent = { id: string } & EventPayload;
 export interface WrittenEvent {
   trx: Transaction<Schema>;
   event: StoredEvent;
+  /**
+   * The keys of the event's project, environment and entity as the mutation knew them (design
+   * record 026); null where there is none. Not part of the stored event: webhooks carry ids.
+   */
+  keys: { project: string | null; environment: string | null; entity: string | null };
   /** Runs `notify` once the transaction has committed (once per mutation, however often asked). */
   afterCommit: (notify: () => void) => void;
 }
@@ -26,11 +31,11 @@ export interface CommittedChange {
  * composition root subscribes.
  */
 export class EventHub {
-  private readonly writtenSubscribers: ((written: WrittenEvent) => Promise<void>)[] = [];
+  private readonly writtenSubscribers: ((written: WrittenEvent) => Promise<void> | void)[] = [];
   private readonly committedSubscribers: ((change: CommittedChange) => void)[] = [];
 
   /** Subscribes to every event inside its transaction: what it writes commits with the event. */
-  onWritten(subscriber: (written: WrittenEvent) => Promise<void>): void {
+  onWritten(subscriber: (written: WrittenEvent) => Promise<void> | void): void {
     this.writtenSubscribers.push(subscriber);
   }
 

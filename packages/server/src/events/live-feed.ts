@@ -1,5 +1,3 @@
-import type { Transaction } from 'kysely';
-import type { Schema } from '../db/schema.js';
 import type { WrittenEvent } from './hub.js';
 import type { EntityRef, EventType } from './types.js';
 
@@ -28,34 +26,6 @@ export interface LiveChange {
   child: EntityRef | null;
 }
 
-/** Tables whose rows have a key, by entity type. */
-const KEYED_TABLES = {
-  flag: 'flags',
-  segment: 'segments',
-  environment: 'environments',
-  project: 'projects',
-} as const;
-
-async function keyOf(
-  trx: Transaction<Schema>,
-  type: string,
-  id: string | null,
-): Promise<string | null> {
-  if (id === null) return null;
-  if (type === 'organization') {
-    const org = await trx
-      .selectFrom('organizations')
-      .select('slug')
-      .where('id', '=', id)
-      .executeTakeFirst();
-    return org?.slug ?? null;
-  }
-  if (!(type in KEYED_TABLES)) return null;
-  const table = KEYED_TABLES[type as keyof typeof KEYED_TABLES];
-  const row = await trx.selectFrom(table).select('key').where('id', '=', id).executeTakeFirst();
-  return row?.key ?? null;
-}
-
 /**
  * The live feed of committed management changes on this node (design record 026): fed from the
  * event hub after commit (changes made here) and from the node bus (changes committed on other
@@ -82,26 +52,22 @@ export class LiveFeed {
   }
 
   /**
-   * The event hub's `written` subscriber: reads the keys inside the writing transaction (a
-   * deleted row's key is gone after commit) and publishes once it has committed.
+   * The event hub's `written` subscriber: publishes the change, with the keys the mutation
+   * passed along, once its transaction has committed. No query: nothing is read for the feed,
+   * whether or not anyone listens.
    */
-  readonly onWritten = async (written: WrittenEvent): Promise<void> => {
-    const { trx, event } = written;
-    // One after another: a transaction is one connection.
-    const entityKey = await keyOf(trx, event.entity.type, event.entity.id);
-    const projectKey = await keyOf(trx, 'project', event.projectId);
-    const environmentKey = await keyOf(trx, 'environment', event.environmentId);
+  readonly onWritten = ({ event, keys, afterCommit }: WrittenEvent): void => {
     const change: LiveChange = {
       id: event.id,
       type: event.type,
       occurredAt: event.occurredAt,
       organizationId: event.organizationId,
-      project: event.projectId ? { id: event.projectId, key: projectKey } : null,
-      environment: event.environmentId ? { id: event.environmentId, key: environmentKey } : null,
-      entity: { ...event.entity, key: entityKey },
+      project: event.projectId ? { id: event.projectId, key: keys.project } : null,
+      environment: event.environmentId ? { id: event.environmentId, key: keys.environment } : null,
+      entity: { ...event.entity, key: keys.entity },
       child: event.child ?? null,
     };
-    written.afterCommit(() => {
+    afterCommit(() => {
       this.publish(change);
       this.relay(change);
     });

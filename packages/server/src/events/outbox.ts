@@ -28,10 +28,10 @@ export async function writeEvents(outbox: Outbox, events: NewEvent[]): Promise<v
       type: event.type,
       occurredAt,
       organizationId,
-      projectId: event.projectId ?? null,
-      environmentId: event.environmentId ?? null,
+      projectId: event.project?.id ?? null,
+      environmentId: event.environment?.id ?? null,
       actor,
-      entity: event.entity,
+      entity: { type: event.entity.type, id: event.entity.id },
       ...(event.child ? { child: event.child } : {}),
       changes: event.changes ?? [],
       description: event.description,
@@ -50,6 +50,11 @@ export async function writeEvents(outbox: Outbox, events: NewEvent[]): Promise<v
         occurred_at: occurredAt,
       })
       .execute();
-    await hub.written({ trx, event: { id, ...payload }, afterCommit });
+    const keys = {
+      project: event.project?.key ?? null,
+      environment: event.environment?.key ?? null,
+      entity: event.entity.key,
+    };
+    await hub.written({ trx, event: { id, ...payload }, keys, afterCommit });
   }
 }

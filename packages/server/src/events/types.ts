@@ -78,12 +78,25 @@ export interface Actor {
   name: string | null;
 }
 
-/** What a mutation emits; the outbox adds `id`, `occurredAt`, `organizationId` and `actor`. */
+/** A project or environment an event happened in: its id, and its key for the live feed. */
+export interface KeyedRef {
+  id: string;
+  key: string;
+}
+
+/**
+ * What a mutation emits; the outbox adds `id`, `occurredAt`, `organizationId` and `actor`. The
+ * keys ride along for the console's live feed only (design record 026): webhooks carry ids.
+ */
 export interface NewEvent {
   type: EventType;
-  projectId?: string | null;
-  environmentId?: string | null;
-  entity: EntityRef;
+  project?: KeyedRef;
+  environment?: KeyedRef;
+  /**
+   * `key`: the entity's key (an organization's slug) if it has one and its row still exists when
+   * the event is written; null otherwise (a deletion written after its row is gone).
+   */
+  entity: EntityRef & { key: string | null };
   child?: EntityRef;
   changes?: PropertyChange[];
   description: string;

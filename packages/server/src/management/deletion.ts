@@ -1,4 +1,5 @@
 import type { Mutation } from '../db/mutate.js';
+import type { KeyedRef } from '../events/types.js';
 import { ApiError } from '../http/errors.js';
 
 /** The project-level resources that other configuration refers to by key or id. */
@@ -17,18 +18,19 @@ const DELETABLE = {
  */
 export async function deleteUnlessReferenced(
   m: Mutation,
-  target: { kind: keyof typeof DELETABLE; id: string; key: string; projectId: string },
+  target: { kind: keyof typeof DELETABLE; id: string; key: string; project: KeyedRef },
   refusal: () => Promise<string | null>,
 ): Promise<void> {
   const reason = await refusal();
   if (reason !== null) throw new ApiError('conflict', reason);
   const { table, event, label } = DELETABLE[target.kind];
   await m.trx.deleteFrom(table).where('id', '=', target.id).execute();
-  await m.touchProject(target.projectId);
+  await m.touchProject(target.project.id);
   await m.emit({
     type: event,
-    projectId: target.projectId,
-    entity: { type: target.kind, id: target.id },
+    project: target.project,
+    // Its row is gone already: design record 026 has a deletion's key null.
+    entity: { type: target.kind, id: target.id, key: null },
     description: `${label} "${target.key}" deleted`,
   });
 }

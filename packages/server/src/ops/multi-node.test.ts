@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresDatabase } from '../test-support/harness.js';
-import { ServeProcess, bootstrapWithCli, eventually } from '../test-support/processes.js';
+import {
+  ServeProcess,
+  bootstrapWithCli,
+  createBetaFlag,
+  eventually,
+  prepareNodes,
+  subscribeToToggles,
+  type NodeTestbed,
+} from '../test-support/processes.js';
 import { SseReader } from '../test-support/sse-reader.js';
 import { WebhookReceiver } from '../test-support/webhook-receiver.js';
 
@@ -10,30 +18,23 @@ import { WebhookReceiver } from '../test-support/webhook-receiver.js';
  * LISTEN/NOTIFY within the waits below.
  */
 describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
-  let database: Awaited<ReturnType<typeof createPostgresDatabase>>;
-  let receiver: WebhookReceiver;
+  let testbed: NodeTestbed;
   let env: NodeJS.ProcessEnv;
   let token: string;
+  let receiver: WebhookReceiver;
   const nodes: ServeProcess[] = [];
   const base = '/api/v1/orgs/acme/projects/web';
 
   beforeAll(async () => {
-    database = await createPostgresDatabase();
-    receiver = await WebhookReceiver.start();
-    env = {
-      VEXIL_DATABASE_URL: database.url,
-      VEXIL_SNAPSHOT_CHECK_INTERVAL: '60s',
-      VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-      VEXIL_WEBHOOK_TIMEOUT: '1s',
+    testbed = await prepareNodes('postgres', {
       VEXIL_WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,1s,1s',
-    };
-    ({ token } = await bootstrapWithCli(env));
+    });
+    ({ env, token, receiver } = testbed);
   });
 
   afterAll(async () => {
     await Promise.all(nodes.map((node) => node.stop('SIGKILL')));
-    await receiver.close();
-    await database.drop();
+    await testbed.close();
   });
 
   it('a toggle through node A reaches evaluations on node B by notification', async () => {
@@ -42,24 +43,10 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
       ServeProcess.start(env, ['--only', 'evaluation']),
     ]);
     nodes.push(a, b);
-    expect(
-      (
-        await a.request('POST', '/api/v1/orgs/acme/projects', {
-          token,
-          body: { key: 'web', name: 'Web' },
-        })
-      ).status,
-    ).toBe(201);
-    expect(
-      (await a.request('POST', `${base}/flags`, { token, body: { key: 'beta' } })).status,
-    ).toBe(201);
-    const key = await a.request('POST', `${base}/environments/production/sdk-keys`, {
-      token,
-      body: { name: 'k', type: 'ServerSide' },
-    });
+    const sdkKey = await createBetaFlag(a, token);
     const evaluateOnB = () =>
       b.request('POST', '/v1/sdk/evaluate', {
-        sdkKey: key.body.key,
+        sdkKey,
         body: { flagKey: 'beta', context: { userId: 'u' } },
       });
     expect((await evaluateOnB()).body.value).toBe(false);
@@ -150,18 +137,7 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
 
   it('killing a node mid-delivery loses no webhook delivery', async () => {
     const [a] = nodes;
-    const hook = await a!.request('POST', '/api/v1/orgs/acme/webhooks', {
-      token,
-      body: {
-        name: 'r',
-        url: receiver.url(),
-        provider: 'GenericHttp',
-        eventTypes: ['flag.toggled'],
-        projectIds: [],
-        environmentIds: [],
-      },
-    });
-    expect(hook.status).toBe(201);
+    const hookId = await subscribeToToggles(a!, token, receiver.url());
     // Only A runs a worker now; it claims the delivery and hangs on the receiver.
     receiver.answer('hang');
     await a!.request('POST', `${base}/flags/beta/environments/production/toggle`, {
@@ -181,11 +157,9 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
     );
     // The receiver counts the request before C has recorded its answer.
     const recorded = await eventually(async () => {
-      const deliveries = await c.request(
-        'GET',
-        `/api/v1/orgs/acme/webhooks/${hook.body.id}/deliveries`,
-        { token },
-      );
+      const deliveries = await c.request('GET', `/api/v1/orgs/acme/webhooks/${hookId}/deliveries`, {
+        token,
+      });
       return deliveries.body.items[0].status === 'Succeeded';
     }, 5000);
     expect(recorded).toBe(true);

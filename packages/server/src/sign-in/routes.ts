@@ -388,7 +388,7 @@ export function registerSignInRoutes(app: App, services: Services): void {
             .execute();
           await m.emit({
             type: 'member.created',
-            entity: { type: 'member', id: userId },
+            entity: { type: 'member', id: userId, key: null },
             description: `${identity.email} joined as ${connection.default_role} through single sign-on`,
           });
         }

@@ -1,9 +1,14 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { TEST_SECRETS_KEY } from './harness.js';
+import type { Dialect } from '../db/database.js';
+import { createPostgresDatabase, TEST_SECRETS_KEY } from './harness.js';
+import { WebhookReceiver } from './webhook-receiver.js';
 
 /** The built CLI (`npm test` builds before running the suite). */
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
@@ -108,6 +113,102 @@ export class ServeProcess {
       body: text ? JSON.parse(text) : undefined,
     };
   }
+}
+
+/** What tests that start real nodes on one database share; the nodes are the test's own. */
+export interface NodeTestbed {
+  databaseUrl: string;
+  /** Every node of the test runs with this environment. */
+  env: NodeJS.ProcessEnv;
+  /** The owner's token in organization `acme`. */
+  token: string;
+  receiver: WebhookReceiver;
+  /** Closes the receiver and removes the database: stop the nodes first. */
+  close(): Promise<void>;
+}
+
+/**
+ * Prepares for real `vexil serve` processes: a fresh database (PostgreSQL, or SQLite in a
+ * temporary directory) bootstrapped by the CLI, a webhook receiver, and the nodes' environment:
+ * the periodic version check set to a minute, so that within a test's waits a change can reach
+ * another node or worker only by a notice; private webhook targets allowed, a 1 s webhook
+ * timeout; then `env`.
+ */
+export async function prepareNodes(
+  dialect: Dialect,
+  env: NodeJS.ProcessEnv = {},
+): Promise<NodeTestbed> {
+  let databaseUrl: string;
+  let removeDatabase: () => Promise<void>;
+  if (dialect === 'postgres') {
+    const database = await createPostgresDatabase();
+    databaseUrl = database.url;
+    removeDatabase = database.drop;
+  } else {
+    const directory = mkdtempSync(join(tmpdir(), 'vexil-nodes-'));
+    databaseUrl = join(directory, 'vexil.db');
+    removeDatabase = async () => rmSync(directory, { recursive: true, force: true });
+  }
+  const receiver = await WebhookReceiver.start();
+  const nodeEnv = {
+    VEXIL_DATABASE_URL: databaseUrl,
+    VEXIL_SNAPSHOT_CHECK_INTERVAL: '60s',
+    VEXIL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    VEXIL_WEBHOOK_TIMEOUT: '1s',
+    ...env,
+  };
+  const { token } = await bootstrapWithCli(nodeEnv);
+  return {
+    databaseUrl,
+    env: nodeEnv,
+    token,
+    receiver,
+    close: async () => {
+      await receiver.close();
+      await removeDatabase();
+    },
+  };
+}
+
+/**
+ * Creates, through `node`, project `web` (with the default environments) and its boolean flag
+ * `beta` (off), and returns a server-side SDK key of `production`.
+ */
+export async function createBetaFlag(node: ServeProcess, token: string): Promise<string> {
+  const created = await node.request('POST', '/api/v1/orgs/acme/projects', {
+    token,
+    body: { key: 'web', name: 'Web' },
+  });
+  if (created.status !== 201) throw new Error(`project not created: ${String(created.status)}`);
+  const base = '/api/v1/orgs/acme/projects/web';
+  const flag = await node.request('POST', `${base}/flags`, { token, body: { key: 'beta' } });
+  if (flag.status !== 201) throw new Error(`flag not created: ${String(flag.status)}`);
+  const key = await node.request('POST', `${base}/environments/production/sdk-keys`, {
+    token,
+    body: { name: 'k', type: 'ServerSide' },
+  });
+  return key.body.key as string;
+}
+
+/** Subscribes a webhook to every `flag.toggled` in the organization, sent to `url`. */
+export async function subscribeToToggles(
+  node: ServeProcess,
+  token: string,
+  url: string,
+): Promise<string> {
+  const hook = await node.request('POST', '/api/v1/orgs/acme/webhooks', {
+    token,
+    body: {
+      name: 'r',
+      url,
+      provider: 'GenericHttp',
+      eventTypes: ['flag.toggled'],
+      projectIds: [],
+      environmentIds: [],
+    },
+  });
+  if (hook.status !== 201) throw new Error(`webhook not created: ${String(hook.status)}`);
+  return hook.body.id as string;
 }
 
 /** Polls `check` every 50 ms until it returns true or `timeoutMs` passes; returns whether it did. */

@@ -3,6 +3,7 @@ import { v7 as uuid } from 'uuid';
 import type { Mutation } from '../../db/mutate.js';
 import type { EnvironmentsTable, ProjectsTable } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
+import type { KeyedRef } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { isUuid, notFound, type OrgAccess } from '../access.js';
 import { defaultOffVariation, initialConfiguration } from '../flags/configuration.js';
@@ -43,7 +44,7 @@ export async function requireEnvironment(
  */
 export async function insertEnvironment(
   m: Mutation,
-  projectId: string,
+  project: KeyedRef,
   input: {
     key: string;
     name: string | null;
@@ -54,7 +55,7 @@ export async function insertEnvironment(
 ): Promise<EnvironmentsTable> {
   const environment: EnvironmentsTable = {
     id: uuid(),
-    project_id: projectId,
+    project_id: project.id,
     key: input.key,
     name: input.name,
     color: input.color,
@@ -73,7 +74,7 @@ export async function insertEnvironment(
     .selectFrom('variations')
     .innerJoin('flags', 'flags.id', 'variations.flag_id')
     .select(['variations.flag_id', 'variations.id', 'variations.value', 'flags.type'])
-    .where('flags.project_id', '=', projectId)
+    .where('flags.project_id', '=', project.id)
     .orderBy('variations.flag_id')
     .orderBy('variations.sort_order')
     .execute();
@@ -82,7 +83,7 @@ export async function insertEnvironment(
     .selectFrom('flag_environments')
     .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
     .select(['flag_environments.flag_id', 'flag_environments.off_variation_id'])
-    .where('environments.project_id', '=', projectId)
+    .where('environments.project_id', '=', project.id)
     .orderBy('environments.sort_order', 'desc')
     .orderBy('environments.id', 'desc')
     .execute();
@@ -105,9 +106,9 @@ export async function insertEnvironment(
   if (rows.length > 0) await m.trx.insertInto('flag_environments').values(rows).execute();
   await m.emit({
     type: 'environment.created',
-    projectId,
-    environmentId: environment.id,
-    entity: { type: 'environment', id: environment.id },
+    project,
+    environment,
+    entity: { type: 'environment', id: environment.id, key: environment.key },
     description: `Environment "${environment.key}" created`,
   });
   return environment;

@@ -78,7 +78,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
     async ({ project, ...access }, request, reply) => {
       const body = request.body;
       const environment = await mutateAs(services, access, (m) =>
-        insertEnvironment(m, project.id, {
+        insertEnvironment(m, project, {
           key: body.key,
           name: body.name ?? null,
           color: body.color ?? null,
@@ -168,9 +168,9 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
           .executeTakeFirstOrThrow();
         await m.emit({
           type: 'environment.updated',
-          projectId: project.id,
-          environmentId: environment.id,
-          entity: { type: 'environment', id: environment.id },
+          project,
+          environment,
+          entity: { type: 'environment', id: environment.id, key: environment.key },
           changes: diffProperties(environmentItem(environment), environmentItem(row)),
           description: `Environment "${environment.key}" updated`,
         });
@@ -188,9 +188,9 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
       await mutateAs(services, access, async (m) => {
         await m.emit({
           type: 'environment.deleted',
-          projectId: project.id,
-          environmentId: environment.id,
-          entity: { type: 'environment', id: environment.id },
+          project,
+          environment,
+          entity: { type: 'environment', id: environment.id, key: environment.key },
           description: `Environment "${environment.key}" deleted`,
         });
         await removeFromSubscriptionFilters(m, 'environment_ids', environment.id);

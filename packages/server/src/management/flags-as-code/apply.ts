@@ -188,7 +188,7 @@ class Reconciliation {
         created = true;
         this.changes.push({ action: 'create', kind: 'environment', path, key: input.key });
         if (!this.m) continue;
-        const row = await insertEnvironment(this.m, this.projectId, {
+        const row = await insertEnvironment(this.m, this.state.project, {
           key: input.key,
           name: wanted.name ?? null,
           color: wanted.color ?? null,
@@ -215,9 +215,9 @@ class Reconciliation {
         .execute();
       await this.m.emit({
         type: 'environment.updated',
-        projectId: this.projectId,
-        environmentId: existing.id,
-        entity: { type: 'environment', id: existing.id },
+        project: this.state.project,
+        environment: existing,
+        entity: { type: 'environment', id: existing.id, key: existing.key },
         changes,
         description: `Environment "${existing.key}" updated`,
       });
@@ -278,8 +278,12 @@ class Reconciliation {
       await m.touchProject(this.projectId);
       await m.emit({
         type: existing ? 'segment.updated' : 'segment.created',
-        projectId: this.projectId,
-        entity: { type: 'segment', id: existing?.id ?? this.segmentIds.get(input.key) ?? '' },
+        project: this.state.project,
+        entity: {
+          type: 'segment',
+          id: existing?.id ?? this.segmentIds.get(input.key) ?? '',
+          key: input.key,
+        },
         ...(existing ? { changes } : {}),
         description: `Segment "${input.key}" ${existing ? 'updated' : 'created'}`,
       });
@@ -324,8 +328,8 @@ class Reconciliation {
         await this.m.touchFlag(existing.row);
         await this.m.emit({
           type: 'flag.variation.deleted',
-          projectId: this.projectId,
-          entity: { type: 'flag', id: existing.row.id },
+          project: this.state.project,
+          entity: { type: 'flag', id: existing.row.id, key: existing.row.key },
           child: { type: 'variation', id: variation.id },
           description: `Variation "${variation.key}" removed from flag "${input.key}"`,
         });
@@ -391,8 +395,8 @@ class Reconciliation {
     m.touchEnvironments(environments.map((e) => e.id));
     await m.emit({
       type: 'flag.created',
-      projectId: this.projectId,
-      entity: { type: 'flag', id: row.id },
+      project: this.state.project,
+      entity: { type: 'flag', id: row.id, key: row.key },
       description: `Flag "${row.key}" created`,
       children: variations.map((v) => ({ type: 'variation', id: v.id })),
     });
@@ -430,8 +434,8 @@ class Reconciliation {
       .execute();
     await m.emit({
       type: 'flag.updated',
-      projectId: this.projectId,
-      entity: { type: 'flag', id: existing.row.id },
+      project: this.state.project,
+      entity: { type: 'flag', id: existing.row.id, key: existing.row.key },
       changes,
       description: `Flag "${input.key}" updated`,
     });
@@ -453,8 +457,8 @@ class Reconciliation {
     await m.touchFlag(flag);
     await m.emit({
       type: archived ? 'flag.archived' : 'flag.restored',
-      projectId: this.projectId,
-      entity: { type: 'flag', id: flag.id },
+      project: this.state.project,
+      entity: { type: 'flag', id: flag.id, key: flag.key },
       changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
       description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'} (applied from a document)`,
     });
@@ -494,8 +498,8 @@ class Reconciliation {
         await m.touchFlag(existing.row);
         await m.emit({
           type: 'flag.variation.created',
-          projectId: this.projectId,
-          entity: { type: 'flag', id: existing.row.id },
+          project: this.state.project,
+          entity: { type: 'flag', id: existing.row.id, key: existing.row.key },
           child: { type: 'variation', id: row.id },
           description: `Variation "${variation.key}" added to flag "${input.key}"`,
         });
@@ -526,8 +530,8 @@ class Reconciliation {
       await m.touchFlag(existing.row);
       await m.emit({
         type: 'flag.variation.updated',
-        projectId: this.projectId,
-        entity: { type: 'flag', id: existing.row.id },
+        project: this.state.project,
+        entity: { type: 'flag', id: existing.row.id, key: existing.row.key },
         child: { type: 'variation', id: stored.id },
         changes,
         description: `Variation "${variation.key}" of flag "${input.key}" updated`,
@@ -617,9 +621,9 @@ class Reconciliation {
             .execute();
           await m.emit({
             type: 'flag.environment_config.updated',
-            projectId: this.projectId,
-            environmentId,
-            entity: { type: 'flag', id: flag.row.id },
+            project: this.state.project,
+            environment: { id: environmentId, key: environmentKey },
+            entity: { type: 'flag', id: flag.row.id, key: flag.row.key },
             child: { type: 'flag_environment_config', id: environmentId },
             changes: settingChanges,
             description: `Configuration of flag "${input.key}" in "${environmentKey}" updated`,
@@ -645,9 +649,9 @@ class Reconciliation {
             .execute();
           await m.emit({
             type: 'flag.toggled',
-            projectId: this.projectId,
-            environmentId,
-            entity: { type: 'flag', id: flag.row.id },
+            project: this.state.project,
+            environment: { id: environmentId, key: environmentKey },
+            entity: { type: 'flag', id: flag.row.id, key: flag.row.key },
             child: { type: 'flag_environment_config', id: environmentId },
             changes: [{ property: 'IsEnabled', from: String(enabledBefore), to: String(enabled) }],
             description: `Flag "${input.key}" turned ${enabled ? 'on' : 'off'} in "${environmentKey}"`,
@@ -738,9 +742,9 @@ class Reconciliation {
       } else continue;
       await m.emit({
         type: `flag.rule.${action === 'create' ? 'created' : action === 'delete' ? 'deleted' : 'updated'}`,
-        projectId: this.projectId,
-        environmentId,
-        entity: { type: 'flag', id: flag.row.id },
+        project: this.state.project,
+        environment: { id: environmentId, key: environmentKey },
+        entity: { type: 'flag', id: flag.row.id, key: flag.row.key },
         child: { type: 'rule', id: ruleId },
         ...(changes ? { changes } : {}),
         description: `Rule ${priority} of flag "${input.key}" in "${environmentKey}" ${action === 'create' ? 'added' : action === 'delete' ? 'removed' : 'updated'}`,
@@ -782,7 +786,7 @@ class Reconciliation {
       if (this.m)
         await deleteUnlessReferenced(
           this.m,
-          { kind: 'segment', id: segment.id, key: segment.key, projectId: this.projectId },
+          { kind: 'segment', id: segment.id, key: segment.key, project: this.state.project },
           () => Promise.resolve(null),
         );
     }
@@ -876,8 +880,8 @@ export async function applyDocument(
         .catch(conflictOn('key', state.project.key, 'project'));
       await m.emit({
         type: 'project.created',
-        projectId: state.project.id,
-        entity: { type: 'project', id: state.project.id },
+        project: state.project,
+        entity: { type: 'project', id: state.project.id, key: state.project.key },
         description: `Project "${state.project.key}" created`,
       });
       return plan(state, m, true);

@@ -120,9 +120,9 @@ export function registerCopyConfigurationRoutes(app: App, services: Services): v
         }
         await m.touchFlag(flag, [target.id]);
         const event = {
-          projectId: project.id,
-          environmentId: target.id,
-          entity: { type: 'flag', id: flag.id },
+          project,
+          environment: target,
+          entity: { type: 'flag', id: flag.id, key: flag.key },
           child: { type: 'flag_environment_config', id: target.id },
         };
         if (before.is_enabled !== row.is_enabled)

@@ -239,9 +239,9 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
         );
         await m.emit({
           type: 'flag.environment_config.updated',
-          projectId: project.id,
-          environmentId: environment.id,
-          entity: { type: 'flag', id: flag.id },
+          project,
+          environment,
+          entity: { type: 'flag', id: flag.id, key: flag.key },
           child: { type: 'flag_environment_config', id: environment.id },
           changes: diffProperties(before, after),
           description: `Configuration of flag "${flag.key}" in "${environment.key}" updated`,
@@ -276,9 +276,9 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
         await m.touchFlag(flag, [environment.id]);
         await m.emit({
           type: 'flag.toggled',
-          projectId: project.id,
-          environmentId: environment.id,
-          entity: { type: 'flag', id: flag.id },
+          project,
+          environment,
+          entity: { type: 'flag', id: flag.id, key: flag.key },
           child: { type: 'flag_environment_config', id: environment.id },
           changes: [
             {

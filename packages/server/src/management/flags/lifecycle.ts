@@ -84,8 +84,8 @@ async function setArchived(
     await m.touchFlag(flag);
     await m.emit({
       type: archived ? 'flag.archived' : 'flag.restored',
-      projectId: project.id,
-      entity: { type: 'flag', id: flag.id },
+      project,
+      entity: { type: 'flag', id: flag.id, key: flag.key },
       changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
       description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'}${note}`,
     });
@@ -271,8 +271,8 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
         // Expiry never changes evaluation, so no environment is touched.
         await m.emit({
           type: 'flag.updated',
-          projectId: project.id,
-          entity: { type: 'flag', id: flag.id },
+          project,
+          entity: { type: 'flag', id: flag.id, key: flag.key },
           changes: [{ property: 'ExpiresAtUtc', from: flag.expires_at, to: null }],
           description: `Expiry of flag "${flag.key}" removed`,
         });

@@ -219,8 +219,8 @@ export function registerFlagRoutes(app: App, services: Services): void {
         m.touchEnvironments(environments.map((environment) => environment.id));
         await m.emit({
           type: 'flag.created',
-          projectId: project.id,
-          entity: { type: 'flag', id: row.id },
+          project,
+          entity: { type: 'flag', id: row.id, key: row.key },
           description: `Flag "${row.key}" created`,
           children: variationRows.map((variation) => ({ type: 'variation', id: variation.id })),
         });
@@ -361,8 +361,8 @@ export function registerFlagRoutes(app: App, services: Services): void {
         const { updatedAt: _b, ...after } = describe(row);
         await m.emit({
           type: 'flag.updated',
-          projectId: project.id,
-          entity: { type: 'flag', id: flag.id },
+          project,
+          entity: { type: 'flag', id: flag.id, key: flag.key },
           changes: diffProperties(before, after),
           description: `Flag "${flag.key}" updated`,
         });
@@ -383,7 +383,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
       await mutateAs(services, access, (m) =>
         deleteUnlessReferenced(
           m,
-          { kind: 'flag', id: flag.id, key: flag.key, projectId: project.id },
+          { kind: 'flag', id: flag.id, key: flag.key, project },
           async () => {
             const users = await prerequisiteUsers(m, project.id, flag.key);
             return users.length > 0

@@ -98,8 +98,8 @@ export function registerVariationRoutes(app: App, services: Services): void {
         await m.touchFlag(flag);
         await m.emit({
           type: 'flag.variation.created',
-          projectId: project.id,
-          entity: { type: 'flag', id: flag.id },
+          project,
+          entity: { type: 'flag', id: flag.id, key: flag.key },
           child: { type: 'variation', id: row.id },
           description: `Variation "${key}" added to flag "${flag.key}"`,
         });
@@ -153,8 +153,8 @@ export function registerVariationRoutes(app: App, services: Services): void {
         await m.touchFlag(flag);
         await m.emit({
           type: 'flag.variation.updated',
-          projectId: project.id,
-          entity: { type: 'flag', id: flag.id },
+          project,
+          entity: { type: 'flag', id: flag.id, key: flag.key },
           child: { type: 'variation', id: variation.id },
           changes: diffProperties(variationItem(variation), variationItem(updated)),
           description: `Variation "${variation.key}" of flag "${flag.key}" updated`,
@@ -211,8 +211,8 @@ export function registerVariationRoutes(app: App, services: Services): void {
         await m.touchFlag(flag);
         await m.emit({
           type: 'flag.variation.deleted',
-          projectId: project.id,
-          entity: { type: 'flag', id: flag.id },
+          project,
+          entity: { type: 'flag', id: flag.id, key: flag.key },
           child: { type: 'variation', id: variation.id },
           description: `Variation "${variation.key}" removed from flag "${flag.key}"`,
         });

@@ -120,7 +120,7 @@ export function registerInvitationRoutes(app: App, services: Services): void {
         await m.trx.insertInto('invitations').values(invitation).execute();
         await m.emit({
           type: 'invitation.created',
-          entity: { type: 'invitation', id: invitation.id },
+          entity: { type: 'invitation', id: invitation.id, key: null },
           description: `${email} invited as ${role}`,
         });
         return invitation;
@@ -196,7 +196,7 @@ export function registerInvitationRoutes(app: App, services: Services): void {
           });
         await m.emit({
           type: 'invitation.deleted',
-          entity: { type: 'invitation', id: row.id },
+          entity: { type: 'invitation', id: row.id, key: null },
           description: `Invitation of ${row.email} revoked`,
         });
       });
@@ -333,12 +333,12 @@ export function registerInvitationRoutes(app: App, services: Services): void {
             .execute();
           await m.emit({
             type: 'invitation.accepted',
-            entity: { type: 'invitation', id: invitation.id },
+            entity: { type: 'invitation', id: invitation.id, key: null },
             description: `Invitation of ${invitation.email} accepted`,
           });
           await m.emit({
             type: 'member.created',
-            entity: { type: 'member', id: userId },
+            entity: { type: 'member', id: userId, key: null },
             description: `${invitation.email} joined as ${invitation.role}`,
           });
           if (!caller)

@@ -133,6 +133,56 @@ describe.each(testDialects())('management event stream on %s', (dialect) => {
     expect(scoped.unread()).toEqual([]);
   });
 
+  it('an environment or project deletion keeps its keys; a renamed segment carries its new key', async () => {
+    const mine = await openFeed(url, 'acme', acme.token);
+    readers.push(mine);
+    await call(vexil, 'POST', '/api/v1/orgs/acme/projects', {
+      token: acme.token,
+      body: { key: 'short-lived', name: 'Short-lived', environments: [{ key: 'staging' }] },
+    });
+    expect(JSON.parse((await mine.next()).data)).toMatchObject({
+      type: 'project.created',
+      project: { key: 'short-lived' },
+      entity: { type: 'project', key: 'short-lived' },
+    });
+    expect(JSON.parse((await mine.next()).data)).toMatchObject({
+      type: 'environment.created',
+      environment: { key: 'staging' },
+      entity: { type: 'environment', key: 'staging' },
+    });
+    const project = '/api/v1/orgs/acme/projects/short-lived';
+    await call(vexil, 'POST', `${project}/segments`, {
+      token: acme.token,
+      body: { key: 'beta', name: 'Beta' },
+    });
+    expect(JSON.parse((await mine.next()).data)).toMatchObject({
+      type: 'segment.created',
+      entity: { key: 'beta' },
+    });
+    await call(vexil, 'PATCH', `${project}/segments/beta`, {
+      token: acme.token,
+      body: { key: 'gamma' },
+    });
+    expect(JSON.parse((await mine.next()).data)).toMatchObject({
+      type: 'segment.updated',
+      entity: { key: 'gamma' },
+    });
+    await call(vexil, 'DELETE', `${project}/environments/staging`, { token: acme.token });
+    expect(JSON.parse((await mine.next()).data)).toMatchObject({
+      type: 'environment.deleted',
+      project: { key: 'short-lived' },
+      environment: { key: 'staging' },
+      entity: { type: 'environment', key: 'staging' },
+    });
+    await call(vexil, 'DELETE', project, { token: acme.token });
+    expect(JSON.parse((await mine.next()).data)).toMatchObject({
+      type: 'project.deleted',
+      project: { key: 'short-lived' },
+      entity: { type: 'project', key: 'short-lived' },
+    });
+    expect(mine.unread()).toEqual([]);
+  });
+
   it('refuses without a credential, and from another organization', async () => {
     expect((await fetch(`${url}/api/v1/orgs/acme/events/stream`)).status).toBe(401);
     const foreign = await fetch(`${url}/api/v1/orgs/acme/events/stream`, {

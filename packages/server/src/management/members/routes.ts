@@ -180,7 +180,7 @@ export function registerMemberRoutes(app: App, services: Services): void {
         if (changes.length > 0)
           await m.emit({
             type: 'member.updated',
-            entity: { type: 'member', id: userId },
+            entity: { type: 'member', id: userId, key: null },
             changes,
             description: `Member ${before.email} updated`,
           });
@@ -207,7 +207,7 @@ export function registerMemberRoutes(app: App, services: Services): void {
           .execute();
         await m.emit({
           type: 'member.deleted',
-          entity: { type: 'member', id: userId },
+          entity: { type: 'member', id: userId, key: null },
           description: `Member ${member.email} (${member.role}) removed`,
         });
       });

@@ -150,7 +150,7 @@ export function registerOrgRoutes(app: App, services: Services): void {
         if (changes.length > 0) {
           await m.emit({
             type: 'organization.updated',
-            entity: { type: 'organization', id: access.org.id },
+            entity: { type: 'organization', id: access.org.id, key: updated.slug },
             changes,
             description: `Organization "${updated.slug}" updated`,
           });

@@ -124,12 +124,12 @@ export function registerProjectRoutes(app: App, services: Services): void {
           .catch(conflictOn('key', body.key, 'project'));
         await m.emit({
           type: 'project.created',
-          projectId: project.id,
-          entity: { type: 'project', id: project.id },
+          project,
+          entity: { type: 'project', id: project.id, key: project.key },
           description: `Project "${project.key}" created`,
         });
         for (const [index, environment] of environments.entries()) {
-          await insertEnvironment(m, project.id, {
+          await insertEnvironment(m, project, {
             key: environment.key,
             name: environment.name ?? null,
             color: environment.color ?? null,
@@ -200,8 +200,8 @@ export function registerProjectRoutes(app: App, services: Services): void {
           .executeTakeFirstOrThrow();
         await m.emit({
           type: 'project.updated',
-          projectId: project.id,
-          entity: { type: 'project', id: project.id },
+          project,
+          entity: { type: 'project', id: project.id, key: project.key },
           changes: diffProperties(
             { name: project.name, description: project.description },
             { name: updated.name, description: updated.description },
@@ -223,8 +223,8 @@ export function registerProjectRoutes(app: App, services: Services): void {
         // The event goes out first so that subscriptions this deletion disables still get it.
         await m.emit({
           type: 'project.deleted',
-          projectId: project.id,
-          entity: { type: 'project', id: project.id },
+          project,
+          entity: { type: 'project', id: project.id, key: project.key },
           description: `Project "${project.key}" deleted`,
         });
         await removeFromSubscriptionFilters(m, 'project_ids', project.id);

@@ -125,9 +125,9 @@ export function registerSdkKeyRoutes(app: App, services: Services): void {
         await m.trx.insertInto('sdk_keys').values(created).execute();
         await m.emit({
           type: 'sdk_key.created',
-          projectId: project.id,
-          environmentId: environment.id,
-          entity: { type: 'sdk_key', id: created.id },
+          project,
+          environment,
+          entity: { type: 'sdk_key', id: created.id, key: null },
           description: `${type} SDK key "${created.name}" created in "${environment.key}"`,
         });
         return created;
@@ -202,9 +202,9 @@ export function registerSdkKeyRoutes(app: App, services: Services): void {
           .execute();
         await m.emit({
           type: 'sdk_key.deleted',
-          projectId: project.id,
-          environmentId: environment.id,
-          entity: { type: 'sdk_key', id: row.id },
+          project,
+          environment,
+          entity: { type: 'sdk_key', id: row.id, key: null },
           description: `SDK key "${row.name}" revoked`,
         });
       });

@@ -61,7 +61,7 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
         });
         await m.emit({
           type: 'api_token.created',
-          entity: { type: 'api_token', id: issued.row.id },
+          entity: { type: 'api_token', id: issued.row.id, key: null },
           description: `Service token "${request.body.name}" (${role}) created`,
         });
         return issued;
@@ -122,7 +122,7 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
           );
         await m.emit({
           type: 'api_token.deleted',
-          entity: { type: 'api_token', id: row.id },
+          entity: { type: 'api_token', id: row.id, key: null },
           description: `Service token "${row.name}" revoked`,
         });
       });

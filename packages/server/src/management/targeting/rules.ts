@@ -3,7 +3,12 @@ import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
 import type { Mutation } from '../../db/mutate.js';
 import type { Role, RulesTable } from '../../db/schema.js';
-import { diffProperties, type EventType, type PropertyChange } from '../../events/types.js';
+import {
+  diffProperties,
+  type EventType,
+  type KeyedRef,
+  type PropertyChange,
+} from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs } from '../access.js';
@@ -37,15 +42,15 @@ function ruleActions(role: Role, flag: FlagRow) {
 async function recordChange(
   m: Mutation,
   type: Extract<EventType, `flag.rule.${string}`>,
-  context: { projectId: string; environmentId: string; flagId: string; ruleId: string },
+  context: { project: KeyedRef; environment: KeyedRef; flag: KeyedRef; ruleId: string },
   description: string,
   changes?: PropertyChange[],
 ): Promise<void> {
   await m.emit({
     type,
-    projectId: context.projectId,
-    environmentId: context.environmentId,
-    entity: { type: 'flag', id: context.flagId },
+    project: context.project,
+    environment: context.environment,
+    entity: { type: 'flag', id: context.flag.id, key: context.flag.key },
     child: { type: 'rule', id: context.ruleId },
     ...(changes ? { changes } : {}),
     description,
@@ -88,7 +93,7 @@ async function updateRule(
     await recordChange(
       m,
       'flag.rule.updated',
-      { projectId: project.id, environmentId: environment.id, flagId: flag.id, ruleId: rule.id },
+      { project, environment, flag, ruleId: rule.id },
       `Rule ${rule.priority} of flag "${flag.key}" in "${environment.key}" updated`,
       diffProperties(before, ruleItem(updated)),
     );
@@ -147,7 +152,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
         await recordChange(
           m,
           'flag.rule.created',
-          { projectId: project.id, environmentId: environment.id, flagId: flag.id, ruleId: row.id },
+          { project, environment, flag, ruleId: row.id },
           `Rule ${row.priority} added to flag "${flag.key}" in "${environment.key}"`,
         );
         return row.id;
@@ -259,12 +264,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
         await recordChange(
           m,
           'flag.rule.deleted',
-          {
-            projectId: project.id,
-            environmentId: environment.id,
-            flagId: flag.id,
-            ruleId: rule.id,
-          },
+          { project, environment, flag, ruleId: rule.id },
           `Rule ${rule.priority} removed from flag "${flag.key}" in "${environment.key}"`,
         );
       });
@@ -316,7 +316,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
           await recordChange(
             m,
             'flag.rule.updated',
-            { projectId: project.id, environmentId: environment.id, flagId: flag.id, ruleId: id },
+            { project, environment, flag, ruleId: id },
             `Rule moved from priority ${from} to ${to} in flag "${flag.key}" in "${environment.key}"`,
             [{ property: 'Priority', from: String(from), to: String(to) }],
           );

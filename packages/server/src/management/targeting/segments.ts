@@ -202,8 +202,8 @@ export function registerSegmentRoutes(app: App, services: Services): void {
         await m.touchProject(project.id);
         await m.emit({
           type: 'segment.created',
-          projectId: project.id,
-          entity: { type: 'segment', id: segment.id },
+          project,
+          entity: { type: 'segment', id: segment.id, key: segment.key },
           description: `Segment "${segment.key}" created`,
         });
         return segment;
@@ -320,8 +320,8 @@ export function registerSegmentRoutes(app: App, services: Services): void {
         await m.touchProject(project.id);
         await m.emit({
           type: 'segment.updated',
-          projectId: project.id,
-          entity: { type: 'segment', id: segment.id },
+          project,
+          entity: { type: 'segment', id: segment.id, key: updated.key },
           changes: diffProperties(definition(segment), definition(updated)),
           description: `Segment "${updated.key}" updated`,
         });
@@ -340,7 +340,7 @@ export function registerSegmentRoutes(app: App, services: Services): void {
       await mutateAs(services, access, (m) =>
         deleteUnlessReferenced(
           m,
-          { kind: 'segment', id: segment.id, key: segment.key, projectId: project.id },
+          { kind: 'segment', id: segment.id, key: segment.key, project },
           async () => {
             const users = await segmentUsers(m.trx, segment.id);
             if (users.length === 0) return null;
