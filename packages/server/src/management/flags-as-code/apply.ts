@@ -15,7 +15,8 @@ import { deleteUnlessReferenced } from '../deletion.js';
 import { insertEnvironment } from '../environments/queries.js';
 import { defaultOffVariation, initialConfiguration } from '../flags/configuration.js';
 import { storedMetadata } from '../flags/queries.js';
-import { requestedRollout } from '../targeting/rule-schemas.js';
+import { deleteRule, insertRule, recordRuleChange, updateRule } from '../targeting/rule-queries.js';
+import { NO_ROLLOUT, requestedRollout } from '../targeting/rule-schemas.js';
 import type {
   DocumentCondition,
   DocumentEnvironment,
@@ -704,7 +705,7 @@ class Reconciliation {
       const values = wanted && {
         description: wanted.description ?? null,
         variation_id: rules.variationIds.get(wanted.variation) ?? '',
-        ...requestedRollout({ rolloutWeight: wanted.rolloutWeight ?? null }),
+        ...(requestedRollout({ rolloutWeight: wanted.rolloutWeight ?? null }) ?? NO_ROLLOUT),
         segment_id: wanted.segment ? (this.segmentIds.get(wanted.segment) ?? null) : null,
         condition_groups: JSON.stringify(
           (wanted.conditionGroups ?? []).map((group): StoredConditionGroup => ({
@@ -713,38 +714,25 @@ class Reconciliation {
             conditions: storedConditions(group.conditions),
           })),
         ),
-        updated_at: m.now,
       };
       let ruleId: string;
       if (stored && values) {
         ruleId = stored.id;
-        await m.trx.updateTable('rules').set(values).where('id', '=', stored.id).execute();
+        await updateRule(m, stored.id, values);
       } else if (values) {
-        ruleId = uuid();
-        await m.trx
-          .insertInto('rules')
-          .values({
-            id: ruleId,
-            flag_id: flag.row.id,
-            environment_id: environmentId,
-            priority,
-            created_at: m.now,
-            ...values,
-          })
-          .execute();
+        const target = { flagId: flag.row.id, environmentId, priority };
+        ruleId = (await insertRule(m, target, values)).id;
       } else if (stored) {
         ruleId = stored.id;
-        await m.trx.deleteFrom('rules').where('id', '=', stored.id).execute();
+        await deleteRule(m, stored);
       } else continue;
-      await m.emit({
-        type: `flag.rule.${action === 'create' ? 'created' : action === 'delete' ? 'deleted' : 'updated'}`,
-        projectId: this.projectId,
-        environmentId,
-        entity: { type: 'flag', id: flag.row.id },
-        child: { type: 'rule', id: ruleId },
-        ...(changes ? { changes } : {}),
-        description: `Rule ${priority} of flag "${input.key}" in "${environmentKey}" ${action === 'create' ? 'added' : action === 'delete' ? 'removed' : 'updated'}`,
-      });
+      await recordRuleChange(
+        m,
+        `flag.rule.${action === 'create' ? 'created' : action === 'delete' ? 'deleted' : 'updated'}`,
+        { projectId: this.projectId, environmentId, flagId: flag.row.id, ruleId },
+        `Rule ${priority} of flag "${input.key}" in "${environmentKey}" ${action === 'create' ? 'added' : action === 'delete' ? 'removed' : 'updated'}`,
+        changes,
+      );
     }
   }
 

@@ -1,4 +1,8 @@
 import type { Static } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import type { Mutation } from '../../db/mutate.js';
+import type { RulesTable } from '../../db/schema.js';
+import type { EventType, PropertyChange } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import type { FlagRow } from '../flags/queries.js';
@@ -66,4 +70,85 @@ export async function checkReferences(
 /** Reads a rule back after a change (spec: endpoint rule 3). */
 export async function readRule(services: Services, id: string): Promise<RuleRow> {
   return services.db.selectFrom('rules').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+/**
+ * A rule's own columns, as a create writes them and an update may change them: every column of a
+ * rule a request or a flags-as-code document decides, so that both write the same set.
+ */
+export type RuleValues = Pick<
+  RulesTable,
+  | 'description'
+  | 'variation_id'
+  | 'rollout_percentage'
+  | 'rollout_weight'
+  | 'segment_id'
+  | 'condition_groups'
+>;
+
+/** Inserts a rule of the flag in the environment at `priority` (the caller touched the flag). */
+export async function insertRule(
+  m: Mutation,
+  target: { flagId: string; environmentId: string; priority: number },
+  values: RuleValues,
+): Promise<RulesTable> {
+  const row: RulesTable = {
+    id: uuid(),
+    flag_id: target.flagId,
+    environment_id: target.environmentId,
+    priority: target.priority,
+    ...values,
+    created_at: m.now,
+    updated_at: m.now,
+  };
+  await m.trx.insertInto('rules').values(row).execute();
+  return row;
+}
+
+/** Updates a rule's columns named in `values` and returns the rule as stored. */
+export function updateRule(
+  m: Mutation,
+  ruleId: string,
+  values: Partial<RuleValues>,
+): Promise<RuleRow> {
+  return m.trx
+    .updateTable('rules')
+    .set({ ...values, updated_at: m.now })
+    .where('id', '=', ruleId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Deletes a rule and closes the gap, so that priorities stay 1..n in evaluation order. */
+export async function deleteRule(
+  m: Mutation,
+  rule: Pick<RuleRow, 'id' | 'flag_id' | 'environment_id' | 'priority'>,
+): Promise<void> {
+  await m.trx.deleteFrom('rules').where('id', '=', rule.id).execute();
+  await m.trx
+    .updateTable('rules')
+    .set((eb) => ({ priority: eb('priority', '-', 1) }))
+    .where('flag_id', '=', rule.flag_id)
+    .where('environment_id', '=', rule.environment_id)
+    .where('priority', '>', rule.priority)
+    .execute();
+}
+
+/** Emits a rule change (the flag and environment were touched first: `m.touchFlag`). */
+export async function recordRuleChange(
+  m: Mutation,
+  type: Extract<EventType, `flag.rule.${string}`>,
+  context: { projectId: string; environmentId: string; flagId: string; ruleId: string },
+  description: string,
+  changes?: PropertyChange[],
+): Promise<void> {
+  await m.emit({
+    type,
+    projectId: context.projectId,
+    environmentId: context.environmentId,
+    entity: { type: 'flag', id: context.flagId },
+    child: { type: 'rule', id: context.ruleId },
+    ...(changes ? { changes } : {}),
+    description,
+  });
 }
