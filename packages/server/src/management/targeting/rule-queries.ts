@@ -73,17 +73,13 @@ export async function readRule(services: Services, id: string): Promise<RuleRow>
 }
 
 /**
- * A rule's own columns, as a create writes them and an update may change them: every column of a
- * rule a request or a flags-as-code document decides, so that both write the same set.
+ * A rule's own columns, as a create writes them and an update may change them: every column but
+ * its identity, place and timestamps. A column added to `rules` becomes required here, so every
+ * writer of rules (the routes, flags-as-code apply) has to say what it stores.
  */
-export type RuleValues = Pick<
+export type RuleValues = Omit<
   RulesTable,
-  | 'description'
-  | 'variation_id'
-  | 'rollout_percentage'
-  | 'rollout_weight'
-  | 'segment_id'
-  | 'condition_groups'
+  'id' | 'flag_id' | 'environment_id' | 'priority' | 'created_at' | 'updated_at'
 >;
 
 /** Inserts a rule of the flag in the environment at `priority` (the caller touched the flag). */
