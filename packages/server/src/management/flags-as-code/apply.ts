@@ -1,20 +1,22 @@
-import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import { mutate, type Mutation } from '../../db/mutate.js';
 import { conflictOn } from '../../db/unique.js';
-import type {
-  ProjectsTable,
-  StoredCondition,
-  StoredConditionGroup,
-  VariationsTable,
-} from '../../db/schema.js';
+import type { ProjectsTable, StoredCondition, StoredConditionGroup } from '../../db/schema.js';
 import { diffProperties, type Actor, type PropertyChange } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { deleteUnlessReferenced } from '../deletion.js';
 import { insertEnvironment } from '../environments/queries.js';
-import { defaultOffVariation, initialConfiguration } from '../flags/configuration.js';
-import { storedMetadata } from '../flags/queries.js';
+import { defaultOffVariation } from '../flags/configuration.js';
+import {
+  deleteVariation,
+  insertFlag,
+  insertVariation,
+  setFlagArchived,
+  storedMetadata,
+  updateFlag,
+  updateVariation,
+} from '../flags/queries.js';
 import { deleteRule, insertRule, recordRuleChange, updateRule } from '../targeting/rule-queries.js';
 import { NO_ROLLOUT, requestedRollout } from '../targeting/rule-schemas.js';
 import type {
@@ -127,6 +129,9 @@ function flagFields(f: DocumentFlag, withSalt: boolean) {
     ...(withSalt ? { salt: f.salt } : {}),
   };
 }
+
+/** How the events of an archive or restore by an apply end their description. */
+const APPLIED = ' (applied from a document)';
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
@@ -293,7 +298,7 @@ class Reconciliation {
     if (!existing) {
       this.changes.push({ action: 'create', kind: 'flag', path, key: input.key });
       if (!this.m) return;
-      const created = await this.createFlag(input);
+      const created = await this.createFlagFrom(input);
       await this.configure(input, path, created, false);
       return;
     }
@@ -305,7 +310,7 @@ class Reconciliation {
     );
     if (changes.length > 0) {
       this.changes.push({ action: 'update', kind: 'flag', path, key: input.key, changes });
-      if (this.m) await this.updateFlag(input, existing, changes);
+      if (this.m) await this.updateFlagFrom(input, existing, changes);
     }
     const archived = input.archived ?? false;
     if (archived !== before.archived) {
@@ -315,97 +320,56 @@ class Reconciliation {
         path: `${path}.archived`,
         key: input.key,
       });
-      if (this.m) await this.setArchived(this.m, existing.row, archived);
+      if (this.m) await setFlagArchived(this.m, existing.row, archived, APPLIED);
     }
     const removed = await this.variations(input, path, existing);
     await this.configure(input, path, existing, true);
     if (this.m) {
-      for (const variation of removed) {
-        await this.m.trx.deleteFrom('variations').where('id', '=', variation.id).execute();
-        await this.m.touchFlag(existing.row);
-        await this.m.emit({
-          type: 'flag.variation.deleted',
-          projectId: this.projectId,
-          entity: { type: 'flag', id: existing.row.id },
-          child: { type: 'variation', id: variation.id },
-          description: `Variation "${variation.key}" removed from flag "${input.key}"`,
-        });
-      }
+      for (const variation of removed) await deleteVariation(this.m, existing.row, variation);
     }
   }
 
   /** Inserts a new flag, its variations and its initial configuration in every environment. */
-  private async createFlag(input: DocumentFlag): Promise<FlagState> {
+  private async createFlagFrom(input: DocumentFlag): Promise<FlagState> {
     const m = this.m;
-    if (!m) throw new Error('createFlag without a mutation');
+    if (!m) throw new Error('createFlagFrom without a mutation');
     const fields = flagFields(input, false);
-    const row = {
-      id: uuid(),
-      project_id: this.projectId,
-      key: input.key,
-      name: fields.name,
-      description: fields.description,
-      type: input.type,
-      is_archived: input.archived ? 1 : 0,
-      client_side_visible: fields.clientSideVisible ? 1 : 0,
-      tags: JSON.stringify(fields.tags),
-      metadata: JSON.stringify(fields.metadata),
-      expires_at: fields.expiresAtUtc,
-      owner_user_id: null,
-      removal_pr_url: fields.removalPrUrl,
-      is_permanent: fields.permanent ? 1 : 0,
-      salt: input.salt ?? randomBytes(8).toString('hex'),
-      version: 1,
-      created_at: m.now,
-      updated_at: m.now,
-    };
-    // A flag created meanwhile by another request is a 409, not a 500.
-    await m.trx
-      .insertInto('flags')
-      .values(row)
-      .execute()
-      .catch(conflictOn('key', row.key, 'flag'));
-    const variations: VariationsTable[] = input.variations.map((v, sortOrder) => ({
-      id: uuid(),
-      flag_id: row.id,
-      key: v.key,
-      name: v.name ?? null,
-      value: v.value,
-      description: v.description ?? null,
-      sort_order: sortOrder,
-      created_at: m.now,
-    }));
-    await m.trx.insertInto('variations').values(variations).execute();
-    const [first] = variations;
-    const off = defaultOffVariation(input.type, variations) ?? first;
-    if (!first || !off) throw new Error('flag without variations (the schema requires one)');
-    const environments = await m.trx
-      .selectFrom('environments')
-      .select('id')
-      .where('project_id', '=', this.projectId)
-      .execute();
-    const configurations = environments.map((e) =>
-      initialConfiguration(row.id, e.id, first.id, off.id, m.now),
+    const created = await insertFlag(
+      m,
+      {
+        project_id: this.projectId,
+        key: input.key,
+        name: fields.name,
+        description: fields.description,
+        type: input.type,
+        is_archived: input.archived ? 1 : 0,
+        client_side_visible: fields.clientSideVisible ? 1 : 0,
+        tags: JSON.stringify(fields.tags),
+        metadata: JSON.stringify(fields.metadata),
+        expires_at: fields.expiresAtUtc,
+        owner_user_id: null,
+        removal_pr_url: fields.removalPrUrl,
+        is_permanent: fields.permanent ? 1 : 0,
+        salt: input.salt,
+      },
+      input.variations.map((v) => ({
+        key: v.key,
+        name: v.name ?? null,
+        value: v.value,
+        description: v.description ?? null,
+      })),
+      // The schema requires a variation.
+      defaultOffVariation(input.type, input.variations)?.key ?? '',
     );
-    if (configurations.length > 0)
-      await m.trx.insertInto('flag_environments').values(configurations).execute();
-    m.touchEnvironments(environments.map((e) => e.id));
-    await m.emit({
-      type: 'flag.created',
-      projectId: this.projectId,
-      entity: { type: 'flag', id: row.id },
-      description: `Flag "${row.key}" created`,
-      children: variations.map((v) => ({ type: 'variation', id: v.id })),
-    });
     return {
-      row,
-      variations,
-      configurations: new Map(configurations.map((c) => [c.environment_id, c])),
+      row: created.row,
+      variations: created.variations,
+      configurations: new Map(created.configurations.map((c) => [c.environment_id, c])),
       rules: new Map(),
     };
   }
 
-  private async updateFlag(
+  private async updateFlagFrom(
     input: DocumentFlag,
     existing: FlagState,
     changes: PropertyChange[],
@@ -413,22 +377,17 @@ class Reconciliation {
     const m = this.m;
     if (!m) return;
     const fields = flagFields(input, true);
-    await m.trx
-      .updateTable('flags')
-      .set({
-        name: fields.name,
-        description: fields.description,
-        client_side_visible: fields.clientSideVisible ? 1 : 0,
-        is_permanent: fields.permanent ? 1 : 0,
-        tags: JSON.stringify(fields.tags),
-        metadata: JSON.stringify(fields.metadata),
-        expires_at: fields.expiresAtUtc,
-        removal_pr_url: fields.removalPrUrl,
-        ...(input.salt !== undefined ? { salt: input.salt } : {}),
-        updated_at: m.now,
-      })
-      .where('id', '=', existing.row.id)
-      .execute();
+    await updateFlag(m, existing.row.id, {
+      name: fields.name,
+      description: fields.description,
+      client_side_visible: fields.clientSideVisible ? 1 : 0,
+      is_permanent: fields.permanent ? 1 : 0,
+      tags: JSON.stringify(fields.tags),
+      metadata: JSON.stringify(fields.metadata),
+      expires_at: fields.expiresAtUtc,
+      removal_pr_url: fields.removalPrUrl,
+      ...(input.salt !== undefined ? { salt: input.salt } : {}),
+    });
     await m.emit({
       type: 'flag.updated',
       projectId: this.projectId,
@@ -439,26 +398,6 @@ class Reconciliation {
     // Of these members, SDKs receive client visibility, metadata and (through bucketing) the salt.
     if (changes.some((c) => ['ClientSideVisible', 'Metadata', 'Salt'].includes(c.property)))
       await m.touchFlag(existing.row);
-  }
-
-  private async setArchived(
-    m: Mutation,
-    flag: { id: string; key: string; project_id: string },
-    archived: boolean,
-  ): Promise<void> {
-    await m.trx
-      .updateTable('flags')
-      .set({ is_archived: archived ? 1 : 0, updated_at: m.now })
-      .where('id', '=', flag.id)
-      .execute();
-    await m.touchFlag(flag);
-    await m.emit({
-      type: archived ? 'flag.archived' : 'flag.restored',
-      projectId: this.projectId,
-      entity: { type: 'flag', id: flag.id },
-      changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
-      description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'} (applied from a document)`,
-    });
   }
 
   /**
@@ -480,26 +419,8 @@ class Reconciliation {
       if (!stored) {
         this.changes.push({ action: 'create', kind: 'variation', path: at, key });
         if (!m) continue;
-        const row: VariationsTable = {
-          id: uuid(),
-          flag_id: existing.row.id,
-          key: variation.key,
-          name: wanted.name,
-          value: wanted.value,
-          description: wanted.description,
-          sort_order: sortOrder,
-          created_at: m.now,
-        };
-        await m.trx.insertInto('variations').values(row).execute();
+        const row = await insertVariation(m, existing.row, { key: variation.key, ...wanted });
         existing.variations.push(row);
-        await m.touchFlag(existing.row);
-        await m.emit({
-          type: 'flag.variation.created',
-          projectId: this.projectId,
-          entity: { type: 'flag', id: existing.row.id },
-          child: { type: 'variation', id: row.id },
-          description: `Variation "${variation.key}" added to flag "${input.key}"`,
-        });
         continue;
       }
       const changes = diffProperties(
@@ -514,25 +435,14 @@ class Reconciliation {
       if (changes.length === 0) continue;
       this.changes.push({ action: 'update', kind: 'variation', path: at, key, changes });
       if (!m) continue;
-      await m.trx
-        .updateTable('variations')
-        .set({
-          name: wanted.name,
-          value: wanted.value,
-          description: wanted.description,
-          sort_order: sortOrder,
-        })
-        .where('id', '=', stored.id)
-        .execute();
-      await m.touchFlag(existing.row);
-      await m.emit({
-        type: 'flag.variation.updated',
-        projectId: this.projectId,
-        entity: { type: 'flag', id: existing.row.id },
-        child: { type: 'variation', id: stored.id },
+      const { name, value, description } = wanted;
+      await updateVariation(
+        m,
+        existing.row,
+        stored,
+        { name, value, description, sort_order: sortOrder },
         changes,
-        description: `Variation "${variation.key}" of flag "${input.key}" updated`,
-      });
+      );
     }
     const kept = new Set(input.variations.map((v) => v.key));
     const removed = existing.variations.filter((v) => !kept.has(v.key));
@@ -740,7 +650,7 @@ class Reconciliation {
     for (const flag of this.state.flags) {
       if (documented.has(flag.row.key) || flag.row.is_archived === 1) continue;
       this.changes.push({ action: 'archive', kind: 'flag', path: flag.row.key, key: flag.row.key });
-      if (this.m) await this.setArchived(this.m, flag.row, true);
+      if (this.m) await setFlagArchived(this.m, flag.row, true, APPLIED);
     }
   }
 

@@ -1,5 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import type { FlagMetadata } from '@vexil/engine';
 import type { Selectable } from 'kysely';
+import { v7 as uuid } from 'uuid';
+import type { Mutation } from '../../db/mutate.js';
 import type {
   FlagEnvironmentsTable,
   FlagsTable,
@@ -7,10 +10,13 @@ import type {
   Role,
   VariationsTable,
 } from '../../db/schema.js';
+import { conflictOn } from '../../db/unique.js';
+import type { PropertyChange } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { invalidField } from '../../http/errors.js';
 import { isUuid, notFound, type OrgAccess } from '../access.js';
 import { actionsFor } from '../actions.js';
+import { initialConfiguration } from './configuration.js';
 
 export type FlagRow = Selectable<FlagsTable>;
 
@@ -185,4 +191,213 @@ export async function flagDetail(services: Services, role: Role, flag: FlagRow) 
     isPermanent,
     _actions: flagActions(role, flag),
   };
+}
+
+/** The flag a write to its variations or configuration names in its events and touches. */
+type FlagRef = Pick<FlagRow, 'id' | 'key' | 'project_id'>;
+
+/** A variation as a create or an update writes it. */
+export interface VariationInput {
+  key: string;
+  name: string | null;
+  value: string;
+  description: string | null;
+  sortOrder: number;
+}
+
+/** Inserts a variation of the flag, touches the flag and emits `flag.variation.created`. */
+export async function insertVariation(
+  m: Mutation,
+  flag: FlagRef,
+  input: VariationInput,
+): Promise<VariationsTable> {
+  const row: VariationsTable = {
+    id: uuid(),
+    flag_id: flag.id,
+    key: input.key,
+    name: input.name,
+    value: input.value,
+    description: input.description,
+    sort_order: input.sortOrder,
+    created_at: m.now,
+  };
+  await m.trx
+    .insertInto('variations')
+    .values(row)
+    .execute()
+    .catch(conflictOn('key', input.key, 'variation'));
+  await m.touchFlag(flag);
+  await m.emit({
+    type: 'flag.variation.created',
+    projectId: flag.project_id,
+    entity: { type: 'flag', id: flag.id },
+    child: { type: 'variation', id: row.id },
+    description: `Variation "${input.key}" added to flag "${flag.key}"`,
+  });
+  return row;
+}
+
+/**
+ * Updates the members of a variation named in `values`, touches the flag and emits
+ * `flag.variation.updated` with `changes` (the caller's description of the change). Returns the
+ * variation as stored.
+ */
+export async function updateVariation(
+  m: Mutation,
+  flag: FlagRef,
+  variation: Pick<VariationsTable, 'id' | 'key'>,
+  values: Partial<Pick<VariationsTable, 'name' | 'value' | 'description' | 'sort_order'>>,
+  changes: PropertyChange[],
+): Promise<Selectable<VariationsTable>> {
+  const updated = await m.trx
+    .updateTable('variations')
+    .set(values)
+    .where('id', '=', variation.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await m.touchFlag(flag);
+  await m.emit({
+    type: 'flag.variation.updated',
+    projectId: flag.project_id,
+    entity: { type: 'flag', id: flag.id },
+    child: { type: 'variation', id: variation.id },
+    changes,
+    description: `Variation "${variation.key}" of flag "${flag.key}" updated`,
+  });
+  return updated;
+}
+
+/** Deletes a variation, touches the flag and emits `flag.variation.deleted`. */
+export async function deleteVariation(
+  m: Mutation,
+  flag: FlagRef,
+  variation: Pick<VariationsTable, 'id' | 'key'>,
+): Promise<void> {
+  await m.trx.deleteFrom('variations').where('id', '=', variation.id).execute();
+  await m.touchFlag(flag);
+  await m.emit({
+    type: 'flag.variation.deleted',
+    projectId: flag.project_id,
+    entity: { type: 'flag', id: flag.id },
+    child: { type: 'variation', id: variation.id },
+    description: `Variation "${variation.key}" removed from flag "${flag.key}"`,
+  });
+}
+
+/** A new flag's own columns: its id, version and timestamps are the insert's, its salt random unless given. */
+export type NewFlag = Omit<FlagsTable, 'id' | 'salt' | 'version' | 'created_at' | 'updated_at'> & {
+  salt?: string | undefined;
+};
+
+/**
+ * Inserts a flag with its variations (in the order given) and its initial configuration in every
+ * environment of its project, serving the first variation when on and `offVariationKey` when
+ * off; touches those environments and emits `flag.created`.
+ * @throws ApiError 409 `conflict` on `key` when the project has a flag of that key.
+ */
+export async function insertFlag(
+  m: Mutation,
+  flag: NewFlag,
+  variations: readonly Omit<VariationInput, 'sortOrder'>[],
+  offVariationKey: string,
+): Promise<{
+  row: FlagsTable;
+  variations: VariationsTable[];
+  configurations: FlagEnvironmentsTable[];
+}> {
+  const row: FlagsTable = {
+    ...flag,
+    id: uuid(),
+    salt: flag.salt ?? randomBytes(8).toString('hex'),
+    version: 1,
+    created_at: m.now,
+    updated_at: m.now,
+  };
+  // A flag created meanwhile by another request is a 409, not a 500.
+  await m.trx
+    .insertInto('flags')
+    .values(row)
+    .execute()
+    .catch(conflictOn('key', row.key, 'flag'));
+  const variationRows: VariationsTable[] = variations.map((variation, index) => ({
+    id: uuid(),
+    flag_id: row.id,
+    key: variation.key,
+    name: variation.name,
+    value: variation.value,
+    description: variation.description,
+    sort_order: index,
+    created_at: m.now,
+  }));
+  await m.trx.insertInto('variations').values(variationRows).execute();
+  const environments = await m.trx
+    .selectFrom('environments')
+    .select('id')
+    .where('project_id', '=', row.project_id)
+    .execute();
+  const [defaultVariation] = variationRows;
+  const offVariation = variationRows.find((variation) => variation.key === offVariationKey);
+  // Callers check both first: there is at least one variation, and the off variation's key is one
+  // of them.
+  if (!defaultVariation || !offVariation) throw new Error('flag create: variations unchecked');
+  const configurations = environments.map((environment) =>
+    initialConfiguration(row.id, environment.id, defaultVariation.id, offVariation.id, m.now),
+  );
+  if (configurations.length > 0)
+    await m.trx.insertInto('flag_environments').values(configurations).execute();
+  m.touchEnvironments(environments.map((environment) => environment.id));
+  await m.emit({
+    type: 'flag.created',
+    projectId: row.project_id,
+    entity: { type: 'flag', id: row.id },
+    description: `Flag "${row.key}" created`,
+    children: variationRows.map((variation) => ({ type: 'variation', id: variation.id })),
+  });
+  return { row, variations: variationRows, configurations };
+}
+
+/**
+ * Updates the flag's members named in `values` and returns the flag as stored. The caller emits
+ * `flag.updated` with its description of the change, and touches the flag when the change
+ * reaches SDKs.
+ */
+export function updateFlag(
+  m: Mutation,
+  flagId: string,
+  values: Partial<
+    Omit<FlagsTable, 'id' | 'project_id' | 'key' | 'type' | 'version' | 'created_at' | 'updated_at'>
+  >,
+): Promise<FlagRow> {
+  return m.trx
+    .updateTable('flags')
+    .set({ ...values, updated_at: m.now })
+    .where('id', '=', flagId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Archives or restores a flag: archived flags leave every environment's SDK configuration and
+ * client evaluations (their keys stay reserved). Touches the flag and emits `flag.archived` or
+ * `flag.restored`, its description ending with `note`.
+ */
+export async function setFlagArchived(
+  m: Mutation,
+  flag: FlagRef,
+  archived: boolean,
+  note = '',
+): Promise<void> {
+  await m.trx
+    .updateTable('flags')
+    .set({ is_archived: archived ? 1 : 0, updated_at: m.now })
+    .where('id', '=', flag.id)
+    .execute();
+  await m.touchFlag(flag);
+  await m.emit({
+    type: archived ? 'flag.archived' : 'flag.restored',
+    projectId: flag.project_id,
+    entity: { type: 'flag', id: flag.id },
+    changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
+    description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'}${note}`,
+  });
 }
