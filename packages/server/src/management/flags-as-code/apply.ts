@@ -13,8 +13,10 @@ import {
   insertFlag,
   insertVariation,
   setFlagArchived,
+  setFlagEnabled,
   storedMetadata,
   updateFlag,
+  updateFlagConfiguration,
   updateVariation,
 } from '../flags/queries.js';
 import { deleteRule, insertRule, recordRuleChange, updateRule } from '../targeting/rule-queries.js';
@@ -488,9 +490,6 @@ class Reconciliation {
       const { enabled, rules: wantedRules, ...settings } = wanted;
       const settingChanges = diffProperties(settingsBefore, settings);
       const m = this.m;
-      const touch = async () => {
-        if (m) await m.touchFlag(flag.row, [environmentId]);
-      };
       if (settingChanges.length > 0) {
         if (record)
           this.changes.push({
@@ -501,31 +500,25 @@ class Reconciliation {
             changes: settingChanges,
           });
         if (m) {
-          await touch();
+          await m.touchFlag(flag.row, [environmentId]);
           const id = (key: string) => variationIds.get(key) ?? '';
-          await m.trx
-            .updateTable('flag_environments')
-            .set({
-              default_variation_id: id(wanted.defaultVariation),
-              off_variation_id: id(wanted.offVariation),
-              strategy: wanted.strategy ?? 'SingleVariation',
-              rollout: JSON.stringify(
-                (wanted.rollout ?? []).map((w) => ({
-                  variationId: id(w.variation),
-                  weight: w.weight,
-                })),
-              ),
-              prerequisites: JSON.stringify(
-                (wanted.prerequisites ?? []).map((p) => ({
-                  prerequisiteFlagKey: p.flag,
-                  expectedVariationKey: p.variation,
-                })),
-              ),
-              updated_at: m.now,
-            })
-            .where('flag_id', '=', flag.row.id)
-            .where('environment_id', '=', environmentId)
-            .execute();
+          await updateFlagConfiguration(m, flag.row.id, environmentId, {
+            default_variation_id: id(wanted.defaultVariation),
+            off_variation_id: id(wanted.offVariation),
+            strategy: wanted.strategy ?? 'SingleVariation',
+            rollout: JSON.stringify(
+              (wanted.rollout ?? []).map((w) => ({
+                variationId: id(w.variation),
+                weight: w.weight,
+              })),
+            ),
+            prerequisites: JSON.stringify(
+              (wanted.prerequisites ?? []).map((p) => ({
+                prerequisiteFlagKey: p.flag,
+                expectedVariationKey: p.variation,
+              })),
+            ),
+          });
           await m.emit({
             type: 'flag.environment_config.updated',
             projectId: this.projectId,
@@ -546,24 +539,13 @@ class Reconciliation {
             key: `${input.key}@${environmentKey}`,
             changes: [{ property: 'IsEnabled', from: String(enabledBefore), to: String(enabled) }],
           });
-        if (m) {
-          await touch();
-          await m.trx
-            .updateTable('flag_environments')
-            .set({ is_enabled: enabled ? 1 : 0, updated_at: m.now })
-            .where('flag_id', '=', flag.row.id)
-            .where('environment_id', '=', environmentId)
-            .execute();
-          await m.emit({
-            type: 'flag.toggled',
-            projectId: this.projectId,
-            environmentId,
-            entity: { type: 'flag', id: flag.row.id },
-            child: { type: 'flag_environment_config', id: environmentId },
-            changes: [{ property: 'IsEnabled', from: String(enabledBefore), to: String(enabled) }],
-            description: `Flag "${input.key}" turned ${enabled ? 'on' : 'off'} in "${environmentKey}"`,
-          });
-        }
+        if (m)
+          await setFlagEnabled(
+            m,
+            flag.row,
+            { id: environmentId, key: environmentKey },
+            { from: enabledBefore, to: enabled },
+          );
       }
       await this.rules(input, at, flag, environmentId, environmentKey, {
         before: rulesBefore ?? [],

@@ -401,3 +401,43 @@ export async function setFlagArchived(
     description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'}${note}`,
   });
 }
+
+/**
+ * Updates the members of the flag's configuration in the environment named in `values` and
+ * returns the configuration as stored. The caller touches the flag in the environment and emits
+ * the event with its description of the change.
+ */
+export function updateFlagConfiguration(
+  m: Mutation,
+  flagId: string,
+  environmentId: string,
+  values: Partial<Omit<FlagEnvironmentsTable, 'flag_id' | 'environment_id' | 'updated_at'>>,
+): Promise<Selectable<FlagEnvironmentsTable>> {
+  return m.trx
+    .updateTable('flag_environments')
+    .set({ ...values, updated_at: m.now })
+    .where('flag_id', '=', flagId)
+    .where('environment_id', '=', environmentId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Turns the flag on or off in the environment, touches it there and emits `flag.toggled`. */
+export async function setFlagEnabled(
+  m: Mutation,
+  flag: FlagRef,
+  environment: { id: string; key: string },
+  change: { from: boolean; to: boolean },
+): Promise<void> {
+  await updateFlagConfiguration(m, flag.id, environment.id, { is_enabled: change.to ? 1 : 0 });
+  await m.touchFlag(flag, [environment.id]);
+  await m.emit({
+    type: 'flag.toggled',
+    projectId: flag.project_id,
+    environmentId: environment.id,
+    entity: { type: 'flag', id: flag.id },
+    child: { type: 'flag_environment_config', id: environment.id },
+    changes: [{ property: 'IsEnabled', from: String(change.from), to: String(change.to) }],
+    description: `Flag "${flag.key}" turned ${change.to ? 'on' : 'off'} in "${environment.key}"`,
+  });
+}

@@ -89,11 +89,13 @@ export async function insertRule(
   values: RuleValues,
 ): Promise<RulesTable> {
   const row: RulesTable = {
+    // First, so that a copied rule's identity, place and times (when `values` is a whole row)
+    // give way to the new rule's.
+    ...values,
     id: uuid(),
     flag_id: target.flagId,
     environment_id: target.environmentId,
     priority: target.priority,
-    ...values,
     created_at: m.now,
     updated_at: m.now,
   };
