@@ -6,7 +6,7 @@ import type { ProjectsTable, StoredCondition, StoredConditionGroup } from '../..
 import { diffProperties, type Actor, type PropertyChange } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { deleteUnlessReferenced } from '../deletion.js';
-import { insertEnvironment } from '../environments/queries.js';
+import { insertEnvironment, updateEnvironment } from '../environments/queries.js';
 import { defaultOffVariation } from '../flags/configuration.js';
 import {
   deleteVariation,
@@ -21,6 +21,7 @@ import {
 } from '../flags/queries.js';
 import { deleteRule, insertRule, recordRuleChange, updateRule } from '../targeting/rule-queries.js';
 import { NO_ROLLOUT, requestedRollout } from '../targeting/rule-schemas.js';
+import { insertSegment, updateSegment } from '../targeting/segment-queries.js';
 import type {
   DocumentCondition,
   DocumentEnvironment,
@@ -210,17 +211,12 @@ class Reconciliation {
       if (changes.length === 0) continue;
       this.changes.push({ action: 'update', kind: 'environment', path, key: input.key, changes });
       if (!this.m) continue;
-      await this.m.trx
-        .updateTable('environments')
-        .set({
-          name: wanted.name ?? null,
-          color: wanted.color ?? null,
-          sort_order: wanted.sortOrder ?? 0,
-          critical: wanted.critical ? 1 : 0,
-          updated_at: this.m.now,
-        })
-        .where('id', '=', existing.id)
-        .execute();
+      await updateEnvironment(this.m, existing.id, {
+        name: wanted.name ?? null,
+        color: wanted.color ?? null,
+        sort_order: wanted.sortOrder ?? 0,
+        critical: wanted.critical ? 1 : 0,
+      });
       await this.m.emit({
         type: 'environment.updated',
         projectId: this.projectId,
@@ -249,47 +245,24 @@ class Reconciliation {
       });
       const m = this.m;
       if (!m) continue;
-      const conditions = JSON.stringify(storedConditions(wanted.conditions ?? []));
-      if (existing) {
-        await m.trx
-          .updateTable('segments')
-          .set((eb) => ({
-            name: wanted.name ?? null,
-            description: wanted.description ?? null,
-            conditions,
-            condition_logic: wanted.conditionLogic ?? 'And',
-            version: eb('version', '+', 1),
-            updated_at: m.now,
-          }))
-          .where('id', '=', existing.id)
-          .execute();
-      } else {
-        const id = uuid();
-        await m.trx
-          .insertInto('segments')
-          .values({
-            id,
-            project_id: this.projectId,
-            key: input.key,
-            name: wanted.name ?? null,
-            description: wanted.description ?? null,
-            conditions,
-            condition_logic: wanted.conditionLogic ?? 'And',
-            version: 1,
-            created_at: m.now,
-            updated_at: m.now,
-          })
-          .execute()
-          .catch(conflictOn('key', input.key, 'segment'));
-        this.segmentIds.set(input.key, id);
+      const values = {
+        name: wanted.name ?? null,
+        description: wanted.description ?? null,
+        conditions: JSON.stringify(storedConditions(wanted.conditions ?? [])),
+        condition_logic: wanted.conditionLogic ?? 'And',
+      };
+      if (!existing) {
+        const created = await insertSegment(m, this.projectId, { key: input.key, ...values });
+        this.segmentIds.set(input.key, created.id);
+        continue;
       }
-      await m.touchProject(this.projectId);
+      await updateSegment(m, existing, values);
       await m.emit({
-        type: existing ? 'segment.updated' : 'segment.created',
+        type: 'segment.updated',
         projectId: this.projectId,
-        entity: { type: 'segment', id: existing?.id ?? this.segmentIds.get(input.key) ?? '' },
-        ...(existing ? { changes } : {}),
-        description: `Segment "${input.key}" ${existing ? 'updated' : 'created'}`,
+        entity: { type: 'segment', id: existing.id },
+        changes,
+        description: `Segment "${input.key}" updated`,
       });
     }
   }
