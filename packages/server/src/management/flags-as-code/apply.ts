@@ -1,13 +1,13 @@
 import type { Selectable } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import { mutate, type Mutation } from '../../db/mutate.js';
-import { conflictOn } from '../../db/unique.js';
 import type { ProjectsTable, StoredCondition, StoredConditionGroup } from '../../db/schema.js';
 import { diffProperties, type Actor, type PropertyChange } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { deleteUnlessReferenced } from '../deletion.js';
 import { insertEnvironment, updateEnvironment } from '../environments/queries.js';
 import { defaultOffVariation } from '../flags/configuration.js';
+import { insertProject } from '../projects/queries.js';
 import {
   deleteVariation,
   insertFlag,
@@ -722,17 +722,7 @@ export async function applyDocument(
     async (m) => {
       if (target.project) return plan(await readProjectState(m.trx, target.project), m, false);
       const state = emptyState(document, target.organizationId, m.now);
-      await m.trx
-        .insertInto('projects')
-        .values(state.project)
-        .execute()
-        .catch(conflictOn('key', state.project.key, 'project'));
-      await m.emit({
-        type: 'project.created',
-        projectId: state.project.id,
-        entity: { type: 'project', id: state.project.id },
-        description: `Project "${state.project.key}" created`,
-      });
+      await insertProject(m, state.project);
       return plan(state, m, true);
     },
   );
