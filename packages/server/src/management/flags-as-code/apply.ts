@@ -136,6 +136,21 @@ function flagFields(f: DocumentFlag, withSalt: boolean) {
 /** How the events of an archive or restore by an apply end their description. */
 const APPLIED = ' (applied from a document)';
 
+/** The flag columns a document decides (not its key, type, archived state or salt), as stored. */
+function flagColumns(f: DocumentFlag) {
+  const fields = flagFields(f, false);
+  return {
+    name: fields.name,
+    description: fields.description,
+    client_side_visible: fields.clientSideVisible ? 1 : 0,
+    is_permanent: fields.permanent ? 1 : 0,
+    tags: JSON.stringify(fields.tags),
+    metadata: JSON.stringify(fields.metadata),
+    expires_at: fields.expiresAtUtc,
+    removal_pr_url: fields.removalPrUrl,
+  };
+}
+
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 function storedConditions(conditions: readonly DocumentCondition[]): StoredCondition[] {
@@ -308,23 +323,15 @@ class Reconciliation {
   private async createFlagFrom(input: DocumentFlag): Promise<FlagState> {
     const m = this.m;
     if (!m) throw new Error('createFlagFrom without a mutation');
-    const fields = flagFields(input, false);
     const created = await insertFlag(
       m,
       {
         project_id: this.projectId,
         key: input.key,
-        name: fields.name,
-        description: fields.description,
         type: input.type,
         is_archived: input.archived ? 1 : 0,
-        client_side_visible: fields.clientSideVisible ? 1 : 0,
-        tags: JSON.stringify(fields.tags),
-        metadata: JSON.stringify(fields.metadata),
-        expires_at: fields.expiresAtUtc,
         owner_user_id: null,
-        removal_pr_url: fields.removalPrUrl,
-        is_permanent: fields.permanent ? 1 : 0,
+        ...flagColumns(input),
         salt: input.salt,
       },
       input.variations.map((v) => ({
@@ -351,16 +358,8 @@ class Reconciliation {
   ): Promise<void> {
     const m = this.m;
     if (!m) return;
-    const fields = flagFields(input, true);
     await updateFlag(m, existing.row.id, {
-      name: fields.name,
-      description: fields.description,
-      client_side_visible: fields.clientSideVisible ? 1 : 0,
-      is_permanent: fields.permanent ? 1 : 0,
-      tags: JSON.stringify(fields.tags),
-      metadata: JSON.stringify(fields.metadata),
-      expires_at: fields.expiresAtUtc,
-      removal_pr_url: fields.removalPrUrl,
+      ...flagColumns(input),
       ...(input.salt !== undefined ? { salt: input.salt } : {}),
     });
     await m.emit({

@@ -205,22 +205,26 @@ export interface VariationInput {
   sortOrder: number;
 }
 
+function variationRow(flagId: string, input: VariationInput, now: string): VariationsTable {
+  return {
+    id: uuid(),
+    flag_id: flagId,
+    key: input.key,
+    name: input.name,
+    value: input.value,
+    description: input.description,
+    sort_order: input.sortOrder,
+    created_at: now,
+  };
+}
+
 /** Inserts a variation of the flag, touches the flag and emits `flag.variation.created`. */
 export async function insertVariation(
   m: Mutation,
   flag: FlagRef,
   input: VariationInput,
 ): Promise<VariationsTable> {
-  const row: VariationsTable = {
-    id: uuid(),
-    flag_id: flag.id,
-    key: input.key,
-    name: input.name,
-    value: input.value,
-    description: input.description,
-    sort_order: input.sortOrder,
-    created_at: m.now,
-  };
+  const row = variationRow(flag.id, input, m.now);
   await m.trx
     .insertInto('variations')
     .values(row)
@@ -319,16 +323,9 @@ export async function insertFlag(
     .values(row)
     .execute()
     .catch(conflictOn('key', row.key, 'flag'));
-  const variationRows: VariationsTable[] = variations.map((variation, index) => ({
-    id: uuid(),
-    flag_id: row.id,
-    key: variation.key,
-    name: variation.name,
-    value: variation.value,
-    description: variation.description,
-    sort_order: index,
-    created_at: m.now,
-  }));
+  const variationRows = variations.map((variation, sortOrder) =>
+    variationRow(row.id, { ...variation, sortOrder }, m.now),
+  );
   await m.trx.insertInto('variations').values(variationRows).execute();
   const environments = await m.trx
     .selectFrom('environments')
