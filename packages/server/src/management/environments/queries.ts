@@ -113,3 +113,20 @@ export async function insertEnvironment(
   });
   return environment;
 }
+
+/**
+ * Updates the environment's columns named in `values` and returns it as stored. The caller emits
+ * `environment.updated` with its description of the change.
+ */
+export function updateEnvironment(
+  m: Mutation,
+  environmentId: string,
+  values: Partial<Pick<EnvironmentsTable, 'name' | 'color' | 'sort_order' | 'critical'>>,
+): Promise<Selectable<EnvironmentsTable>> {
+  return m.trx
+    .updateTable('environments')
+    .set({ ...values, updated_at: m.now })
+    .where('id', '=', environmentId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}

@@ -10,7 +10,7 @@ import { ActionsSchema, actionsFor } from '../actions.js';
 import { ColorSchema, KeySchema, NameSchema, Uuid } from '../fields.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { scopedRoutes } from '../scope.js';
-import { insertEnvironment } from './queries.js';
+import { insertEnvironment, updateEnvironment } from './queries.js';
 
 const EnvironmentItem = Type.Object({
   id: Uuid,
@@ -154,18 +154,12 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
     async ({ project, environment, ...access }, request) => {
       const { name, color, sortOrder, critical } = request.body;
       const updated = await mutateAs(services, access, async (m) => {
-        const row = await m.trx
-          .updateTable('environments')
-          .set({
-            ...(name !== undefined ? { name } : {}),
-            ...(color !== undefined ? { color } : {}),
-            ...(sortOrder !== undefined ? { sort_order: sortOrder } : {}),
-            ...(critical !== undefined ? { critical: critical ? 1 : 0 } : {}),
-            updated_at: m.now,
-          })
-          .where('id', '=', environment.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
+        const row = await updateEnvironment(m, environment.id, {
+          ...(name !== undefined ? { name } : {}),
+          ...(color !== undefined ? { color } : {}),
+          ...(sortOrder !== undefined ? { sort_order: sortOrder } : {}),
+          ...(critical !== undefined ? { critical: critical ? 1 : 0 } : {}),
+        });
         await m.emit({
           type: 'environment.updated',
           project,

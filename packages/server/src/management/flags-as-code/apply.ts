@@ -1,21 +1,27 @@
-import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import { mutate, type Mutation } from '../../db/mutate.js';
-import { conflictOn } from '../../db/unique.js';
-import type {
-  ProjectsTable,
-  StoredCondition,
-  StoredConditionGroup,
-  VariationsTable,
-} from '../../db/schema.js';
+import type { ProjectsTable, StoredCondition, StoredConditionGroup } from '../../db/schema.js';
 import { diffProperties, type Actor, type PropertyChange } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { deleteUnlessReferenced } from '../deletion.js';
-import { insertEnvironment } from '../environments/queries.js';
-import { defaultOffVariation, initialConfiguration } from '../flags/configuration.js';
-import { storedMetadata } from '../flags/queries.js';
-import { requestedRollout } from '../targeting/rule-schemas.js';
+import { insertEnvironment, updateEnvironment } from '../environments/queries.js';
+import { defaultOffVariation } from '../flags/configuration.js';
+import { insertProject } from '../projects/queries.js';
+import {
+  deleteVariation,
+  insertFlag,
+  insertVariation,
+  setFlagArchived,
+  setFlagEnabled,
+  storedMetadata,
+  updateFlag,
+  updateFlagConfiguration,
+  updateVariation,
+} from '../flags/queries.js';
+import { deleteRule, insertRule, recordRuleChange, updateRule } from '../targeting/rule-queries.js';
+import { NO_ROLLOUT, requestedRollout } from '../targeting/rule-schemas.js';
+import { insertSegment, updateSegment } from '../targeting/segment-queries.js';
 import type {
   DocumentCondition,
   DocumentEnvironment,
@@ -127,6 +133,24 @@ function flagFields(f: DocumentFlag, withSalt: boolean) {
   };
 }
 
+/** How the events of an archive or restore by an apply end their description. */
+const APPLIED = ' (applied from a document)';
+
+/** The flag columns a document decides (not its key, type, archived state or salt), as stored. */
+function flagColumns(f: DocumentFlag) {
+  const fields = flagFields(f, false);
+  return {
+    name: fields.name,
+    description: fields.description,
+    client_side_visible: fields.clientSideVisible ? 1 : 0,
+    is_permanent: fields.permanent ? 1 : 0,
+    tags: JSON.stringify(fields.tags),
+    metadata: JSON.stringify(fields.metadata),
+    expires_at: fields.expiresAtUtc,
+    removal_pr_url: fields.removalPrUrl,
+  };
+}
+
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 function storedConditions(conditions: readonly DocumentCondition[]): StoredCondition[] {
@@ -155,10 +179,6 @@ class Reconciliation {
   ) {
     for (const e of state.environments) this.environmentIds.set(e.key, e.id);
     for (const s of state.segments) this.segmentIds.set(s.key, s.id);
-  }
-
-  private get projectId() {
-    return this.state.project.id;
   }
 
   async run(): Promise<void> {
@@ -202,17 +222,12 @@ class Reconciliation {
       if (changes.length === 0) continue;
       this.changes.push({ action: 'update', kind: 'environment', path, key: input.key, changes });
       if (!this.m) continue;
-      await this.m.trx
-        .updateTable('environments')
-        .set({
-          name: wanted.name ?? null,
-          color: wanted.color ?? null,
-          sort_order: wanted.sortOrder ?? 0,
-          critical: wanted.critical ? 1 : 0,
-          updated_at: this.m.now,
-        })
-        .where('id', '=', existing.id)
-        .execute();
+      await updateEnvironment(this.m, existing.id, {
+        name: wanted.name ?? null,
+        color: wanted.color ?? null,
+        sort_order: wanted.sortOrder ?? 0,
+        critical: wanted.critical ? 1 : 0,
+      });
       await this.m.emit({
         type: 'environment.updated',
         project: this.state.project,
@@ -241,51 +256,24 @@ class Reconciliation {
       });
       const m = this.m;
       if (!m) continue;
-      const conditions = JSON.stringify(storedConditions(wanted.conditions ?? []));
-      if (existing) {
-        await m.trx
-          .updateTable('segments')
-          .set((eb) => ({
-            name: wanted.name ?? null,
-            description: wanted.description ?? null,
-            conditions,
-            condition_logic: wanted.conditionLogic ?? 'And',
-            version: eb('version', '+', 1),
-            updated_at: m.now,
-          }))
-          .where('id', '=', existing.id)
-          .execute();
-      } else {
-        const id = uuid();
-        await m.trx
-          .insertInto('segments')
-          .values({
-            id,
-            project_id: this.projectId,
-            key: input.key,
-            name: wanted.name ?? null,
-            description: wanted.description ?? null,
-            conditions,
-            condition_logic: wanted.conditionLogic ?? 'And',
-            version: 1,
-            created_at: m.now,
-            updated_at: m.now,
-          })
-          .execute()
-          .catch(conflictOn('key', input.key, 'segment'));
-        this.segmentIds.set(input.key, id);
+      const values = {
+        name: wanted.name ?? null,
+        description: wanted.description ?? null,
+        conditions: JSON.stringify(storedConditions(wanted.conditions ?? [])),
+        condition_logic: wanted.conditionLogic ?? 'And',
+      };
+      if (!existing) {
+        const created = await insertSegment(m, this.state.project, { key: input.key, ...values });
+        this.segmentIds.set(input.key, created.id);
+        continue;
       }
-      await m.touchProject(this.projectId);
+      await updateSegment(m, existing, values);
       await m.emit({
-        type: existing ? 'segment.updated' : 'segment.created',
+        type: 'segment.updated',
         project: this.state.project,
-        entity: {
-          type: 'segment',
-          id: existing?.id ?? this.segmentIds.get(input.key) ?? '',
-          key: input.key,
-        },
-        ...(existing ? { changes } : {}),
-        description: `Segment "${input.key}" ${existing ? 'updated' : 'created'}`,
+        entity: { type: 'segment', id: existing.id, key: existing.key },
+        changes,
+        description: `Segment "${input.key}" updated`,
       });
     }
   }
@@ -296,7 +284,7 @@ class Reconciliation {
     if (!existing) {
       this.changes.push({ action: 'create', kind: 'flag', path, key: input.key });
       if (!this.m) return;
-      const created = await this.createFlag(input);
+      const created = await this.createFlagFrom(input);
       await this.configure(input, path, created, false);
       return;
     }
@@ -308,7 +296,7 @@ class Reconciliation {
     );
     if (changes.length > 0) {
       this.changes.push({ action: 'update', kind: 'flag', path, key: input.key, changes });
-      if (this.m) await this.updateFlag(input, existing, changes);
+      if (this.m) await this.updateFlagFrom(input, existing, changes);
     }
     const archived = input.archived ?? false;
     if (archived !== before.archived) {
@@ -318,120 +306,60 @@ class Reconciliation {
         path: `${path}.archived`,
         key: input.key,
       });
-      if (this.m) await this.setArchived(this.m, existing.row, archived);
+      if (this.m)
+        await setFlagArchived(this.m, this.state.project, existing.row, archived, APPLIED);
     }
     const removed = await this.variations(input, path, existing);
     await this.configure(input, path, existing, true);
     if (this.m) {
-      for (const variation of removed) {
-        await this.m.trx.deleteFrom('variations').where('id', '=', variation.id).execute();
-        await this.m.touchFlag(existing.row);
-        await this.m.emit({
-          type: 'flag.variation.deleted',
-          project: this.state.project,
-          entity: { type: 'flag', id: existing.row.id, key: existing.row.key },
-          child: { type: 'variation', id: variation.id },
-          description: `Variation "${variation.key}" removed from flag "${input.key}"`,
-        });
-      }
+      for (const variation of removed)
+        await deleteVariation(this.m, this.state.project, existing.row, variation);
     }
   }
 
   /** Inserts a new flag, its variations and its initial configuration in every environment. */
-  private async createFlag(input: DocumentFlag): Promise<FlagState> {
+  private async createFlagFrom(input: DocumentFlag): Promise<FlagState> {
     const m = this.m;
-    if (!m) throw new Error('createFlag without a mutation');
-    const fields = flagFields(input, false);
-    const row = {
-      id: uuid(),
-      project_id: this.projectId,
-      key: input.key,
-      name: fields.name,
-      description: fields.description,
-      type: input.type,
-      is_archived: input.archived ? 1 : 0,
-      client_side_visible: fields.clientSideVisible ? 1 : 0,
-      tags: JSON.stringify(fields.tags),
-      metadata: JSON.stringify(fields.metadata),
-      expires_at: fields.expiresAtUtc,
-      owner_user_id: null,
-      removal_pr_url: fields.removalPrUrl,
-      is_permanent: fields.permanent ? 1 : 0,
-      salt: input.salt ?? randomBytes(8).toString('hex'),
-      version: 1,
-      created_at: m.now,
-      updated_at: m.now,
-    };
-    // A flag created meanwhile by another request is a 409, not a 500.
-    await m.trx
-      .insertInto('flags')
-      .values(row)
-      .execute()
-      .catch(conflictOn('key', row.key, 'flag'));
-    const variations: VariationsTable[] = input.variations.map((v, sortOrder) => ({
-      id: uuid(),
-      flag_id: row.id,
-      key: v.key,
-      name: v.name ?? null,
-      value: v.value,
-      description: v.description ?? null,
-      sort_order: sortOrder,
-      created_at: m.now,
-    }));
-    await m.trx.insertInto('variations').values(variations).execute();
-    const [first] = variations;
-    const off = defaultOffVariation(input.type, variations) ?? first;
-    if (!first || !off) throw new Error('flag without variations (the schema requires one)');
-    const environments = await m.trx
-      .selectFrom('environments')
-      .select('id')
-      .where('project_id', '=', this.projectId)
-      .execute();
-    const configurations = environments.map((e) =>
-      initialConfiguration(row.id, e.id, first.id, off.id, m.now),
+    if (!m) throw new Error('createFlagFrom without a mutation');
+    const created = await insertFlag(
+      m,
+      this.state.project,
+      {
+        key: input.key,
+        type: input.type,
+        is_archived: input.archived ? 1 : 0,
+        owner_user_id: null,
+        ...flagColumns(input),
+        salt: input.salt,
+      },
+      input.variations.map((v) => ({
+        key: v.key,
+        name: v.name ?? null,
+        value: v.value,
+        description: v.description ?? null,
+      })),
+      // The schema requires a variation.
+      defaultOffVariation(input.type, input.variations)?.key ?? '',
     );
-    if (configurations.length > 0)
-      await m.trx.insertInto('flag_environments').values(configurations).execute();
-    m.touchEnvironments(environments.map((e) => e.id));
-    await m.emit({
-      type: 'flag.created',
-      project: this.state.project,
-      entity: { type: 'flag', id: row.id, key: row.key },
-      description: `Flag "${row.key}" created`,
-      children: variations.map((v) => ({ type: 'variation', id: v.id })),
-    });
     return {
-      row,
-      variations,
-      configurations: new Map(configurations.map((c) => [c.environment_id, c])),
+      row: created.row,
+      variations: created.variations,
+      configurations: new Map(created.configurations.map((c) => [c.environment_id, c])),
       rules: new Map(),
     };
   }
 
-  private async updateFlag(
+  private async updateFlagFrom(
     input: DocumentFlag,
     existing: FlagState,
     changes: PropertyChange[],
   ): Promise<void> {
     const m = this.m;
     if (!m) return;
-    const fields = flagFields(input, true);
-    await m.trx
-      .updateTable('flags')
-      .set({
-        name: fields.name,
-        description: fields.description,
-        client_side_visible: fields.clientSideVisible ? 1 : 0,
-        is_permanent: fields.permanent ? 1 : 0,
-        tags: JSON.stringify(fields.tags),
-        metadata: JSON.stringify(fields.metadata),
-        expires_at: fields.expiresAtUtc,
-        removal_pr_url: fields.removalPrUrl,
-        ...(input.salt !== undefined ? { salt: input.salt } : {}),
-        updated_at: m.now,
-      })
-      .where('id', '=', existing.row.id)
-      .execute();
+    await updateFlag(m, existing.row.id, {
+      ...flagColumns(input),
+      ...(input.salt !== undefined ? { salt: input.salt } : {}),
+    });
     await m.emit({
       type: 'flag.updated',
       project: this.state.project,
@@ -442,26 +370,6 @@ class Reconciliation {
     // Of these members, SDKs receive client visibility, metadata and (through bucketing) the salt.
     if (changes.some((c) => ['ClientSideVisible', 'Metadata', 'Salt'].includes(c.property)))
       await m.touchFlag(existing.row);
-  }
-
-  private async setArchived(
-    m: Mutation,
-    flag: { id: string; key: string; project_id: string },
-    archived: boolean,
-  ): Promise<void> {
-    await m.trx
-      .updateTable('flags')
-      .set({ is_archived: archived ? 1 : 0, updated_at: m.now })
-      .where('id', '=', flag.id)
-      .execute();
-    await m.touchFlag(flag);
-    await m.emit({
-      type: archived ? 'flag.archived' : 'flag.restored',
-      project: this.state.project,
-      entity: { type: 'flag', id: flag.id, key: flag.key },
-      changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
-      description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'} (applied from a document)`,
-    });
   }
 
   /**
@@ -483,26 +391,11 @@ class Reconciliation {
       if (!stored) {
         this.changes.push({ action: 'create', kind: 'variation', path: at, key });
         if (!m) continue;
-        const row: VariationsTable = {
-          id: uuid(),
-          flag_id: existing.row.id,
+        const row = await insertVariation(m, this.state.project, existing.row, {
           key: variation.key,
-          name: wanted.name,
-          value: wanted.value,
-          description: wanted.description,
-          sort_order: sortOrder,
-          created_at: m.now,
-        };
-        await m.trx.insertInto('variations').values(row).execute();
-        existing.variations.push(row);
-        await m.touchFlag(existing.row);
-        await m.emit({
-          type: 'flag.variation.created',
-          project: this.state.project,
-          entity: { type: 'flag', id: existing.row.id, key: existing.row.key },
-          child: { type: 'variation', id: row.id },
-          description: `Variation "${variation.key}" added to flag "${input.key}"`,
+          ...wanted,
         });
+        existing.variations.push(row);
         continue;
       }
       const changes = diffProperties(
@@ -517,25 +410,15 @@ class Reconciliation {
       if (changes.length === 0) continue;
       this.changes.push({ action: 'update', kind: 'variation', path: at, key, changes });
       if (!m) continue;
-      await m.trx
-        .updateTable('variations')
-        .set({
-          name: wanted.name,
-          value: wanted.value,
-          description: wanted.description,
-          sort_order: sortOrder,
-        })
-        .where('id', '=', stored.id)
-        .execute();
-      await m.touchFlag(existing.row);
-      await m.emit({
-        type: 'flag.variation.updated',
-        project: this.state.project,
-        entity: { type: 'flag', id: existing.row.id, key: existing.row.key },
-        child: { type: 'variation', id: stored.id },
+      const { name, value, description } = wanted;
+      await updateVariation(
+        m,
+        this.state.project,
+        existing.row,
+        stored,
+        { name, value, description, sort_order: sortOrder },
         changes,
-        description: `Variation "${variation.key}" of flag "${input.key}" updated`,
-      });
+      );
     }
     const kept = new Set(input.variations.map((v) => v.key));
     const removed = existing.variations.filter((v) => !kept.has(v.key));
@@ -581,9 +464,6 @@ class Reconciliation {
       const { enabled, rules: wantedRules, ...settings } = wanted;
       const settingChanges = diffProperties(settingsBefore, settings);
       const m = this.m;
-      const touch = async () => {
-        if (m) await m.touchFlag(flag.row, [environmentId]);
-      };
       if (settingChanges.length > 0) {
         if (record)
           this.changes.push({
@@ -594,31 +474,25 @@ class Reconciliation {
             changes: settingChanges,
           });
         if (m) {
-          await touch();
+          await m.touchFlag(flag.row, [environmentId]);
           const id = (key: string) => variationIds.get(key) ?? '';
-          await m.trx
-            .updateTable('flag_environments')
-            .set({
-              default_variation_id: id(wanted.defaultVariation),
-              off_variation_id: id(wanted.offVariation),
-              strategy: wanted.strategy ?? 'SingleVariation',
-              rollout: JSON.stringify(
-                (wanted.rollout ?? []).map((w) => ({
-                  variationId: id(w.variation),
-                  weight: w.weight,
-                })),
-              ),
-              prerequisites: JSON.stringify(
-                (wanted.prerequisites ?? []).map((p) => ({
-                  prerequisiteFlagKey: p.flag,
-                  expectedVariationKey: p.variation,
-                })),
-              ),
-              updated_at: m.now,
-            })
-            .where('flag_id', '=', flag.row.id)
-            .where('environment_id', '=', environmentId)
-            .execute();
+          await updateFlagConfiguration(m, flag.row.id, environmentId, {
+            default_variation_id: id(wanted.defaultVariation),
+            off_variation_id: id(wanted.offVariation),
+            strategy: wanted.strategy ?? 'SingleVariation',
+            rollout: JSON.stringify(
+              (wanted.rollout ?? []).map((w) => ({
+                variationId: id(w.variation),
+                weight: w.weight,
+              })),
+            ),
+            prerequisites: JSON.stringify(
+              (wanted.prerequisites ?? []).map((p) => ({
+                prerequisiteFlagKey: p.flag,
+                expectedVariationKey: p.variation,
+              })),
+            ),
+          });
           await m.emit({
             type: 'flag.environment_config.updated',
             project: this.state.project,
@@ -639,24 +513,14 @@ class Reconciliation {
             key: `${input.key}@${environmentKey}`,
             changes: [{ property: 'IsEnabled', from: String(enabledBefore), to: String(enabled) }],
           });
-        if (m) {
-          await touch();
-          await m.trx
-            .updateTable('flag_environments')
-            .set({ is_enabled: enabled ? 1 : 0, updated_at: m.now })
-            .where('flag_id', '=', flag.row.id)
-            .where('environment_id', '=', environmentId)
-            .execute();
-          await m.emit({
-            type: 'flag.toggled',
-            project: this.state.project,
-            environment: { id: environmentId, key: environmentKey },
-            entity: { type: 'flag', id: flag.row.id, key: flag.row.key },
-            child: { type: 'flag_environment_config', id: environmentId },
-            changes: [{ property: 'IsEnabled', from: String(enabledBefore), to: String(enabled) }],
-            description: `Flag "${input.key}" turned ${enabled ? 'on' : 'off'} in "${environmentKey}"`,
-          });
-        }
+        if (m)
+          await setFlagEnabled(
+            m,
+            this.state.project,
+            flag.row,
+            { id: environmentId, key: environmentKey },
+            { from: enabledBefore, to: enabled },
+          );
       }
       await this.rules(input, at, flag, environmentId, environmentKey, {
         before: rulesBefore ?? [],
@@ -708,7 +572,7 @@ class Reconciliation {
       const values = wanted && {
         description: wanted.description ?? null,
         variation_id: rules.variationIds.get(wanted.variation) ?? '',
-        ...requestedRollout({ rolloutWeight: wanted.rolloutWeight ?? null }),
+        ...(requestedRollout({ rolloutWeight: wanted.rolloutWeight ?? null }) ?? NO_ROLLOUT),
         segment_id: wanted.segment ? (this.segmentIds.get(wanted.segment) ?? null) : null,
         condition_groups: JSON.stringify(
           (wanted.conditionGroups ?? []).map((group): StoredConditionGroup => ({
@@ -717,38 +581,30 @@ class Reconciliation {
             conditions: storedConditions(group.conditions),
           })),
         ),
-        updated_at: m.now,
       };
       let ruleId: string;
       if (stored && values) {
         ruleId = stored.id;
-        await m.trx.updateTable('rules').set(values).where('id', '=', stored.id).execute();
+        await updateRule(m, stored.id, values);
       } else if (values) {
-        ruleId = uuid();
-        await m.trx
-          .insertInto('rules')
-          .values({
-            id: ruleId,
-            flag_id: flag.row.id,
-            environment_id: environmentId,
-            priority,
-            created_at: m.now,
-            ...values,
-          })
-          .execute();
+        const target = { flagId: flag.row.id, environmentId, priority };
+        ruleId = (await insertRule(m, target, values)).id;
       } else if (stored) {
         ruleId = stored.id;
-        await m.trx.deleteFrom('rules').where('id', '=', stored.id).execute();
+        await deleteRule(m, stored);
       } else continue;
-      await m.emit({
-        type: `flag.rule.${action === 'create' ? 'created' : action === 'delete' ? 'deleted' : 'updated'}`,
-        project: this.state.project,
-        environment: { id: environmentId, key: environmentKey },
-        entity: { type: 'flag', id: flag.row.id, key: flag.row.key },
-        child: { type: 'rule', id: ruleId },
-        ...(changes ? { changes } : {}),
-        description: `Rule ${priority} of flag "${input.key}" in "${environmentKey}" ${action === 'create' ? 'added' : action === 'delete' ? 'removed' : 'updated'}`,
-      });
+      await recordRuleChange(
+        m,
+        `flag.rule.${action === 'create' ? 'created' : action === 'delete' ? 'deleted' : 'updated'}`,
+        {
+          project: this.state.project,
+          environment: { id: environmentId, key: environmentKey },
+          flag: flag.row,
+          ruleId,
+        },
+        `Rule ${priority} of flag "${input.key}" in "${environmentKey}" ${action === 'create' ? 'added' : action === 'delete' ? 'removed' : 'updated'}`,
+        changes,
+      );
     }
   }
 
@@ -756,7 +612,7 @@ class Reconciliation {
     for (const flag of this.state.flags) {
       if (documented.has(flag.row.key) || flag.row.is_archived === 1) continue;
       this.changes.push({ action: 'archive', kind: 'flag', path: flag.row.key, key: flag.row.key });
-      if (this.m) await this.setArchived(this.m, flag.row, true);
+      if (this.m) await setFlagArchived(this.m, this.state.project, flag.row, true, APPLIED);
     }
   }
 
@@ -873,17 +729,7 @@ export async function applyDocument(
     async (m) => {
       if (target.project) return plan(await readProjectState(m.trx, target.project), m, false);
       const state = emptyState(document, target.organizationId, m.now);
-      await m.trx
-        .insertInto('projects')
-        .values(state.project)
-        .execute()
-        .catch(conflictOn('key', state.project.key, 'project'));
-      await m.emit({
-        type: 'project.created',
-        project: state.project,
-        entity: { type: 'project', id: state.project.id, key: state.project.key },
-        description: `Project "${state.project.key}" created`,
-      });
+      await insertProject(m, state.project);
       return plan(state, m, true);
     },
   );

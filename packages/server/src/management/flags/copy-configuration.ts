@@ -8,7 +8,9 @@ import type { Services } from '../../services.js';
 import { mutateAs } from '../access.js';
 import { requireEnvironment } from '../environments/queries.js';
 import { scopedRoutes } from '../scope.js';
+import { insertRule } from '../targeting/rule-queries.js';
 import { checkPrerequisites, configurationResponse } from './flag-environments.js';
+import { updateFlagConfiguration } from './queries.js';
 import { FlagEnvironmentResponse } from './schemas.js';
 
 /**
@@ -78,21 +80,14 @@ export function registerCopyConfigurationRoutes(app: App, services: Services): v
       );
 
       const updated = await mutateAs(services, access, async (m) => {
-        const row = await m.trx
-          .updateTable('flag_environments')
-          .set({
-            is_enabled: from.is_enabled,
-            default_variation_id: from.default_variation_id,
-            off_variation_id: from.off_variation_id,
-            strategy: from.strategy,
-            rollout: from.rollout,
-            prerequisites: from.prerequisites,
-            updated_at: m.now,
-          })
-          .where('flag_id', '=', flag.id)
-          .where('environment_id', '=', target.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
+        const row = await updateFlagConfiguration(m, flag.id, target.id, {
+          is_enabled: from.is_enabled,
+          default_variation_id: from.default_variation_id,
+          off_variation_id: from.off_variation_id,
+          strategy: from.strategy,
+          rollout: from.rollout,
+          prerequisites: from.prerequisites,
+        });
         await m.trx
           .deleteFrom('rules')
           .where('flag_id', '=', flag.id)
@@ -106,17 +101,12 @@ export function registerCopyConfigurationRoutes(app: App, services: Services): v
               conditions: group.conditions.map((condition) => ({ ...condition, id: uuid() })),
             }),
           );
-          await m.trx
-            .insertInto('rules')
-            .values({
-              ...rule,
-              id: uuid(),
-              environment_id: target.id,
-              condition_groups: JSON.stringify(groups),
-              created_at: m.now,
-              updated_at: m.now,
-            })
-            .execute();
+          // The copy keeps every column of the source rule but its identity, place and times.
+          await insertRule(
+            m,
+            { flagId: flag.id, environmentId: target.id, priority: rule.priority },
+            { ...rule, condition_groups: JSON.stringify(groups) },
+          );
         }
         await m.touchFlag(flag, [target.id]);
         const event = {

@@ -10,7 +10,12 @@ import { mutateAs } from '../access.js';
 import { actionsFor } from '../actions.js';
 import { Uuid } from '../fields.js';
 import { checkNotArchived } from './configuration.js';
-import { readFlagEnvironment, type FlagRow } from './queries.js';
+import {
+  readFlagEnvironment,
+  setFlagEnabled,
+  updateFlagConfiguration,
+  type FlagRow,
+} from './queries.js';
 import {
   FlagEnvironmentResponse,
   PrerequisitesSchema,
@@ -210,20 +215,13 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
       if (body.prerequisites)
         await checkPrerequisites(services, project.id, environment.id, flag, body.prerequisites);
       const updated = await mutateAs(services, access, async (m) => {
-        const row = await m.trx
-          .updateTable('flag_environments')
-          .set({
-            ...(body.defaultVariationId ? { default_variation_id: body.defaultVariationId } : {}),
-            ...(body.offVariationId ? { off_variation_id: body.offVariationId } : {}),
-            strategy,
-            rollout: JSON.stringify(rollout),
-            ...(body.prerequisites ? { prerequisites: JSON.stringify(body.prerequisites) } : {}),
-            updated_at: m.now,
-          })
-          .where('flag_id', '=', flag.id)
-          .where('environment_id', '=', environment.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
+        const row = await updateFlagConfiguration(m, flag.id, environment.id, {
+          ...(body.defaultVariationId ? { default_variation_id: body.defaultVariationId } : {}),
+          ...(body.offVariationId ? { off_variation_id: body.offVariationId } : {}),
+          strategy,
+          rollout: JSON.stringify(rollout),
+          ...(body.prerequisites ? { prerequisites: JSON.stringify(body.prerequisites) } : {}),
+        });
         await m.touchFlag(flag, [environment.id]);
         const { _actions: _before, ...before } = configurationResponse(
           configuration,
@@ -266,30 +264,12 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
       const configuration = await readFlagEnvironment(services, flag.id, environment.id);
       checkNotArchived(flag);
       const enabled = request.body.enabled;
-      await mutateAs(services, access, async (m) => {
-        await m.trx
-          .updateTable('flag_environments')
-          .set({ is_enabled: enabled ? 1 : 0, updated_at: m.now })
-          .where('flag_id', '=', flag.id)
-          .where('environment_id', '=', environment.id)
-          .execute();
-        await m.touchFlag(flag, [environment.id]);
-        await m.emit({
-          type: 'flag.toggled',
-          project,
-          environment,
-          entity: { type: 'flag', id: flag.id, key: flag.key },
-          child: { type: 'flag_environment_config', id: environment.id },
-          changes: [
-            {
-              property: 'IsEnabled',
-              from: String(configuration.is_enabled === 1),
-              to: String(enabled),
-            },
-          ],
-          description: `Flag "${flag.key}" turned ${enabled ? 'on' : 'off'} in "${environment.key}"`,
-        });
-      });
+      await mutateAs(services, access, (m) =>
+        setFlagEnabled(m, project, flag, environment, {
+          from: configuration.is_enabled === 1,
+          to: enabled,
+        }),
+      );
       return reply.status(204).send();
     },
   );

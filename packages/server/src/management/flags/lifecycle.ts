@@ -1,14 +1,13 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
-import type { ProjectsTable } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { lastEvaluatedByEnvironment, readFlagUsage } from '../../usage/queries.js';
-import { mutateAs, type OrgAccess } from '../access.js';
+import { mutateAs } from '../access.js';
 import { actionsFor, ActionsSchema } from '../actions.js';
 import { Timestamp, Uuid } from '../fields.js';
 import { DEFAULT_PAGE_SIZE, PageQuery, pagedSchema } from '../pagination.js';
-import type { FlagRow } from './queries.js';
+import { setFlagArchived } from './queries.js';
 import { findRemovalCandidates } from './removal-candidates.js';
 import { scopedRoutes } from '../scope.js';
 
@@ -61,35 +60,6 @@ function projectEnvironments(services: Services, projectId: string) {
     .orderBy('sort_order')
     .orderBy('key')
     .execute();
-}
-
-/**
- * Archives or restores a flag: archived flags leave every environment's SDK configuration and
- * client evaluations (their keys stay reserved). Emits `flag.archived` or `flag.restored`.
- */
-async function setArchived(
-  services: Services,
-  access: OrgAccess,
-  project: ProjectsTable,
-  flag: FlagRow,
-  archived: boolean,
-  note = '',
-): Promise<void> {
-  await mutateAs(services, access, async (m) => {
-    await m.trx
-      .updateTable('flags')
-      .set({ is_archived: archived ? 1 : 0, updated_at: m.now })
-      .where('id', '=', flag.id)
-      .execute();
-    await m.touchFlag(flag);
-    await m.emit({
-      type: archived ? 'flag.archived' : 'flag.restored',
-      project,
-      entity: { type: 'flag', id: flag.id, key: flag.key },
-      changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
-      description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'}${note}`,
-    });
-  });
 }
 
 /**
@@ -232,13 +202,8 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
           );
         }
       }
-      await setArchived(
-        services,
-        access,
-        project,
-        flag,
-        true,
-        request.query.force ? ' (forced)' : '',
+      await mutateAs(services, access, (m) =>
+        setFlagArchived(m, project, flag, true, request.query.force ? ' (forced)' : ''),
       );
       return reply.status(204).send();
     },
@@ -250,7 +215,7 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
     { schema: { tags: ['flags'], params: FlagParams } },
     async ({ project, flag, ...access }, _request, reply) => {
       if (flag.is_archived === 0) return reply.status(204).send();
-      await setArchived(services, access, project, flag, false);
+      await mutateAs(services, access, (m) => setFlagArchived(m, project, flag, false));
       return reply.status(204).send();
     },
   );

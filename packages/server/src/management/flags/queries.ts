@@ -1,5 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import type { FlagMetadata } from '@vexil/engine';
 import type { Selectable } from 'kysely';
+import { v7 as uuid } from 'uuid';
+import type { Mutation } from '../../db/mutate.js';
 import type {
   FlagEnvironmentsTable,
   FlagsTable,
@@ -7,10 +10,13 @@ import type {
   Role,
   VariationsTable,
 } from '../../db/schema.js';
+import { conflictOn } from '../../db/unique.js';
+import type { KeyedRef, PropertyChange } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { invalidField } from '../../http/errors.js';
 import { isUuid, notFound, type OrgAccess } from '../access.js';
 import { actionsFor } from '../actions.js';
+import { initialConfiguration } from './configuration.js';
 
 export type FlagRow = Selectable<FlagsTable>;
 
@@ -185,4 +191,266 @@ export async function flagDetail(services: Services, role: Role, flag: FlagRow) 
     isPermanent,
     _actions: flagActions(role, flag),
   };
+}
+
+/**
+ * The flag a write to its variations or configuration names in its events and touches; the
+ * writer is also given the flag's project, whose key the events carry (design record 026).
+ */
+type FlagRef = Pick<FlagRow, 'id' | 'key'>;
+
+/** A variation as a create or an update writes it. */
+export interface VariationInput {
+  key: string;
+  name: string | null;
+  value: string;
+  description: string | null;
+  sortOrder: number;
+}
+
+function variationRow(flagId: string, input: VariationInput, now: string): VariationsTable {
+  return {
+    id: uuid(),
+    flag_id: flagId,
+    key: input.key,
+    name: input.name,
+    value: input.value,
+    description: input.description,
+    sort_order: input.sortOrder,
+    created_at: now,
+  };
+}
+
+/** Inserts a variation of the flag, touches the flag and emits `flag.variation.created`. */
+export async function insertVariation(
+  m: Mutation,
+  project: KeyedRef,
+  flag: FlagRef,
+  input: VariationInput,
+): Promise<VariationsTable> {
+  const row = variationRow(flag.id, input, m.now);
+  await m.trx
+    .insertInto('variations')
+    .values(row)
+    .execute()
+    .catch(conflictOn('key', input.key, 'variation'));
+  await m.touchFlag({ id: flag.id, project_id: project.id });
+  await m.emit({
+    type: 'flag.variation.created',
+    project,
+    entity: { type: 'flag', id: flag.id, key: flag.key },
+    child: { type: 'variation', id: row.id },
+    description: `Variation "${input.key}" added to flag "${flag.key}"`,
+  });
+  return row;
+}
+
+/**
+ * Updates the members of a variation named in `values`, touches the flag and emits
+ * `flag.variation.updated` with `changes` (the caller's description of the change). Returns the
+ * variation as stored.
+ */
+export async function updateVariation(
+  m: Mutation,
+  project: KeyedRef,
+  flag: FlagRef,
+  variation: Pick<VariationsTable, 'id' | 'key'>,
+  values: Partial<Pick<VariationsTable, 'name' | 'value' | 'description' | 'sort_order'>>,
+  changes: PropertyChange[],
+): Promise<Selectable<VariationsTable>> {
+  const updated = await m.trx
+    .updateTable('variations')
+    .set(values)
+    .where('id', '=', variation.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await m.touchFlag({ id: flag.id, project_id: project.id });
+  await m.emit({
+    type: 'flag.variation.updated',
+    project,
+    entity: { type: 'flag', id: flag.id, key: flag.key },
+    child: { type: 'variation', id: variation.id },
+    changes,
+    description: `Variation "${variation.key}" of flag "${flag.key}" updated`,
+  });
+  return updated;
+}
+
+/** Deletes a variation, touches the flag and emits `flag.variation.deleted`. */
+export async function deleteVariation(
+  m: Mutation,
+  project: KeyedRef,
+  flag: FlagRef,
+  variation: Pick<VariationsTable, 'id' | 'key'>,
+): Promise<void> {
+  await m.trx.deleteFrom('variations').where('id', '=', variation.id).execute();
+  await m.touchFlag({ id: flag.id, project_id: project.id });
+  await m.emit({
+    type: 'flag.variation.deleted',
+    project,
+    entity: { type: 'flag', id: flag.id, key: flag.key },
+    child: { type: 'variation', id: variation.id },
+    description: `Variation "${variation.key}" removed from flag "${flag.key}"`,
+  });
+}
+
+/**
+ * A new flag's own columns: its project is the one {@link insertFlag} is given, its id, version
+ * and timestamps are the insert's, its salt random unless given.
+ */
+export type NewFlag = Omit<
+  FlagsTable,
+  'id' | 'project_id' | 'salt' | 'version' | 'created_at' | 'updated_at'
+> & {
+  salt?: string | undefined;
+};
+
+/**
+ * Inserts a flag with its variations (in the order given) and its initial configuration in every
+ * environment of its project, serving the first variation when on and `offVariationKey` when
+ * off; touches those environments and emits `flag.created`.
+ * @throws ApiError 409 `conflict` on `key` when the project has a flag of that key.
+ */
+export async function insertFlag(
+  m: Mutation,
+  project: KeyedRef,
+  flag: NewFlag,
+  variations: readonly Omit<VariationInput, 'sortOrder'>[],
+  offVariationKey: string,
+): Promise<{
+  row: FlagsTable;
+  variations: VariationsTable[];
+  configurations: FlagEnvironmentsTable[];
+}> {
+  const row: FlagsTable = {
+    ...flag,
+    id: uuid(),
+    project_id: project.id,
+    salt: flag.salt ?? randomBytes(8).toString('hex'),
+    version: 1,
+    created_at: m.now,
+    updated_at: m.now,
+  };
+  // A flag created meanwhile by another request is a 409, not a 500.
+  await m.trx
+    .insertInto('flags')
+    .values(row)
+    .execute()
+    .catch(conflictOn('key', row.key, 'flag'));
+  const variationRows = variations.map((variation, sortOrder) =>
+    variationRow(row.id, { ...variation, sortOrder }, m.now),
+  );
+  await m.trx.insertInto('variations').values(variationRows).execute();
+  const environments = await m.trx
+    .selectFrom('environments')
+    .select('id')
+    .where('project_id', '=', project.id)
+    .execute();
+  const [defaultVariation] = variationRows;
+  const offVariation = variationRows.find((variation) => variation.key === offVariationKey);
+  // Callers check both first: there is at least one variation, and the off variation's key is one
+  // of them.
+  if (!defaultVariation || !offVariation) throw new Error('flag create: variations unchecked');
+  const configurations = environments.map((environment) =>
+    initialConfiguration(row.id, environment.id, defaultVariation.id, offVariation.id, m.now),
+  );
+  if (configurations.length > 0)
+    await m.trx.insertInto('flag_environments').values(configurations).execute();
+  m.touchEnvironments(environments.map((environment) => environment.id));
+  await m.emit({
+    type: 'flag.created',
+    project,
+    entity: { type: 'flag', id: row.id, key: row.key },
+    description: `Flag "${row.key}" created`,
+    children: variationRows.map((variation) => ({ type: 'variation', id: variation.id })),
+  });
+  return { row, variations: variationRows, configurations };
+}
+
+/**
+ * Updates the flag's members named in `values` and returns the flag as stored. The caller emits
+ * `flag.updated` with its description of the change, and touches the flag when the change
+ * reaches SDKs.
+ */
+export function updateFlag(
+  m: Mutation,
+  flagId: string,
+  values: Partial<
+    Omit<FlagsTable, 'id' | 'project_id' | 'key' | 'type' | 'version' | 'created_at' | 'updated_at'>
+  >,
+): Promise<FlagRow> {
+  return m.trx
+    .updateTable('flags')
+    .set({ ...values, updated_at: m.now })
+    .where('id', '=', flagId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Archives or restores a flag: archived flags leave every environment's SDK configuration and
+ * client evaluations (their keys stay reserved). Touches the flag and emits `flag.archived` or
+ * `flag.restored`, its description ending with `note`.
+ */
+export async function setFlagArchived(
+  m: Mutation,
+  project: KeyedRef,
+  flag: FlagRef,
+  archived: boolean,
+  note = '',
+): Promise<void> {
+  await m.trx
+    .updateTable('flags')
+    .set({ is_archived: archived ? 1 : 0, updated_at: m.now })
+    .where('id', '=', flag.id)
+    .execute();
+  await m.touchFlag({ id: flag.id, project_id: project.id });
+  await m.emit({
+    type: archived ? 'flag.archived' : 'flag.restored',
+    project,
+    entity: { type: 'flag', id: flag.id, key: flag.key },
+    changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
+    description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'}${note}`,
+  });
+}
+
+/**
+ * Updates the members of the flag's configuration in the environment named in `values` and
+ * returns the configuration as stored. The caller touches the flag in the environment and emits
+ * the event with its description of the change.
+ */
+export function updateFlagConfiguration(
+  m: Mutation,
+  flagId: string,
+  environmentId: string,
+  values: Partial<Omit<FlagEnvironmentsTable, 'flag_id' | 'environment_id' | 'updated_at'>>,
+): Promise<Selectable<FlagEnvironmentsTable>> {
+  return m.trx
+    .updateTable('flag_environments')
+    .set({ ...values, updated_at: m.now })
+    .where('flag_id', '=', flagId)
+    .where('environment_id', '=', environmentId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Turns the flag on or off in the environment, touches it there and emits `flag.toggled`. */
+export async function setFlagEnabled(
+  m: Mutation,
+  project: KeyedRef,
+  flag: FlagRef,
+  environment: KeyedRef,
+  change: { from: boolean; to: boolean },
+): Promise<void> {
+  await updateFlagConfiguration(m, flag.id, environment.id, { is_enabled: change.to ? 1 : 0 });
+  await m.touchFlag({ id: flag.id, project_id: project.id }, [environment.id]);
+  await m.emit({
+    type: 'flag.toggled',
+    project,
+    environment,
+    entity: { type: 'flag', id: flag.id, key: flag.key },
+    child: { type: 'flag_environment_config', id: environment.id },
+    changes: [{ property: 'IsEnabled', from: String(change.from), to: String(change.to) }],
+    description: `Flag "${flag.key}" turned ${change.to ? 'on' : 'off'} in "${environment.key}"`,
+  });
 }

@@ -1,10 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
-import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
 import type { Mutation } from '../../db/mutate.js';
-import type { FlagsTable, VariationsTable } from '../../db/schema.js';
-import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
@@ -13,13 +9,15 @@ import { actionsFor } from '../actions.js';
 import { DescriptionSchema, KeySchema, NameSchema, Timestamp, Uuid } from '../fields.js';
 import { deleteUnlessReferenced } from '../deletion.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { checkVariationValue, defaultOffVariation, initialConfiguration } from './configuration.js';
+import { checkVariationValue, defaultOffVariation } from './configuration.js';
 import {
   expiryReference,
   flagDetail,
   flagListItem,
   flagMetadata,
+  insertFlag,
   storedMetadata,
+  updateFlag,
 } from './queries.js';
 import { FlagListItem, FlagMetadataSchema, FlagResponse, FlagTypeSchema } from './schemas.js';
 import { scopedRoutes } from '../scope.js';
@@ -153,78 +151,32 @@ export function registerFlagRoutes(app: App, services: Services): void {
       await checkOwner(services, access, body.ownerId);
       const metadata = storedMetadata(body.metadata ?? {});
       const flag = await mutateAs(services, access, async (m) => {
-        const row: FlagsTable = {
-          id: uuid(),
-          project_id: project.id,
-          key: body.key,
-          name: body.name ?? null,
-          description: body.description ?? null,
-          type,
-          is_archived: 0,
-          client_side_visible: body.clientSideVisible ? 1 : 0,
-          tags: JSON.stringify(body.tags ?? []),
-          metadata,
-          expires_at: body.expiresAtUtc ? new Date(body.expiresAtUtc).toISOString() : null,
-          owner_user_id: body.ownerId ?? null,
-          removal_pr_url: body.removalPrUrl ?? null,
-          is_permanent: body.isPermanent ? 1 : 0,
-          salt: randomBytes(8).toString('hex'),
-          version: 1,
-          created_at: m.now,
-          updated_at: m.now,
-        };
-        await m.trx
-          .insertInto('flags')
-          .values(row)
-          .execute()
-          .catch(conflictOn('key', body.key, 'flag'));
-        const variationRows: VariationsTable[] = variations.map((variation, index) => ({
-          id: uuid(),
-          flag_id: row.id,
-          key: variation.key,
-          name: variation.name ?? null,
-          value: variation.value,
-          description: ('description' in variation ? variation.description : null) ?? null,
-          sort_order: index,
-          created_at: m.now,
-        }));
-        await m.trx.insertInto('variations').values(variationRows).execute();
-        const environments = await m.trx
-          .selectFrom('environments')
-          .select('id')
-          .where('project_id', '=', project.id)
-          .execute();
-        const [defaultVariation] = variationRows;
-        const offVariation = variationRows.find((variation) => variation.key === offVariationKey);
-        // Both were checked before the transaction: there is at least one variation, and the off
-        // variation's key is one of them.
-        if (!defaultVariation || !offVariation)
-          throw new Error('flag create: variations unchecked');
-        if (environments.length > 0) {
-          await m.trx
-            .insertInto('flag_environments')
-            .values(
-              environments.map((environment) =>
-                initialConfiguration(
-                  row.id,
-                  environment.id,
-                  defaultVariation.id,
-                  offVariation.id,
-                  m.now,
-                ),
-              ),
-            )
-            .execute();
-        }
-        m.touchEnvironments(environments.map((environment) => environment.id));
-        await m.emit({
-          type: 'flag.created',
+        const created = await insertFlag(
+          m,
           project,
-          entity: { type: 'flag', id: row.id, key: row.key },
-          description: `Flag "${row.key}" created`,
-          children: variationRows.map((variation) => ({ type: 'variation', id: variation.id })),
-        });
-        return row;
+          {
+            key: body.key,
+            name: body.name ?? null,
+            description: body.description ?? null,
+            type,
+            is_archived: 0,
+            client_side_visible: body.clientSideVisible ? 1 : 0,
+            tags: JSON.stringify(body.tags ?? []),
+            metadata,
+            expires_at: body.expiresAtUtc ? new Date(body.expiresAtUtc).toISOString() : null,
+            owner_user_id: body.ownerId ?? null,
+            removal_pr_url: body.removalPrUrl ?? null,
+            is_permanent: body.isPermanent ? 1 : 0,
+          },
+          variations.map((variation) => ({
+            key: variation.key,
+            name: variation.name ?? null,
+            value: variation.value,
+            description: ('description' in variation ? variation.description : null) ?? null,
+          })),
+          offVariationKey,
+        );
+        return created.row;
       });
       return reply
         .status(201)
@@ -328,27 +280,21 @@ export function registerFlagRoutes(app: App, services: Services): void {
       await checkOwner(services, access, body.ownerId);
       const metadata = body.metadata && storedMetadata(body.metadata);
       const updated = await mutateAs(services, access, async (m) => {
-        const row = await m.trx
-          .updateTable('flags')
-          .set({
-            ...(body.name !== undefined ? { name: body.name } : {}),
-            ...(body.description !== undefined ? { description: body.description } : {}),
-            ...(body.tags !== undefined ? { tags: JSON.stringify(body.tags) } : {}),
-            ...(metadata !== undefined ? { metadata } : {}),
-            ...(body.clientSideVisible !== undefined
-              ? { client_side_visible: body.clientSideVisible ? 1 : 0 }
-              : {}),
-            ...(body.isPermanent !== undefined ? { is_permanent: body.isPermanent ? 1 : 0 } : {}),
-            ...(body.ownerId !== undefined ? { owner_user_id: body.ownerId } : {}),
-            ...(body.expiresAtUtc !== undefined
-              ? { expires_at: body.expiresAtUtc ? new Date(body.expiresAtUtc).toISOString() : null }
-              : {}),
-            ...(body.removalPrUrl !== undefined ? { removal_pr_url: body.removalPrUrl } : {}),
-            updated_at: m.now,
-          })
-          .where('id', '=', flag.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
+        const row = await updateFlag(m, flag.id, {
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          ...(body.description !== undefined ? { description: body.description } : {}),
+          ...(body.tags !== undefined ? { tags: JSON.stringify(body.tags) } : {}),
+          ...(metadata !== undefined ? { metadata } : {}),
+          ...(body.clientSideVisible !== undefined
+            ? { client_side_visible: body.clientSideVisible ? 1 : 0 }
+            : {}),
+          ...(body.isPermanent !== undefined ? { is_permanent: body.isPermanent ? 1 : 0 } : {}),
+          ...(body.ownerId !== undefined ? { owner_user_id: body.ownerId } : {}),
+          ...(body.expiresAtUtc !== undefined
+            ? { expires_at: body.expiresAtUtc ? new Date(body.expiresAtUtc).toISOString() : null }
+            : {}),
+          ...(body.removalPrUrl !== undefined ? { removal_pr_url: body.removalPrUrl } : {}),
+        });
         const describe = (r: typeof row) => ({
           // Expiry state is derived from expiresAtUtc, which is diffed itself.
           ...flagListItem(r, null),

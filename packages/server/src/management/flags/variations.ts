@@ -1,8 +1,6 @@
 import { Type } from 'typebox';
-import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
-import type { Role, VariationsTable } from '../../db/schema.js';
-import { conflictOn } from '../../db/unique.js';
+import type { Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
@@ -10,7 +8,13 @@ import { mutateAs, notFound } from '../access.js';
 import { actionsFor } from '../actions.js';
 import { DescriptionSchema, KeySchema } from '../fields.js';
 import { checkVariationValue } from './configuration.js';
-import { variationItem, type FlagRow } from './queries.js';
+import {
+  deleteVariation,
+  insertVariation,
+  updateVariation,
+  variationItem,
+  type FlagRow,
+} from './queries.js';
 import { VariationResponse } from './schemas.js';
 import { scopedRoutes } from '../scope.js';
 
@@ -80,28 +84,12 @@ export function registerVariationRoutes(app: App, services: Services): void {
           .select((eb) => eb.fn.max('sort_order').as('max'))
           .where('flag_id', '=', flag.id)
           .executeTakeFirst();
-        const row: VariationsTable = {
-          id: uuid(),
-          flag_id: flag.id,
+        const row = await insertVariation(m, project, flag, {
           key,
           name: name ?? null,
           value,
           description: description ?? null,
-          sort_order: (last?.max ?? -1) + 1,
-          created_at: m.now,
-        };
-        await m.trx
-          .insertInto('variations')
-          .values(row)
-          .execute()
-          .catch(conflictOn('key', key, 'variation'));
-        await m.touchFlag(flag);
-        await m.emit({
-          type: 'flag.variation.created',
-          project,
-          entity: { type: 'flag', id: flag.id, key: flag.key },
-          child: { type: 'variation', id: row.id },
-          description: `Variation "${key}" added to flag "${flag.key}"`,
+          sortOrder: (last?.max ?? -1) + 1,
         });
         return row.id;
       });
@@ -139,28 +127,18 @@ export function registerVariationRoutes(app: App, services: Services): void {
       const { variation } = await requireVariation(services, flag, request.params.variation);
       const body = request.body;
       if (body.value !== undefined) checkVariationValue(flag.type, body.value, 'value');
-      const row = await mutateAs(services, access, async (m) => {
-        const updated = await m.trx
-          .updateTable('variations')
-          .set({
-            ...(body.name !== undefined ? { name: body.name } : {}),
-            ...(body.value !== undefined ? { value: body.value } : {}),
-            ...(body.description !== undefined ? { description: body.description } : {}),
-          })
-          .where('id', '=', variation.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        await m.touchFlag(flag);
-        await m.emit({
-          type: 'flag.variation.updated',
-          project,
-          entity: { type: 'flag', id: flag.id, key: flag.key },
-          child: { type: 'variation', id: variation.id },
-          changes: diffProperties(variationItem(variation), variationItem(updated)),
-          description: `Variation "${variation.key}" of flag "${flag.key}" updated`,
-        });
-        return updated;
-      });
+      const values = {
+        ...(body.name !== undefined ? { name: body.name } : {}),
+        ...(body.value !== undefined ? { value: body.value } : {}),
+        ...(body.description !== undefined ? { description: body.description } : {}),
+      };
+      const changes = diffProperties(
+        variationItem(variation),
+        variationItem({ ...variation, ...values }),
+      );
+      const row = await mutateAs(services, access, (m) =>
+        updateVariation(m, project, flag, variation, values, changes),
+      );
       return { ...variationItem(row), _actions: variationActions(access.role) };
     },
   );
@@ -206,17 +184,7 @@ export function registerVariationRoutes(app: App, services: Services): void {
             '. Serve another variation first.',
         );
       }
-      await mutateAs(services, access, async (m) => {
-        await m.trx.deleteFrom('variations').where('id', '=', variation.id).execute();
-        await m.touchFlag(flag);
-        await m.emit({
-          type: 'flag.variation.deleted',
-          project,
-          entity: { type: 'flag', id: flag.id, key: flag.key },
-          child: { type: 'variation', id: variation.id },
-          description: `Variation "${variation.key}" removed from flag "${flag.key}"`,
-        });
-      });
+      await mutateAs(services, access, (m) => deleteVariation(m, project, flag, variation));
       return reply.status(204).send();
     },
   );

@@ -3,7 +3,6 @@ import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
 import type { ProjectsTable, Role } from '../../db/schema.js';
-import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
@@ -21,6 +20,7 @@ import {
 } from '../fields.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { scopedRoutes } from '../scope.js';
+import { insertProject } from './queries.js';
 
 const ProjectItem = Type.Object({
   id: Uuid,
@@ -117,17 +117,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
           created_at: m.now,
           updated_at: m.now,
         };
-        await m.trx
-          .insertInto('projects')
-          .values(project)
-          .execute()
-          .catch(conflictOn('key', body.key, 'project'));
-        await m.emit({
-          type: 'project.created',
-          project,
-          entity: { type: 'project', id: project.id, key: project.key },
-          description: `Project "${project.key}" created`,
-        });
+        await insertProject(m, project);
         for (const [index, environment] of environments.entries()) {
           await insertEnvironment(m, project, {
             key: environment.key,

@@ -1,4 +1,8 @@
 import type { Static } from 'typebox';
+import { v7 as uuid } from 'uuid';
+import type { Mutation } from '../../db/mutate.js';
+import type { RulesTable } from '../../db/schema.js';
+import type { EventType, KeyedRef, PropertyChange } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import type { FlagRow } from '../flags/queries.js';
@@ -66,4 +70,83 @@ export async function checkReferences(
 /** Reads a rule back after a change (spec: endpoint rule 3). */
 export async function readRule(services: Services, id: string): Promise<RuleRow> {
   return services.db.selectFrom('rules').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+/**
+ * A rule's own columns, as a create writes them and an update may change them: every column but
+ * its identity, place and timestamps. A column added to `rules` becomes required here, so every
+ * writer of rules (the routes, flags-as-code apply) has to say what it stores.
+ */
+export type RuleValues = Omit<
+  RulesTable,
+  'id' | 'flag_id' | 'environment_id' | 'priority' | 'created_at' | 'updated_at'
+>;
+
+/** Inserts a rule of the flag in the environment at `priority` (the caller touched the flag). */
+export async function insertRule(
+  m: Mutation,
+  target: { flagId: string; environmentId: string; priority: number },
+  values: RuleValues,
+): Promise<RulesTable> {
+  const row: RulesTable = {
+    // First, so that a copied rule's identity, place and times (when `values` is a whole row)
+    // give way to the new rule's.
+    ...values,
+    id: uuid(),
+    flag_id: target.flagId,
+    environment_id: target.environmentId,
+    priority: target.priority,
+    created_at: m.now,
+    updated_at: m.now,
+  };
+  await m.trx.insertInto('rules').values(row).execute();
+  return row;
+}
+
+/** Updates a rule's columns named in `values` and returns the rule as stored. */
+export function updateRule(
+  m: Mutation,
+  ruleId: string,
+  values: Partial<RuleValues>,
+): Promise<RuleRow> {
+  return m.trx
+    .updateTable('rules')
+    .set({ ...values, updated_at: m.now })
+    .where('id', '=', ruleId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Deletes a rule and closes the gap, so that priorities stay 1..n in evaluation order. */
+export async function deleteRule(
+  m: Mutation,
+  rule: Pick<RuleRow, 'id' | 'flag_id' | 'environment_id' | 'priority'>,
+): Promise<void> {
+  await m.trx.deleteFrom('rules').where('id', '=', rule.id).execute();
+  await m.trx
+    .updateTable('rules')
+    .set((eb) => ({ priority: eb('priority', '-', 1) }))
+    .where('flag_id', '=', rule.flag_id)
+    .where('environment_id', '=', rule.environment_id)
+    .where('priority', '>', rule.priority)
+    .execute();
+}
+
+/** Emits a rule change (the flag and environment were touched first: `m.touchFlag`). */
+export async function recordRuleChange(
+  m: Mutation,
+  type: Extract<EventType, `flag.rule.${string}`>,
+  context: { project: KeyedRef; environment: KeyedRef; flag: KeyedRef; ruleId: string },
+  description: string,
+  changes?: PropertyChange[],
+): Promise<void> {
+  await m.emit({
+    type,
+    project: context.project,
+    environment: context.environment,
+    entity: { type: 'flag', id: context.flag.id, key: context.flag.key },
+    child: { type: 'rule', id: context.ruleId },
+    ...(changes ? { changes } : {}),
+    description,
+  });
 }

@@ -83,6 +83,9 @@ export interface StoredRollout {
   rollout_weight: number | null;
 }
 
+/** The rollout of a rule that serves every matching context. */
+export const NO_ROLLOUT: StoredRollout = { rollout_percentage: null, rollout_weight: null };
+
 /** A weight (thousandths of a percent) as a whole percentage, rounded down: never overstated. */
 function wholePercent(weight: number): number {
   return Math.floor(weight / WEIGHT_PER_PERCENT);

@@ -1,14 +1,7 @@
 import { Type, type Static } from 'typebox';
-import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
-import type { Mutation } from '../../db/mutate.js';
-import type { Role, RulesTable } from '../../db/schema.js';
-import {
-  diffProperties,
-  type EventType,
-  type KeyedRef,
-  type PropertyChange,
-} from '../../events/types.js';
+import type { Role } from '../../db/schema.js';
+import { diffProperties } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs } from '../access.js';
@@ -18,7 +11,15 @@ import type { FlagRow } from '../flags/queries.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { scopedRoutes, type FlagEnvironmentScope } from '../scope.js';
 import { normalizeGroups, storedIds } from './conditions.js';
-import { checkReferences, readRule, requireRule } from './rule-queries.js';
+import {
+  checkReferences,
+  deleteRule,
+  insertRule,
+  readRule,
+  recordRuleChange,
+  requireRule,
+  updateRule,
+} from './rule-queries.js';
 import {
   FlagEnvParams,
   RuleBody,
@@ -26,6 +27,7 @@ import {
   RuleParams,
   RulePatchBody,
   RuleResponse,
+  NO_ROLLOUT,
   requestedRollout,
   ruleItem,
 } from './rule-schemas.js';
@@ -38,27 +40,8 @@ function ruleActions(role: Role, flag: FlagRow) {
   });
 }
 
-/** Emits a rule change (the flag and environment were touched first: `m.touchFlag`). */
-async function recordChange(
-  m: Mutation,
-  type: Extract<EventType, `flag.rule.${string}`>,
-  context: { project: KeyedRef; environment: KeyedRef; flag: KeyedRef; ruleId: string },
-  description: string,
-  changes?: PropertyChange[],
-): Promise<void> {
-  await m.emit({
-    type,
-    project: context.project,
-    environment: context.environment,
-    entity: { type: 'flag', id: context.flag.id, key: context.flag.key },
-    child: { type: 'rule', id: context.ruleId },
-    ...(changes ? { changes } : {}),
-    description,
-  });
-}
-
 /** Updates a rule: members of `body` left out keep their stored value. */
-async function updateRule(
+async function changeRule(
   services: Services,
   { project, flag, environment, ...access }: FlagEnvironmentScope,
   params: Static<typeof RuleParams>,
@@ -77,20 +60,14 @@ async function updateRule(
   await checkReferences(services, flag, variationId, segmentId);
   await mutateAs(services, access, async (m) => {
     await m.touchFlag(flag, [environment.id]);
-    const updated = await m.trx
-      .updateTable('rules')
-      .set({
-        ...(body.description !== undefined ? { description: body.description } : {}),
-        variation_id: variationId,
-        ...rollout,
-        segment_id: segmentId,
-        condition_groups: JSON.stringify(groups),
-        updated_at: m.now,
-      })
-      .where('id', '=', rule.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    await recordChange(
+    const updated = await updateRule(m, rule.id, {
+      ...(body.description !== undefined ? { description: body.description } : {}),
+      variation_id: variationId,
+      ...rollout,
+      segment_id: segmentId,
+      condition_groups: JSON.stringify(groups),
+    });
+    await recordRuleChange(
       m,
       'flag.rule.updated',
       { project, environment, flag, ruleId: rule.id },
@@ -124,7 +101,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
       checkNotArchived(flag);
       const body = request.body;
       const segmentId = body.userSegmentId ?? null;
-      const rollout = requestedRollout(body) ?? { rollout_percentage: null, rollout_weight: null };
+      const rollout = requestedRollout(body) ?? NO_ROLLOUT;
       const groups = normalizeGroups(body.conditionGroups ?? [], new Set());
       await checkReferences(services, flag, body.variationId, segmentId);
       const id = await mutateAs(services, access, async (m) => {
@@ -135,21 +112,18 @@ export function registerRuleRoutes(app: App, services: Services): void {
           .where('flag_id', '=', flag.id)
           .where('environment_id', '=', environment.id)
           .executeTakeFirst();
-        const row: RulesTable = {
-          id: uuid(),
-          flag_id: flag.id,
-          environment_id: environment.id,
-          priority: (last?.max ?? 0) + 1,
-          description: body.description ?? null,
-          variation_id: body.variationId,
-          ...rollout,
-          segment_id: segmentId,
-          condition_groups: JSON.stringify(groups),
-          created_at: m.now,
-          updated_at: m.now,
-        };
-        await m.trx.insertInto('rules').values(row).execute();
-        await recordChange(
+        const row = await insertRule(
+          m,
+          { flagId: flag.id, environmentId: environment.id, priority: (last?.max ?? 0) + 1 },
+          {
+            description: body.description ?? null,
+            variation_id: body.variationId,
+            ...rollout,
+            segment_id: segmentId,
+            condition_groups: JSON.stringify(groups),
+          },
+        );
+        await recordRuleChange(
           m,
           'flag.rule.created',
           { project, environment, flag, ruleId: row.id },
@@ -218,7 +192,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
         response: { 200: RuleResponse },
       },
     },
-    async (scope, request) => updateRule(services, scope, request.params, request.body),
+    async (scope, request) => changeRule(services, scope, request.params, request.body),
   );
 
   route.put(
@@ -234,7 +208,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
     },
     // A full replacement: members left out take their empty value rather than the stored one.
     async (scope, request) =>
-      updateRule(services, scope, request.params, {
+      changeRule(services, scope, request.params, {
         description: null,
         userSegmentId: null,
         conditionGroups: null,
@@ -252,16 +226,8 @@ export function registerRuleRoutes(app: App, services: Services): void {
       const rule = await requireRule(services, request.params, flag.id, environment.id);
       await mutateAs(services, access, async (m) => {
         await m.touchFlag(flag, [environment.id]);
-        await m.trx.deleteFrom('rules').where('id', '=', rule.id).execute();
-        // Close the gap so priorities stay 1..n in evaluation order.
-        await m.trx
-          .updateTable('rules')
-          .set((eb) => ({ priority: eb('priority', '-', 1) }))
-          .where('flag_id', '=', flag.id)
-          .where('environment_id', '=', environment.id)
-          .where('priority', '>', rule.priority)
-          .execute();
-        await recordChange(
+        await deleteRule(m, rule);
+        await recordRuleChange(
           m,
           'flag.rule.deleted',
           { project, environment, flag, ruleId: rule.id },
@@ -313,7 +279,7 @@ export function registerRuleRoutes(app: App, services: Services): void {
             .set({ priority: to, updated_at: m.now })
             .where('id', '=', id)
             .execute();
-          await recordChange(
+          await recordRuleChange(
             m,
             'flag.rule.updated',
             { project, environment, flag, ruleId: id },

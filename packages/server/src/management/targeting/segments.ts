@@ -1,6 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
-import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
 import type {
   ProjectsTable,
@@ -9,7 +8,6 @@ import type {
   SegmentsTable,
   StoredCondition,
 } from '../../db/schema.js';
-import { conflictOn } from '../../db/unique.js';
 import { diffProperties } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { isUuid, mutateAs, notFound, type OrgAccess } from '../access.js';
@@ -31,6 +29,7 @@ import {
   LOGICAL_OPERATORS,
   normalizeConditions,
 } from './conditions.js';
+import { insertSegment, updateSegment } from './segment-queries.js';
 import { scopedRoutes } from '../scope.js';
 import { keyOrNameContains, SearchText } from '../search.js';
 
@@ -181,33 +180,15 @@ export function registerSegmentRoutes(app: App, services: Services): void {
     async ({ project, ...access }, request, reply) => {
       const body = request.body;
       const conditions = checkConditions(body.conditions ?? [], new Set());
-      const row = await mutateAs(services, access, async (m) => {
-        const segment: SegmentsTable = {
-          id: uuid(),
-          project_id: project.id,
+      const row = await mutateAs(services, access, (m) =>
+        insertSegment(m, project, {
           key: body.key,
           name: body.name ?? null,
           description: body.description ?? null,
           conditions: JSON.stringify(conditions),
           condition_logic: body.conditionLogic ?? 'And',
-          version: 1,
-          created_at: m.now,
-          updated_at: m.now,
-        };
-        await m.trx
-          .insertInto('segments')
-          .values(segment)
-          .execute()
-          .catch(conflictOn('key', body.key, 'segment'));
-        await m.touchProject(project.id);
-        await m.emit({
-          type: 'segment.created',
-          project,
-          entity: { type: 'segment', id: segment.id, key: segment.key },
-          description: `Segment "${segment.key}" created`,
-        });
-        return segment;
-      });
+        }),
+      );
       return reply.status(201).send({ ...segmentItem(row), _actions: segmentActions(access.role) });
     },
   );
@@ -302,22 +283,13 @@ export function registerSegmentRoutes(app: App, services: Services): void {
             )
           : undefined;
       const row = await mutateAs(services, access, async (m) => {
-        const updated = await m.trx
-          .updateTable('segments')
-          .set((eb) => ({
-            ...(body.key !== undefined ? { key: body.key } : {}),
-            ...(body.name !== undefined ? { name: body.name } : {}),
-            ...(body.description !== undefined ? { description: body.description } : {}),
-            ...(conditions !== undefined ? { conditions: JSON.stringify(conditions) } : {}),
-            ...(body.conditionLogic !== undefined ? { condition_logic: body.conditionLogic } : {}),
-            version: eb('version', '+', 1),
-            updated_at: m.now,
-          }))
-          .where('id', '=', segment.id)
-          .returningAll()
-          .executeTakeFirstOrThrow()
-          .catch(conflictOn('key', body.key ?? segment.key, 'segment'));
-        await m.touchProject(project.id);
+        const updated = await updateSegment(m, segment, {
+          ...(body.key !== undefined ? { key: body.key } : {}),
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          ...(body.description !== undefined ? { description: body.description } : {}),
+          ...(conditions !== undefined ? { conditions: JSON.stringify(conditions) } : {}),
+          ...(body.conditionLogic !== undefined ? { condition_logic: body.conditionLogic } : {}),
+        });
         await m.emit({
           type: 'segment.updated',
           project,
