@@ -1,13 +1,12 @@
 import fastifyCookie from '@fastify/cookie';
 import fastifySwagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv } from 'ajv';
 import addErrorsModule from 'ajv-errors';
 import addFormatsModule from 'ajv-formats';
 import Fastify from 'fastify';
 import { inject, type InjectOptions, type Response as InjectedResponse } from 'light-my-request';
 import type { RequestListener } from 'node:http';
-import type { Static } from 'typebox';
 import { identifyCaller } from './auth/credentials.js';
 import { secretsKey } from './auth/secrets-key.js';
 import { systemClock, type Clock } from './clock.js';
@@ -18,13 +17,12 @@ import { NodeBus } from './bus/node-bus.js';
 import { LiveFeed } from './events/live-feed.js';
 import { clusterWorkerRelay } from './bus/worker-relay.js';
 import { allowBrowserCalls } from './evaluation/cors.js';
-import { leanLane, type LeanRoute } from './evaluation/lean-lane.js';
+import { leanLane } from './evaluation/lean-lane.js';
 import {
-  ClientEvaluateBody,
   EVALUATION_PREFIX,
   evaluationAnswers,
+  leanRoutes,
   registerEvaluationApi,
-  ServerEvaluateBody,
 } from './evaluation/routes.js';
 import { registerOfrepApi } from './evaluation/ofrep.js';
 import { SdkAuthenticator } from './evaluation/sdk-authenticator.js';
@@ -310,25 +308,8 @@ export async function createVexil(
       { prefix: EVALUATION_PREFIX },
     );
     // The hot routes leave Fastify's request lifecycle (design record 030).
-    const laneRoute = (
-      path: string,
-      validate: ValidateFunction,
-      answer: LeanRoute['answer'],
-    ): LeanRoute => ({
-      path: EVALUATION_PREFIX + path,
-      validate,
-      answer,
-      observe: requestDurations.recorder('POST', EVALUATION_PREFIX + path),
-    });
     listener = leanLane(
-      [
-        laneRoute('/sdk/evaluate', bodyAjv.compile(ServerEvaluateBody), (request, body) =>
-          answers.server(request.headers, body as Static<typeof ServerEvaluateBody>),
-        ),
-        laneRoute('/client/evaluate', bodyAjv.compile(ClientEvaluateBody), (request, body) =>
-          answers.client(request.headers, body as Static<typeof ClientEvaluateBody>),
-        ),
-      ],
+      leanRoutes(answers, (schema) => bodyAjv.compile(schema), requestDurations),
       { bodyLimit: BODY_LIMIT, accepting: () => ops.accepting, log: app.log },
       fastifyListener,
     );

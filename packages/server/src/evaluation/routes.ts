@@ -2,11 +2,14 @@ import { evaluateFlag, type EvaluationResult } from '@vexil/engine';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingHttpHeaders } from 'node:http';
 import Negotiator from 'negotiator';
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
+import type { ValidateFunction } from 'ajv';
 import type { App } from '../http/app-instance.js';
+import type { RequestDurations } from '../ops/request-durations.js';
 import type { Services } from '../services.js';
 import { registerEventRoutes } from '../usage/events-routes.js';
 import { clientFlagsBody } from './client-flags.js';
+import type { LeanRoute } from './lean-lane.js';
 import { ProblemError, problemErrorHandler } from './problem.js';
 import type { SdkAuthenticator, SdkKeyType } from './sdk-authenticator.js';
 import { flagDocument, type SnapshotStore } from './snapshots.js';
@@ -121,6 +124,31 @@ export function evaluationAnswers(services: Services, sdk: SdkAuthenticator): Ev
         ),
       ),
   };
+}
+
+/**
+ * The lean lane's routes (design record 030): the Fastify routes' paths, body schemas (compiled
+ * by `compile`, the Fastify routes' validator compiler), answers and duration series.
+ */
+export function leanRoutes(
+  answers: EvaluationAnswers,
+  compile: (schema: TSchema) => ValidateFunction,
+  durations: Pick<RequestDurations, 'recorder'>,
+): LeanRoute[] {
+  const route = (path: string, body: TSchema, answer: LeanRoute['answer']): LeanRoute => ({
+    path: EVALUATION_PREFIX + path,
+    validate: compile(body),
+    answer,
+    observe: durations.recorder('POST', EVALUATION_PREFIX + path),
+  });
+  return [
+    route('/sdk/evaluate', ServerEvaluateBody, (request, body) =>
+      answers.server(request.headers, body as Static<typeof ServerEvaluateBody>),
+    ),
+    route('/client/evaluate', ClientEvaluateBody, (request, body) =>
+      answers.client(request.headers, body as Static<typeof ClientEvaluateBody>),
+    ),
+  ];
 }
 
 /** Sends an answer of {@link EvaluationAnswers} through Fastify. */
