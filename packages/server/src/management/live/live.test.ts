@@ -106,6 +106,118 @@ describe.each(testDialects())('management event stream on %s', (dialect) => {
     expect(theirs.unread()).toEqual([]);
   });
 
+  it("a flag's toggle, variation, rule and archive events carry the project, environment and flag keys", async () => {
+    const mine = await openFeed(url, 'acme', acme.token);
+    readers.push(mine);
+    const nextChange = async () => JSON.parse((await mine.next()).data);
+    const project = {
+      id: (await call(vexil, 'GET', base, { token: acme.token })).body.id,
+      key: 'web',
+    };
+    const flagPath = `${base}/flags/keyed`;
+    const created = await call(vexil, 'POST', `${base}/flags`, {
+      token: acme.token,
+      body: {
+        key: 'keyed',
+        type: 'String',
+        variations: [
+          { key: 'red', value: 'red' },
+          { key: 'blue', value: 'blue' },
+        ],
+      },
+    });
+    expect(created.status).toBe(201);
+    const flag = { type: 'flag', id: created.body.id, key: 'keyed' };
+    expect(await nextChange()).toMatchObject({ type: 'flag.created', project, entity: flag });
+
+    await call(vexil, 'POST', `${flagPath}/environments/production/toggle`, {
+      token: acme.token,
+      body: { enabled: true },
+    });
+    expect(await nextChange()).toMatchObject({
+      type: 'flag.toggled',
+      project,
+      environment: { key: 'production' },
+      entity: flag,
+    });
+
+    // Variations belong to the flag in every environment: their events name no environment.
+    const variation = await call(vexil, 'POST', `${flagPath}/variations`, {
+      token: acme.token,
+      body: { key: 'green', value: 'green' },
+    });
+    expect(variation.status).toBe(201);
+    const variationChild = { type: 'variation', id: variation.body.id };
+    expect(await nextChange()).toMatchObject({
+      type: 'flag.variation.created',
+      project,
+      environment: null,
+      entity: flag,
+      child: variationChild,
+    });
+    await call(vexil, 'PATCH', `${flagPath}/variations/green`, {
+      token: acme.token,
+      body: { name: 'Green' },
+    });
+    expect(await nextChange()).toMatchObject({
+      type: 'flag.variation.updated',
+      project,
+      environment: null,
+      entity: flag,
+      child: variationChild,
+    });
+    await call(vexil, 'DELETE', `${flagPath}/variations/green`, { token: acme.token });
+    expect(await nextChange()).toMatchObject({
+      type: 'flag.variation.deleted',
+      project,
+      environment: null,
+      entity: flag,
+      child: variationChild,
+    });
+
+    const rules = `${flagPath}/environments/production/rules`;
+    const blue = created.body.variations.find((v: { key: string }) => v.key === 'blue').id;
+    const rule = await call(vexil, 'POST', rules, {
+      token: acme.token,
+      body: { variationId: blue },
+    });
+    expect(rule.status).toBe(201);
+    const ruleChange = {
+      project,
+      environment: { key: 'production' },
+      entity: flag,
+      child: { type: 'rule', id: rule.body.id },
+    };
+    expect(await nextChange()).toMatchObject({ type: 'flag.rule.created', ...ruleChange });
+    await call(vexil, 'PATCH', `${rules}/${rule.body.id}`, {
+      token: acme.token,
+      body: { description: 'Everyone blue' },
+    });
+    expect(await nextChange()).toMatchObject({ type: 'flag.rule.updated', ...ruleChange });
+    await call(vexil, 'DELETE', `${rules}/${rule.body.id}`, { token: acme.token });
+    expect(await nextChange()).toMatchObject({ type: 'flag.rule.deleted', ...ruleChange });
+
+    expect((await call(vexil, 'POST', `${flagPath}/archive`, { token: acme.token })).status).toBe(
+      204,
+    );
+    expect(await nextChange()).toMatchObject({
+      type: 'flag.archived',
+      project,
+      environment: null,
+      entity: flag,
+    });
+    expect((await call(vexil, 'POST', `${flagPath}/restore`, { token: acme.token })).status).toBe(
+      204,
+    );
+    expect(await nextChange()).toMatchObject({
+      type: 'flag.restored',
+      project,
+      environment: null,
+      entity: flag,
+    });
+    expect(mine.unread()).toEqual([]);
+  });
+
   it('a token allowlisted to one project hears only of that project', async () => {
     await call(vexil, 'POST', '/api/v1/orgs/acme/projects', {
       token: acme.token,
