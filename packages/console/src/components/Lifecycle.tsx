@@ -5,6 +5,7 @@ import { ApiProblem, api, unwrap } from '../api/client';
 import type { Flag } from '../api/types';
 import { Labelled } from './Field';
 import { DialogActions } from './DialogActions';
+import { useFormMutation } from './useFormMutation';
 
 /**
  * Archive and restore, with the spec's recently-evaluated guard said in words (the API's
@@ -41,7 +42,7 @@ export function Lifecycle({ org, project, flag }: { org: string; project: string
       ),
     onSuccess: refresh,
   });
-  const saveExpiry = useMutation({
+  const saveExpiry = useFormMutation({
     mutationFn: () =>
       expiry
         ? unwrap(
@@ -56,25 +57,19 @@ export function Lifecycle({ org, project, flag }: { org: string; project: string
             }),
           ),
     onSuccess: refresh,
+    messageAt: 'expiresAtUtc',
   });
   const guard =
     archive.error instanceof ApiProblem && archive.error.code === 'FLAG_RECENTLY_EVALUATED';
-  const expiryProblem = saveExpiry.error instanceof ApiProblem ? saveExpiry.error : null;
 
   return (
     <section aria-labelledby="lifecycle-heading">
       <h2 id="lifecycle-heading">Lifecycle</h2>
-      <form
-        className="row"
-        onSubmit={(event) => {
-          event.preventDefault();
-          saveExpiry.mutate();
-        }}
-      >
+      <form className="row" onSubmit={saveExpiry.submit}>
         <Labelled
           label="Expires on"
           hint={flag.isExpired ? 'Expired: time to remove it from code.' : 'Empty: never expires.'}
-          error={expiryProblem?.field('expiresAtUtc') ?? saveExpiry.error?.message}
+          error={saveExpiry.problemAt('expiresAtUtc')}
         >
           {(id, describedBy) => (
             <input

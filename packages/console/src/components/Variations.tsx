@@ -1,10 +1,12 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { AlertDialog, Dialog } from 'radix-ui';
+import { AlertDialog } from 'radix-ui';
 import { useState } from 'react';
-import { ApiProblem, api, unwrap } from '../api/client';
+import { api, unwrap } from '../api/client';
 import type { Flag } from '../api/types';
 import { DialogActions } from './DialogActions';
 import { Field, Labelled } from './Field';
+import { FormDialog } from './FormDialog';
+import { useFormMutation } from './useFormMutation';
 
 type Variation = Flag['variations'][number];
 
@@ -19,14 +21,7 @@ export function Variations({ org, project, flag }: { org: string; project: strin
     <section aria-labelledby="variations-heading">
       <div className="page-heading">
         <h2 id="variations-heading">Variations</h2>
-        {canEdit && (
-          <VariationDialog
-            org={org}
-            project={project}
-            flag={flag}
-            trigger={<button type="button">Add variation</button>}
-          />
-        )}
+        {canEdit && <VariationDialog org={org} project={project} flag={flag} />}
       </div>
       <table>
         <thead>
@@ -55,17 +50,7 @@ export function Variations({ org, project, flag }: { org: string; project: strin
               <td>{variation.description}</td>
               {canEdit && (
                 <td className="row">
-                  <VariationDialog
-                    org={org}
-                    project={project}
-                    flag={flag}
-                    variation={variation}
-                    trigger={
-                      <button type="button" className="quiet">
-                        Edit variation {variation.key}
-                      </button>
-                    }
-                  />
+                  <VariationDialog org={org} project={project} flag={flag} variation={variation} />
                   <DeleteVariation org={org} project={project} flag={flag} variation={variation} />
                 </td>
               )}
@@ -77,28 +62,33 @@ export function Variations({ org, project, flag }: { org: string; project: strin
   );
 }
 
+function draftOf(variation: Variation | undefined) {
+  return {
+    key: variation?.key ?? '',
+    name: variation?.name ?? '',
+    value: variation?.value ?? '',
+    description: variation?.description ?? '',
+  };
+}
+
+/** "Add variation", or "Edit variation …" for `variation`. */
 function VariationDialog(props: {
   org: string;
   project: string;
   flag: Flag;
   variation?: Variation;
-  trigger: React.ReactNode;
 }) {
   const { org, project, flag, variation } = props;
-  const [open, setOpen] = useState(false);
-  const [key, setKey] = useState('');
-  const [name, setName] = useState('');
-  const [value, setValue] = useState('');
-  const [description, setDescription] = useState('');
+  const [draft, setDraft] = useState(() => draftOf(variation));
   const queryClient = useQueryClient();
   const flagKey = flag.key ?? flag.id;
 
-  const save = useMutation({
+  const save = useFormMutation({
     mutationFn: () => {
       const fields = {
-        name: name.trim() || null,
-        value,
-        description: description.trim() || null,
+        name: draft.name.trim() || null,
+        value: draft.value,
+        description: draft.description.trim() || null,
       };
       return variation
         ? unwrap(
@@ -110,95 +100,67 @@ function VariationDialog(props: {
         : unwrap(
             api.POST('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/variations', {
               params: { path: { org, project, flag: flagKey } },
-              body: { key: key.trim(), ...fields },
+              body: { key: draft.key.trim(), ...fields },
             }),
           );
     },
     onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] });
-      setOpen(false);
     },
   });
-  const problem = save.error instanceof ApiProblem ? save.error : null;
-  const title = variation ? `Edit variation ${variation.key ?? ''}` : 'New variation';
+  const valueProblem = save.problemAt('value');
 
   return (
-    <Dialog.Root
-      open={open}
-      onOpenChange={(next) => {
-        if (next) {
-          setKey(variation?.key ?? '');
-          setName(variation?.name ?? '');
-          setValue(variation?.value ?? '');
-          setDescription(variation?.description ?? '');
-          save.reset();
-        }
-        setOpen(next);
-      }}
+    <FormDialog
+      label={variation ? `Edit variation ${variation.key ?? ''}` : 'Add variation'}
+      quiet={variation !== undefined}
+      title={variation ? `Edit variation ${variation.key ?? ''}` : 'New variation'}
+      description={
+        <>
+          A {flag.type} flag: the value must be a {flag.type === 'Json' ? 'JSON' : flag.type} value.
+          SDKs receive the change within seconds.
+        </>
+      }
+      form={save}
+      confirmLabel={variation ? 'Save variation' : 'Add variation'}
+      onOpen={() => setDraft(draftOf(variation))}
     >
-      <Dialog.Trigger asChild>{props.trigger}</Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="dialog">
-          <Dialog.Title>{title}</Dialog.Title>
-          <Dialog.Description className="hint">
-            A {flag.type} flag: the value must be a {flag.type === 'Json' ? 'JSON' : flag.type}{' '}
-            value. SDKs receive the change within seconds.
-          </Dialog.Description>
-          <form
-            onSubmit={(event) => {
-              event.preventDefault();
-              save.mutate();
-            }}
-          >
-            {!variation && (
-              <Field
-                label="Variation key"
-                required
-                autoComplete="off"
-                value={key}
-                onChange={(event) => setKey(event.target.value)}
-                error={problem?.field('key')}
-              />
-            )}
-            <Field
-              label="Variation name"
-              value={name}
-              onChange={(event) => setName(event.target.value)}
-              error={problem?.field('name')}
-            />
-            <Labelled label="Variation value" error={problem?.field('value')}>
-              {(id, describedBy) => (
-                <textarea
-                  id={id}
-                  rows={flag.type === 'Json' ? 4 : 1}
-                  required
-                  aria-describedby={describedBy}
-                  aria-invalid={Boolean(problem?.field('value'))}
-                  value={value}
-                  onChange={(event) => setValue(event.target.value)}
-                />
-              )}
-            </Labelled>
-            <Field
-              label="Variation description"
-              value={description}
-              onChange={(event) => setDescription(event.target.value)}
-              error={problem?.field('description')}
-            />
-            {save.error && !problem?.field('key') && !problem?.field('value') && (
-              <p role="alert" className="field-error">
-                {save.error.message}
-              </p>
-            )}
-            <DialogActions
-              confirmLabel={variation ? 'Save variation' : 'Add variation'}
-              busy={save.isPending}
-            />
-          </form>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+      {!variation && (
+        <Field
+          label="Variation key"
+          required
+          autoComplete="off"
+          value={draft.key}
+          onChange={(event) => setDraft({ ...draft, key: event.target.value })}
+          error={save.problemAt('key')}
+        />
+      )}
+      <Field
+        label="Variation name"
+        value={draft.name}
+        onChange={(event) => setDraft({ ...draft, name: event.target.value })}
+        error={save.problemAt('name')}
+      />
+      <Labelled label="Variation value" error={valueProblem}>
+        {(id, describedBy) => (
+          <textarea
+            id={id}
+            rows={flag.type === 'Json' ? 4 : 1}
+            required
+            aria-describedby={describedBy}
+            aria-invalid={valueProblem !== undefined}
+            value={draft.value}
+            onChange={(event) => setDraft({ ...draft, value: event.target.value })}
+          />
+        )}
+      </Labelled>
+      <Field
+        label="Variation description"
+        value={draft.description}
+        onChange={(event) => setDraft({ ...draft, description: event.target.value })}
+        error={save.problemAt('description')}
+      />
+    </FormDialog>
   );
 }
 

@@ -60,7 +60,7 @@ export function ConditionGroupEditor(props: {
   describe: (c: number) => string;
   conditionGroupLabel: (c: number) => string;
   addLabel: string;
-  problemAt: (field: string) => string | null | undefined;
+  problemAt: (field: string) => string | undefined;
   children?: React.ReactNode;
 }) {
   const { group, onChange, problemAt } = props;

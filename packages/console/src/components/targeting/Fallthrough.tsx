@@ -1,8 +1,9 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiProblem, api, unwrap } from '../../api/client';
+import { api, unwrap } from '../../api/client';
 import type { Flag, FlagEnvironment } from '../../api/types';
 import { Labelled } from '../Field';
+import { useFormMutation } from '../useFormMutation';
 import { PercentageControl, percentageOf, weightOf } from './PercentageControl';
 
 type Strategy = FlagEnvironment['strategy'];
@@ -36,7 +37,7 @@ export function Fallthrough(props: {
   );
   const flagKey = flag.key ?? flag.id;
 
-  const save = useMutation({
+  const save = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.PATCH('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}', {
@@ -58,7 +59,7 @@ export function Fallthrough(props: {
       ),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] }),
   });
-  const problem = save.error instanceof ApiProblem ? save.error : null;
+  const rolloutProblem = save.problemAt('rollout');
   const total = Object.values(percentages).reduce((sum, p) => sum + (Number(p) || 0), 0);
   const canUpdate = configuration._actions['update']?.allowed ?? false;
 
@@ -66,12 +67,9 @@ export function Fallthrough(props: {
     <form
       className="fallthrough"
       aria-label={`Default serve in ${environment}`}
-      onSubmit={(event) => {
-        event.preventDefault();
-        save.mutate();
-      }}
+      onSubmit={save.submit}
     >
-      <Labelled label="When no rule matches, serve" error={problem?.field('strategy')}>
+      <Labelled label="When no rule matches, serve" error={save.problemAt('strategy')}>
         {(id, describedBy) => (
           <select
             id={id}
@@ -90,7 +88,7 @@ export function Fallthrough(props: {
           flag={flag}
           value={defaultId}
           onChange={setDefaultId}
-          error={problem?.field('defaultVariationId')}
+          error={save.problemAt('defaultVariationId')}
         />
       ) : (
         <fieldset>
@@ -109,7 +107,12 @@ export function Fallthrough(props: {
               />
             );
           })}
-          {problem?.field('rollout') && <p className="field-error">{problem.field('rollout')}</p>}
+          {/* The percentages have no one field to carry it: announced as the form's message was. */}
+          {rolloutProblem && (
+            <p role="alert" className="field-error">
+              {rolloutProblem}
+            </p>
+          )}
         </fieldset>
       )}
       <VariationSelect
@@ -117,11 +120,11 @@ export function Fallthrough(props: {
         flag={flag}
         value={offId}
         onChange={setOffId}
-        error={problem?.field('offVariationId')}
+        error={save.problemAt('offVariationId')}
       />
-      {save.error && (
+      {save.message && (
         <p role="alert" className="field-error">
-          {save.error.message}
+          {save.message}
         </p>
       )}
       <button type="submit" disabled={!canUpdate || save.isPending}>

@@ -1,8 +1,9 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiProblem, api, unwrap } from '../../api/client';
+import { api, unwrap } from '../../api/client';
 import type { Flag, FlagEnvironment } from '../../api/types';
 import { Labelled } from '../Field';
+import { useFormMutation } from '../useFormMutation';
 
 interface Draft {
   prerequisiteFlagKey: string;
@@ -42,7 +43,7 @@ export function Prerequisites(props: {
   });
   const choices = (flags.data?.items ?? []).filter((candidate) => candidate.key !== flagKey);
 
-  const save = useMutation({
+  const save = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.PATCH('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}', {
@@ -52,12 +53,10 @@ export function Prerequisites(props: {
       ),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] }),
   });
-  const problem = save.error instanceof ApiProblem ? save.error : null;
   const canUpdate = configuration._actions['update']?.allowed ?? false;
   /** Whether the API's message names one prerequisite, and so shows at its row. */
-  const shownAtRow = Object.keys(problem?.fields ?? {}).some((field) =>
-    /^prerequisites\.\d+\./.test(field),
-  );
+  const shownAtRow = drafts.some((_, index) => save.problemAt(`prerequisites.${String(index)}`));
+  const listMessage = save.message ?? (shownAtRow ? undefined : save.problemAt('prerequisites'));
   const set = (index: number, draft: Draft | null) =>
     setDrafts(drafts.flatMap((old, i) => (i !== index ? [old] : draft ? [draft] : [])));
 
@@ -65,10 +64,7 @@ export function Prerequisites(props: {
     <form
       className="prerequisites"
       aria-label={`Prerequisites in ${environment}`}
-      onSubmit={(event) => {
-        event.preventDefault();
-        save.mutate();
-      }}
+      onSubmit={save.submit}
     >
       <h3>Prerequisites</h3>
       {drafts.length === 0 && (
@@ -83,13 +79,13 @@ export function Prerequisites(props: {
           draft={draft}
           choices={choices.map((choice) => choice.key)}
           onChange={(next) => set(index, next)}
-          flagError={problem?.field(`prerequisites.${String(index)}.prerequisiteFlagKey`)}
-          variationError={problem?.field(`prerequisites.${String(index)}.expectedVariationKey`)}
+          flagError={save.problemAt(`prerequisites.${String(index)}.prerequisiteFlagKey`)}
+          variationError={save.problemAt(`prerequisites.${String(index)}.expectedVariationKey`)}
         />
       ))}
-      {save.error && !shownAtRow && (
+      {listMessage && (
         <p role="alert" className="field-error">
-          {problem?.field('prerequisites') ?? save.error.message}
+          {listMessage}
         </p>
       )}
       <div className="row">

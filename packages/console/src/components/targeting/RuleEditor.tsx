@@ -1,10 +1,10 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { Dialog } from 'radix-ui';
+import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiProblem, api, unwrap } from '../../api/client';
+import { api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { Labelled } from '../Field';
-import { DialogActions } from '../DialogActions';
+import { FormDialog } from '../FormDialog';
+import { useFormMutation } from '../useFormMutation';
 import { PercentageControl, percentageOf, weightOf } from './PercentageControl';
 import {
   ConditionGroupEditor,
@@ -49,15 +49,15 @@ export function RuleEditor(props: {
   environment: string;
   rule?: Rule;
   segments: Segment[];
-  trigger: React.ReactNode;
+  /** The trigger's text: "Add rule", or "Edit rule 2" for `rule`. */
+  label: string;
 }) {
   const { org, project, flag, environment, rule, segments } = props;
-  const [open, setOpen] = useState(false);
   const [draft, setDraft] = useState(() => draftOf(rule, flag));
   const queryClient = useQueryClient();
   const path = { org, project, flag: flag.key ?? flag.id, env: environment };
 
-  const save = useMutation({
+  const save = useFormMutation({
     mutationFn: () => {
       const body = {
         description: draft.description.trim() || null,
@@ -88,17 +88,9 @@ export function RuleEditor(props: {
     },
     onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: ['flag', org, project, path.flag] });
-      setOpen(false);
     },
   });
-  const problem = save.error instanceof ApiProblem ? save.error : null;
-  /** Every message the API gave for this field or below it. */
-  const problemAt = (field: string) =>
-    problem &&
-    Object.entries(problem.fields)
-      .filter(([name]) => name === field || name.startsWith(`${field}.`))
-      .flatMap(([, messages]) => messages)
-      .join('; ');
+  const { problemAt } = save;
 
   function setGroup(index: number, group: DraftGroup | null) {
     const groups = draft.groups.flatMap((g, i) => (i !== index ? [g] : group ? [group] : []));
@@ -106,122 +98,98 @@ export function RuleEditor(props: {
   }
 
   return (
-    <Dialog.Root
-      open={open}
-      onOpenChange={(next) => {
-        if (next) {
-          setDraft(draftOf(rule, flag));
-          save.reset();
-        }
-        setOpen(next);
-      }}
+    <FormDialog
+      label={props.label}
+      quiet={rule !== undefined}
+      title={rule ? 'Edit rule' : 'New rule'}
+      description="The rule matches when the context is in the segment (if any) and every condition group matches; the first matching rule serves its variation."
+      wide
+      form={save}
+      confirmLabel="Save rule"
+      onOpen={() => setDraft(draftOf(rule, flag))}
     >
-      <Dialog.Trigger asChild>{props.trigger}</Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="dialog wide">
-          <Dialog.Title>{rule ? 'Edit rule' : 'New rule'}</Dialog.Title>
-          <Dialog.Description className="hint">
-            The rule matches when the context is in the segment (if any) and every condition group
-            matches; the first matching rule serves its variation.
-          </Dialog.Description>
-          <form
-            onSubmit={(event) => {
-              event.preventDefault();
-              save.mutate();
-            }}
+      <Labelled label="Description" error={problemAt('description')}>
+        {(id, describedBy) => (
+          <input
+            id={id}
+            aria-describedby={describedBy}
+            value={draft.description}
+            onChange={(event) => setDraft({ ...draft, description: event.target.value })}
+          />
+        )}
+      </Labelled>
+      {draft.groups.map((group, g) => (
+        <fieldset key={g} className="group">
+          <legend>Condition group {g + 1}</legend>
+          <ConditionGroupEditor
+            group={group}
+            onChange={(changed) => setGroup(g, changed)}
+            path={`conditionGroups.${g}.conditions`}
+            operatorLabel={`Group ${g + 1} matches when`}
+            describe={(c) => `group ${g + 1} condition ${c + 1}`}
+            conditionGroupLabel={(c) => `Condition ${c + 1} of group ${g + 1}`}
+            addLabel={`Add condition to group ${g + 1}`}
+            problemAt={problemAt}
           >
-            <Labelled label="Description" error={problemAt('description')}>
-              {(id, describedBy) => (
-                <input
-                  id={id}
-                  aria-describedby={describedBy}
-                  value={draft.description}
-                  onChange={(event) => setDraft({ ...draft, description: event.target.value })}
-                />
-              )}
-            </Labelled>
-            {draft.groups.map((group, g) => (
-              <fieldset key={g} className="group">
-                <legend>Condition group {g + 1}</legend>
-                <ConditionGroupEditor
-                  group={group}
-                  onChange={(changed) => setGroup(g, changed)}
-                  path={`conditionGroups.${g}.conditions`}
-                  operatorLabel={`Group ${g + 1} matches when`}
-                  describe={(c) => `group ${g + 1} condition ${c + 1}`}
-                  conditionGroupLabel={(c) => `Condition ${c + 1} of group ${g + 1}`}
-                  addLabel={`Add condition to group ${g + 1}`}
-                  problemAt={problemAt}
-                >
-                  <button type="button" className="quiet" onClick={() => setGroup(g, null)}>
-                    Remove group {g + 1}
-                  </button>
-                </ConditionGroupEditor>
-              </fieldset>
-            ))}
-            <button
-              type="button"
-              className="quiet"
-              onClick={() =>
-                setDraft({
-                  ...draft,
-                  groups: [...draft.groups, { operator: 'And', conditions: [emptyCondition()] }],
-                })
-              }
-            >
-              Add condition group
+            <button type="button" className="quiet" onClick={() => setGroup(g, null)}>
+              Remove group {g + 1}
             </button>
-            <Labelled label="Segment" error={problemAt('userSegmentId')}>
-              {(id, describedBy) => (
-                <select
-                  id={id}
-                  aria-describedby={describedBy}
-                  value={draft.segmentId}
-                  onChange={(event) => setDraft({ ...draft, segmentId: event.target.value })}
-                >
-                  <option value="">No segment</option>
-                  {segments.map((segment) => (
-                    <option key={segment.id} value={segment.id}>
-                      {segment.name ?? segment.key}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Labelled>
-            <Labelled label="Serve" error={problemAt('variationId')}>
-              {(id, describedBy) => (
-                <select
-                  id={id}
-                  aria-describedby={describedBy}
-                  value={draft.variationId}
-                  onChange={(event) => setDraft({ ...draft, variationId: event.target.value })}
-                >
-                  {flag.variations.map((variation) => (
-                    <option key={variation.id} value={variation.id}>
-                      {variation.name ?? variation.key}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Labelled>
-            <PercentageControl
-              label="Rollout percentage"
-              sliderLabel="Rollout share"
-              hint="Of the matching contexts, this share (to 0.001%) gets the variation; empty: all"
-              error={problemAt('rolloutWeight') || problemAt('rolloutPercentage')}
-              value={draft.rollout}
-              onChange={(rollout) => setDraft({ ...draft, rollout })}
-            />
-            {save.error && (
-              <p role="alert" className="field-error">
-                {save.error.message}
-              </p>
-            )}
-            <DialogActions confirmLabel="Save rule" busy={save.isPending} />
-          </form>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+          </ConditionGroupEditor>
+        </fieldset>
+      ))}
+      <button
+        type="button"
+        className="quiet"
+        onClick={() =>
+          setDraft({
+            ...draft,
+            groups: [...draft.groups, { operator: 'And', conditions: [emptyCondition()] }],
+          })
+        }
+      >
+        Add condition group
+      </button>
+      <Labelled label="Segment" error={problemAt('userSegmentId')}>
+        {(id, describedBy) => (
+          <select
+            id={id}
+            aria-describedby={describedBy}
+            value={draft.segmentId}
+            onChange={(event) => setDraft({ ...draft, segmentId: event.target.value })}
+          >
+            <option value="">No segment</option>
+            {segments.map((segment) => (
+              <option key={segment.id} value={segment.id}>
+                {segment.name ?? segment.key}
+              </option>
+            ))}
+          </select>
+        )}
+      </Labelled>
+      <Labelled label="Serve" error={problemAt('variationId')}>
+        {(id, describedBy) => (
+          <select
+            id={id}
+            aria-describedby={describedBy}
+            value={draft.variationId}
+            onChange={(event) => setDraft({ ...draft, variationId: event.target.value })}
+          >
+            {flag.variations.map((variation) => (
+              <option key={variation.id} value={variation.id}>
+                {variation.name ?? variation.key}
+              </option>
+            ))}
+          </select>
+        )}
+      </Labelled>
+      <PercentageControl
+        label="Rollout percentage"
+        sliderLabel="Rollout share"
+        hint="Of the matching contexts, this share (to 0.001%) gets the variation; empty: all"
+        error={problemAt('rolloutWeight') ?? problemAt('rolloutPercentage')}
+        value={draft.rollout}
+        onChange={(rollout) => setDraft({ ...draft, rollout })}
+      />
+    </FormDialog>
   );
 }

@@ -83,7 +83,7 @@ export function Rules(props: {
             flag={flag}
             environment={environment}
             segments={segments}
-            trigger={<button type="button">Add rule</button>}
+            label="Add rule"
           />
         )}
       </div>
@@ -144,11 +144,7 @@ export function Rules(props: {
                     environment={environment}
                     rule={rule}
                     segments={segments}
-                    trigger={
-                      <button type="button" className="quiet">
-                        Edit rule {index + 1}
-                      </button>
-                    }
+                    label={`Edit rule ${index + 1}`}
                   />
                   <button type="button" className="quiet" onClick={() => remove.mutate(rule.id)}>
                     Delete rule {index + 1}
