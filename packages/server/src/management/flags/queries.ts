@@ -11,7 +11,7 @@ import type {
   VariationsTable,
 } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
-import type { KeyedRef, PropertyChange } from '../../events/types.js';
+import type { KeyedRef, NewEvent, PropertyChange } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { invalidField } from '../../http/errors.js';
 import { isUuid, notFound, type OrgAccess } from '../access.js';
@@ -221,6 +221,23 @@ function variationRow(flagId: string, input: VariationInput, now: string): Varia
   };
 }
 
+/**
+ * What every write to a flag ends with: the flag touched (in `event.environment` only, when the
+ * event names one) and `event` emitted about it, with its project and the flag as its entity.
+ */
+async function flagChanged(
+  m: Mutation,
+  project: KeyedRef,
+  flag: FlagRef,
+  event: Omit<NewEvent, 'project' | 'entity'>,
+): Promise<void> {
+  await m.touchFlag(
+    { id: flag.id, project_id: project.id },
+    event.environment ? [event.environment.id] : undefined,
+  );
+  await m.emit({ ...event, project, entity: { type: 'flag', id: flag.id, key: flag.key } });
+}
+
 /** Inserts a variation of the flag, touches the flag and emits `flag.variation.created`. */
 export async function insertVariation(
   m: Mutation,
@@ -234,11 +251,8 @@ export async function insertVariation(
     .values(row)
     .execute()
     .catch(conflictOn('key', input.key, 'variation'));
-  await m.touchFlag({ id: flag.id, project_id: project.id });
-  await m.emit({
+  await flagChanged(m, project, flag, {
     type: 'flag.variation.created',
-    project,
-    entity: { type: 'flag', id: flag.id, key: flag.key },
     child: { type: 'variation', id: row.id },
     description: `Variation "${input.key}" added to flag "${flag.key}"`,
   });
@@ -264,11 +278,8 @@ export async function updateVariation(
     .where('id', '=', variation.id)
     .returningAll()
     .executeTakeFirstOrThrow();
-  await m.touchFlag({ id: flag.id, project_id: project.id });
-  await m.emit({
+  await flagChanged(m, project, flag, {
     type: 'flag.variation.updated',
-    project,
-    entity: { type: 'flag', id: flag.id, key: flag.key },
     child: { type: 'variation', id: variation.id },
     changes,
     description: `Variation "${variation.key}" of flag "${flag.key}" updated`,
@@ -284,11 +295,8 @@ export async function deleteVariation(
   variation: Pick<VariationsTable, 'id' | 'key'>,
 ): Promise<void> {
   await m.trx.deleteFrom('variations').where('id', '=', variation.id).execute();
-  await m.touchFlag({ id: flag.id, project_id: project.id });
-  await m.emit({
+  await flagChanged(m, project, flag, {
     type: 'flag.variation.deleted',
-    project,
-    entity: { type: 'flag', id: flag.id, key: flag.key },
     child: { type: 'variation', id: variation.id },
     description: `Variation "${variation.key}" removed from flag "${flag.key}"`,
   });
@@ -404,11 +412,8 @@ export async function setFlagArchived(
     .set({ is_archived: archived ? 1 : 0, updated_at: m.now })
     .where('id', '=', flag.id)
     .execute();
-  await m.touchFlag({ id: flag.id, project_id: project.id });
-  await m.emit({
+  await flagChanged(m, project, flag, {
     type: archived ? 'flag.archived' : 'flag.restored',
-    project,
-    entity: { type: 'flag', id: flag.id, key: flag.key },
     changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
     description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'}${note}`,
   });
@@ -443,12 +448,9 @@ export async function setFlagEnabled(
   change: { from: boolean; to: boolean },
 ): Promise<void> {
   await updateFlagConfiguration(m, flag.id, environment.id, { is_enabled: change.to ? 1 : 0 });
-  await m.touchFlag({ id: flag.id, project_id: project.id }, [environment.id]);
-  await m.emit({
+  await flagChanged(m, project, flag, {
     type: 'flag.toggled',
-    project,
     environment,
-    entity: { type: 'flag', id: flag.id, key: flag.key },
     child: { type: 'flag_environment_config', id: environment.id },
     changes: [{ property: 'IsEnabled', from: String(change.from), to: String(change.to) }],
     description: `Flag "${flag.key}" turned ${change.to ? 'on' : 'off'} in "${environment.key}"`,
