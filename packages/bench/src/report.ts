@@ -63,6 +63,14 @@ export interface DatabaseMeasurement {
   workers: WorkersMeasurement;
 }
 
+/** Issue 23's idle evaluate route against the bare Fastify POST, in one kind of process. */
+export interface IdleRouteMeasurement {
+  /** Where the lane runs: a whole Vexil node, or a bare `node:http` server. */
+  process: string;
+  /** Each round's idle-route req/s divided by the bare Fastify POST's. */
+  paired: PairedRatio;
+}
+
 /** The whole run, as rendered into docs/benchmarks.md. */
 export interface BenchReport {
   date: Date;
@@ -89,6 +97,7 @@ export interface BenchReport {
   seeded: { flags: number; rulesPerFlag: number; segments: number; clientVisible: number };
   /** Bare `GET /hello` on Fastify and `node:http`; bare Fastify `POST /evaluate` for reference. */
   ceilings: { fastify: RouteMeasurement; node: RouteMeasurement; fastifyPost: RouteMeasurement };
+  idleRoute: IdleRouteMeasurement[];
   databases: DatabaseMeasurement[];
   /** Two nodes, SSE fan-out and webhooks; null without PostgreSQL. */
   scale: ScaleMeasurement | null;
@@ -231,6 +240,7 @@ export function renderReport(report: BenchReport): string {
       ...database.routes.flatMap((route) => routeRows(report, route, true)),
     );
   }
+  lines.push(...idleRouteSection(report));
   lines.push(...usageSection(report));
   lines.push(...workersSection(report));
   if (report.scale) lines.push(...scaleSections(report, report.scale));
@@ -264,6 +274,32 @@ function barePostText(report: BenchReport): string {
     )
     .join(' / ');
   return `Its req/s are ${ratios} of the \`GET /hello\` ceiling's at ${connections} connections.`;
+}
+
+function idleRouteSection(report: BenchReport): string[] {
+  if (report.idleRoute.length === 0) return [];
+  const header = '| Lane runs in | Connections | Ratio | Rounds | Target |';
+  const rows = report.idleRoute.map(({ process, paired }) => [
+    process,
+    String(paired.connections),
+    paired.median.toFixed(2),
+    paired.rounds.map((ratio) => ratio.toFixed(2)).join(', '),
+    verdict(paired.median, 0.95),
+  ]);
+  return [
+    '',
+    '## Idle evaluate route',
+    '',
+    'Issue 23: `POST /v1/sdk/evaluate` answering a constant on the lean lane ' +
+      '(idle-lane-server.ts), against the bare Fastify `POST /evaluate` with the same bodies, ' +
+      `in ${report.settings.pairedRounds} paired rounds of ${report.settings.pairedSeconds} s. ` +
+      'The lane runs in a whole Vexil node, whose own lane gives way to it, and in a bare ' +
+      '`node:http` server: the difference between the two is the cost of the process around ' +
+      'the lane (design record 031). `npm run bench:instructions` counts the same routes in ' +
+      'instructions, which do not depend on the machine’s load.',
+    '',
+    ...table(header, rows),
+  ];
 }
 
 function usageSection(report: BenchReport): string[] {

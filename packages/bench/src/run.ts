@@ -25,6 +25,7 @@ import {
   renderReport,
   type BenchReport,
   type DatabaseMeasurement,
+  type IdleRouteMeasurement,
   type PairedRatio,
   type RouteMeasurement,
   type UsageCostMeasurement,
@@ -46,7 +47,7 @@ import {
   SEGMENT_COUNT,
   seedConfiguration,
 } from './seed.js';
-import { bootstrap, REPO_ROOT, startNode, type Node } from './service.js';
+import { bootstrap, nodeEnvironment, REPO_ROOT, startNode, type Node } from './service.js';
 import { median } from './statistics.js';
 import { required } from './required.js';
 import { runWrk, type LoadScenario } from './wrk.js';
@@ -74,6 +75,9 @@ const PAIRED_SECONDS = 2;
 
 const here = dirname(fileURLToPath(import.meta.url));
 const HELLO_SERVER = join(here, 'hello-server.js');
+const IDLE_LANE_SERVER = join(here, 'idle-lane-server.js');
+/** Issue 23's idle-route target is at 50 connections. */
+const IDLE_ROUTE_CONNECTIONS = [50];
 const MICRO_BENCH = join(REPO_ROOT, 'packages/engine/dist/micro-bench.js');
 const REPORT_FILE = join(REPO_ROOT, 'docs/benchmarks.md');
 
@@ -171,15 +175,19 @@ async function measurePairedRatios(
   name: string,
   scenario: LoadScenario,
   scratchDir: string,
+  reference: { scenario: LoadScenario; connections: readonly number[] } = {
+    scenario: HELLO_SCENARIO,
+    connections: CONNECTIONS,
+  },
 ): Promise<PairedRatio[]> {
   const paired: PairedRatio[] = [];
-  for (const connections of CONNECTIONS) {
+  for (const connections of reference.connections) {
     const load = (url: string, scenario: LoadScenario) => async () =>
       (await runWrk(url, scenario, { connections, durationSeconds: PAIRED_SECONDS, scratchDir }))
         .requestsPerSecond;
     const { a: ceilings, b: measured } = await alternatingRounds(
       PAIRED_ROUNDS,
-      load(ceilingUrl, HELLO_SCENARIO),
+      load(ceilingUrl, reference.scenario),
       load(baseUrl, scenario),
     );
     const rounds = measured.map((rate, round) => rate / required(ceilings[round], 'ceiling round'));
@@ -191,6 +199,46 @@ async function measurePairedRatios(
     paired.push(ratio);
   }
   return paired;
+}
+
+/**
+ * Issue 23's idle evaluate route (idle-lane-server.ts) against the bare Fastify POST running at
+ * `bareFastifyUrl`, in paired rounds at {@link IDLE_ROUTE_CONNECTIONS} connections: the lane in
+ * a whole Vexil node, and the same lane in a bare `node:http` process, which tells the lane's
+ * own cost from the cost of the process around it (design record 031).
+ */
+async function measureIdleRoute(
+  bareFastifyUrl: string,
+  scratchDir: string,
+): Promise<IdleRouteMeasurement[]> {
+  const database = sqliteDatabase(scratchDir, 'idle');
+  await bootstrap(database);
+  const measured: IdleRouteMeasurement[] = [];
+  for (const flavour of ['vexil', 'bare'] as const) {
+    const port = await freePort();
+    const server = startService(process.execPath, [IDLE_LANE_SERVER, String(port), flavour], {
+      ...nodeEnvironment(database),
+      VEXIL_PORT: String(port),
+    });
+    const url = `http://127.0.0.1:${port}`;
+    const process_ = flavour === 'vexil' ? 'a whole Vexil node' : 'a bare node:http server';
+    const paired = await withCleanup(
+      () => server.stop(),
+      async () => {
+        await waitUntilAnswering(url, server);
+        return measurePairedRatios(
+          bareFastifyUrl,
+          url,
+          `idle evaluate route in ${process_}`,
+          { ...BARE_EVALUATE_SCENARIO, path: '/v1/sdk/evaluate' },
+          scratchDir,
+          { scenario: BARE_EVALUATE_SCENARIO, connections: IDLE_ROUTE_CONNECTIONS },
+        );
+      },
+    );
+    measured.push({ process: process_, paired: required(paired[0], 'idle route rounds') });
+  }
+  return measured;
 }
 
 /**
@@ -420,6 +468,7 @@ async function main(): Promise<void> {
       const databases: DatabaseMeasurement[] = [];
       const skipped: string[] = [];
       let scale: ScaleMeasurement | null = null;
+      let idleRoute: IdleRouteMeasurement[] = [];
       // The ceiling the routes are paired with (issue 23: bare node:http, the higher of the two);
       // idle while a route is loaded.
       const ceiling = await startCeiling('node');
@@ -427,12 +476,19 @@ async function main(): Promise<void> {
         () => ceiling.server.stop(),
         async () => {
           // What any schema-validated JSON POST reaches on this machine (design record 014).
-          fastifyPost.paired = await measurePairedRatios(
-            ceiling.url,
-            ceiling.url,
-            'bare Fastify POST',
-            BARE_EVALUATE_SCENARIO,
-            scratchDir,
+          const bareFastify = await startCeiling('fastify');
+          await withCleanup(
+            () => bareFastify.server.stop(),
+            async () => {
+              fastifyPost.paired = await measurePairedRatios(
+                ceiling.url,
+                bareFastify.url,
+                'bare Fastify POST',
+                BARE_EVALUATE_SCENARIO,
+                scratchDir,
+              );
+              idleRoute = await measureIdleRoute(bareFastify.url, scratchDir);
+            },
           );
           const sqlite = await measureService(
             sqliteDatabase(scratchDir, 'routes'),
@@ -485,6 +541,7 @@ async function main(): Promise<void> {
         commit: gitCommit(),
         runSeconds: (performance.now() - started) / 1_000,
         ceilings: { fastify, node, fastifyPost },
+        idleRoute,
         databases,
         scale,
         memory,

@@ -93,20 +93,23 @@ function serve(
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
   request.once('end', () => {
     const done = (status: number) => route.observe(status, (performance.now() - started) / 1000);
+    let answer: ReturnType<LeanRoute['answer']>;
     try {
       // Bodies this small nearly always arrive in one chunk.
       const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))?.toString() ?? '';
-      const answer = route.answer(request, validBody(route, text));
-      if (answer instanceof Promise) {
-        answer.then(
-          (body) => done(send(request, response, body)),
-          (error: unknown) => done(sendProblem(request, response, error, log)),
-        );
-      } else {
-        done(send(request, response, answer));
-      }
+      answer = route.answer(request, validBody(route, text));
     } catch (error) {
       done(sendProblem(request, response, error, log));
+      return;
+    }
+    // Sending stays outside the `try`: a failure there must not write a second set of headers.
+    if (answer instanceof Promise) {
+      answer.then(
+        (body) => done(send(request, response, body)),
+        (error: unknown) => done(sendProblem(request, response, error, log)),
+      );
+    } else {
+      done(send(request, response, answer));
     }
   });
 }
