@@ -27,6 +27,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { sqliteDatabase, type BenchDatabase } from './databases.js';
 import { freePort, startService, waitUntilAnswering, withCleanup } from './processes.js';
@@ -64,7 +65,7 @@ interface Counted {
 
 const callgrindControl = promisify(execFile);
 
-/** Runs `target` under callgrind and counts one window's instructions per request. */
+/** Runs `target` under callgrind and counts its instructions per request once the JIT has settled. */
 async function count(target: Target, scratchDir: string): Promise<Counted> {
   const port = await freePort();
   const outDir = join(scratchDir, `callgrind-${port}`);
@@ -127,7 +128,7 @@ async function dumpedInstructions(outDir: string, number: number): Promise<numbe
       const totals = /^(?:totals|summary): (\d+)/m.exec(text);
       if (totals) return Number(totals[1]);
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
   throw new Error(`no callgrind dump in ${outDir}`);
 }

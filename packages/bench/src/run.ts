@@ -163,11 +163,11 @@ async function alternatingRounds<T>(
 }
 
 /**
- * The ratio of `scenario` (named `name`, served at `baseUrl`) to the bare node:http ceiling (running
- * at `ceilingUrl`) at every connection count, in rounds that load both one after the other, so
- * that both see the same machine: the speed of a shared VM drifts by a third or more within
- * minutes (design record 013). The order alternates between rounds; the ratio is the median of
- * the rounds' ratios.
+ * The ratio of `scenario` (named `name`, served at `baseUrl`) to the bare node:http ceiling's
+ * `GET /hello` running at `ceilingUrl` (or to the `reference` scenario served there) at each
+ * connection count, in rounds that load both one after the other, so that both see the same
+ * machine: the speed of a shared VM drifts by a third or more within minutes (design record
+ * 013). The order alternates between rounds; the ratio is the median of the rounds' ratios.
  */
 async function measurePairedRatios(
   ceilingUrl: string,
@@ -221,7 +221,7 @@ async function measureIdleRoute(
       VEXIL_PORT: String(port),
     });
     const url = `http://127.0.0.1:${port}`;
-    const process_ = flavour === 'vexil' ? 'a whole Vexil node' : 'a bare node:http server';
+    const where = flavour === 'vexil' ? 'a whole Vexil node' : 'a bare node:http server';
     const paired = await withCleanup(
       () => server.stop(),
       async () => {
@@ -229,14 +229,14 @@ async function measureIdleRoute(
         return measurePairedRatios(
           bareFastifyUrl,
           url,
-          `idle evaluate route in ${process_}`,
+          `idle evaluate route in ${where}`,
           { ...BARE_EVALUATE_SCENARIO, path: '/v1/sdk/evaluate' },
           scratchDir,
           { scenario: BARE_EVALUATE_SCENARIO, connections: IDLE_ROUTE_CONNECTIONS },
         );
       },
     );
-    measured.push({ process: process_, paired: required(paired[0], 'idle route rounds') });
+    measured.push({ process: where, paired: required(paired[0], 'idle route rounds') });
   }
   return measured;
 }
