@@ -25,8 +25,7 @@
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { sqliteDatabase, type BenchDatabase } from './databases.js';
@@ -34,11 +33,16 @@ import { freePort, startService, waitUntilAnswering, withCleanup } from './proce
 import { required } from './required.js';
 import { BARE_EVALUATE_SCENARIO, HELLO_SCENARIO, evaluationScenarios } from './scenarios.js';
 import { seedConfiguration } from './seed.js';
-import { bootstrap, nodeEnvironment, REPO_ROOT, startNode } from './service.js';
+import {
+  bootstrap,
+  CLI,
+  HELLO_SERVER,
+  IDLE_LANE_SERVER,
+  nodeEnvironment,
+  startNode,
+} from './service.js';
 import { runWrk, type LoadScenario } from './wrk.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const CLI = join(REPO_ROOT, 'packages/server/dist/cli.js');
 /** Under valgrind a server answers a few hundred requests a second; its JIT takes minutes to settle. */
 const WARM_UP_SECONDS = 120;
 const WINDOWS = 3;
@@ -159,34 +163,32 @@ async function main(): Promise<void> {
       const seeded = await seed(database);
       const [serverEvaluate, clientEvaluate] = evaluationScenarios(seeded, '');
       const vexil = nodeEnvironment(database);
-      const hello = join(here, 'hello-server.js');
-      const idleLane = join(here, 'idle-lane-server.js');
       const idleScenario = { ...BARE_EVALUATE_SCENARIO, path: '/v1/sdk/evaluate' };
       const targets: Target[] = [
         {
           name: 'bare node:http GET /hello',
-          script: hello,
+          script: HELLO_SERVER,
           args: ['{port}', 'node'],
           env: {},
           scenario: HELLO_SCENARIO,
         },
         {
           name: 'bare Fastify POST /evaluate',
-          script: hello,
+          script: HELLO_SERVER,
           args: ['{port}', 'fastify'],
           env: {},
           scenario: BARE_EVALUATE_SCENARIO,
         },
         {
           name: 'idle lane route, bare node:http process',
-          script: idleLane,
+          script: IDLE_LANE_SERVER,
           args: ['{port}', 'bare'],
           env: {},
           scenario: idleScenario,
         },
         {
           name: 'idle lane route, whole Vexil node',
-          script: idleLane,
+          script: IDLE_LANE_SERVER,
           args: ['{port}', 'vexil'],
           env: vexil,
           scenario: idleScenario,

@@ -8,8 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
 import { postgresDatabase, sqliteDatabase, type BenchDatabase } from './databases.js';
 import { measureMemory } from './memory.js';
@@ -47,7 +46,15 @@ import {
   SEGMENT_COUNT,
   seedConfiguration,
 } from './seed.js';
-import { bootstrap, nodeEnvironment, REPO_ROOT, startNode, type Node } from './service.js';
+import {
+  bootstrap,
+  HELLO_SERVER,
+  IDLE_LANE_SERVER,
+  nodeEnvironment,
+  REPO_ROOT,
+  startNode,
+  type Node,
+} from './service.js';
 import { median } from './statistics.js';
 import { required } from './required.js';
 import { runWrk, type LoadScenario } from './wrk.js';
@@ -73,9 +80,6 @@ const WORKERS_ROUNDS = 6;
 const WORKERS_SECONDS = 4;
 const PAIRED_SECONDS = 2;
 
-const here = dirname(fileURLToPath(import.meta.url));
-const HELLO_SERVER = join(here, 'hello-server.js');
-const IDLE_LANE_SERVER = join(here, 'idle-lane-server.js');
 /** Issue 23's idle-route target is at 50 connections. */
 const IDLE_ROUTE_CONNECTIONS = [50];
 const MICRO_BENCH = join(REPO_ROOT, 'packages/engine/dist/micro-bench.js');
@@ -211,8 +215,8 @@ async function measureIdleRoute(
   bareFastifyUrl: string,
   scratchDir: string,
 ): Promise<IdleRouteMeasurement[]> {
+  // createVexil migrates the empty database; the idle route needs nothing in it.
   const database = sqliteDatabase(scratchDir, 'idle');
-  await bootstrap(database);
   const measured: IdleRouteMeasurement[] = [];
   for (const flavour of ['vexil', 'bare'] as const) {
     const port = await freePort();

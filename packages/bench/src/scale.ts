@@ -1,11 +1,9 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { BenchDatabase } from './databases.js';
 import { measureFanOut, type FanOutMeasurement } from './fan-out.js';
 import { freePort, startService, waitUntilAnswering } from './processes.js';
 import { required } from './required.js';
 import { flipFlag, ManagementClient, seedSmallProject } from './seed.js';
-import { startNode, type Node } from './service.js';
+import { HELLO_SERVER, startNode, type Node } from './service.js';
 import {
   deliveryFigures,
   generateToggles,
@@ -13,8 +11,6 @@ import {
   subscribe,
 } from './webhook-throughput.js';
 import { runWrk, type LoadResult, type LoadScenario } from './wrk.js';
-
-const HELLO_SERVER = join(dirname(fileURLToPath(import.meta.url)), 'hello-server.js');
 
 export const STREAMS = 1_000;
 const FAN_OUT_ROUNDS = 5;

@@ -12,7 +12,10 @@ import {
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = resolve(here, '../../..');
-const CLI = join(REPO_ROOT, 'packages/server/dist/cli.js');
+/** The scripts the benchmarks start: `vexil` itself, and the reference servers beside it. */
+export const CLI = join(REPO_ROOT, 'packages/server/dist/cli.js');
+export const HELLO_SERVER = join(here, 'hello-server.js');
+export const IDLE_LANE_SERVER = join(here, 'idle-lane-server.js');
 
 /** Every benchmarked node holds the same secrets key, as PostgreSQL nodes must (design record 015). */
 const SECRETS_KEY = 'bench-secrets-key-0123456789abcdefghijklmnopqrstuvwxyz';

@@ -20,8 +20,7 @@
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { sqliteDatabase } from './databases.js';
 import {
   freePort,
@@ -31,13 +30,10 @@ import {
   type Service,
 } from './processes.js';
 import { ManagementClient, seedSmallProject, type SmallProject } from './seed.js';
-import { bootstrap, nodeEnvironment, REPO_ROOT } from './service.js';
+import { bootstrap, CLI, HELLO_SERVER, nodeEnvironment } from './service.js';
 import { median } from './statistics.js';
 import { runWrk, type LoadScenario } from './wrk.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const HELLO_SERVER = join(here, 'hello-server.js');
-const CLI = join(REPO_ROOT, 'packages/server/dist/cli.js');
 const SERVER_CORE = 1;
 const LOAD_CORE = 0;
 /**
