@@ -12,7 +12,7 @@ const CLI = fileURLToPath(new URL('../../server/dist/cli.js', import.meta.url));
 const POSTGRES_ADMIN_URL =
   process.env.VEXIL_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer().listen(0, '127.0.0.1', () => {
       const address = probe.address();
@@ -96,6 +96,31 @@ async function freshDatabase(
 }
 
 /**
+ * Starts `vexil serve` with `env` on `port` and waits until it is ready; its output goes to
+ * this process's (`inherit`) or to the returned child's streams (`pipe`).
+ */
+export async function serve(
+  env: NodeJS.ProcessEnv,
+  port: number,
+  output: 'inherit' | 'pipe',
+): Promise<{ server: ChildProcess; url: string }> {
+  const server = spawn(process.execPath, [CLI, 'serve'], {
+    env,
+    stdio: ['ignore', output, output],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let attempt = 0; ; attempt++) {
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) return { server, url };
+    if (attempt > 100) throw new Error(`vexil serve on ${url} did not become ready`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
  * The real `vexil serve` on a fresh database and a free port, trusting the test identity
  * provider's certificate, with the first Owner (token and password) from `vexil bootstrap` and
  * a project `web`. Returns its URL, the token, the database URL and the teardown.
@@ -133,17 +158,7 @@ async function startVexil(
       { env, input: `${OWNER_PASSWORD}\n` },
     ).toString(),
   ) as { token: string };
-  const server: ChildProcess = spawn(process.execPath, [CLI, 'serve'], { env, stdio: 'inherit' });
-  const url = `http://127.0.0.1:${port}`;
-  for (let attempt = 0; ; attempt++) {
-    const ready = await fetch(`${url}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) break;
-    if (attempt > 100) throw new Error(`vexil serve on ${kind} did not become ready`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const { server, url } = await serve(env, port, 'inherit');
   const created = await fetch(`${url}/api/v1/orgs/acme/projects`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },

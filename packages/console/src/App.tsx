@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { Redirect, Route, Switch } from 'wouter';
 import { ApiProblem, api, unwrap } from './api/client';
 import { forgetToken } from './api/token';
+import { FirstProjectForm } from './components/FirstProjectForm';
 import { OrgShell } from './components/people/OrgShell';
 import { Shell } from './components/Shell';
 import { AcceptInvitation } from './pages/AcceptInvitation';
@@ -186,7 +187,6 @@ function FirstProject(props: { org?: string }) {
   if (target.isPending) return <p role="status">Loading…</p>;
   if (target.isError) return <Redirect to="/sign-in" />;
   if (!target.data) return <p>You do not belong to any organization yet.</p>;
-  if (!target.data.project)
-    return <p>Organization {target.data.org} has no project yet: create one through the API.</p>;
+  if (!target.data.project) return <FirstProjectForm org={target.data.org} />;
   return <Redirect to={`/orgs/${target.data.org}/projects/${target.data.project}/flags`} />;
 }

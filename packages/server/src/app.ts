@@ -47,6 +47,7 @@ import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
 import { trackUnusedConnections } from './ops/unused-connections.js';
 import type { Services } from './services.js';
+import { registerFirstRunRoutes } from './sign-in/first-run.js';
 import { registerSignInRoutes } from './sign-in/routes.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
@@ -281,6 +282,7 @@ export async function createVexil(
         signIn.removeContentTypeParser('text/plain');
         signIn.addHook('preValidation', rejectNulCharacters);
         registerSignInRoutes(signIn, services);
+        registerFirstRunRoutes(signIn, services);
         done();
       },
       { prefix: '/auth' },

@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import { createVexil, SERVICE_ROLES, type ServiceRole, type Vexil } from './app.js';
 import { systemClock } from './clock.js';
 import { runClusterPrimary, workerCount } from './cluster/primary.js';
+import { openFirstRunSetup } from './sign-in/first-run.js';
 import { ConfigError, loadConfig, parseWorkers, type Config } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 import type { Plan } from './db/schema.js';
@@ -129,6 +130,16 @@ async function serve(
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   await vexil.app.listen({ host: config.host, port: config.port });
+  // The first run in the browser (design record 040): a code from each node started before it.
+  if (roles.includes('management') && (clusterWorker ?? 1) === 1) {
+    const code = await openFirstRunSetup(vexil.services.db, vexil.services.clock.now()).catch(
+      () => undefined,
+    );
+    if (code)
+      vexil.app.log.info(
+        `No organization yet: open ${config.publicUrl}/ and enter the setup code ${code}`,
+      );
+  }
 }
 
 program

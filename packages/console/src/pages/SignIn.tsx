@@ -1,10 +1,11 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useLocation, useSearch } from 'wouter';
 import { ApiProblem, api, unwrap } from '../api/client';
 import { forgetToken, saveToken } from '../api/token';
 import { Field } from '../components/Field';
 import { PasswordForm } from '../components/people/PasswordForm';
+import { FirstRun } from './FirstRun';
 
 const SSO_ORG_KEY = 'vexil.sso-org';
 
@@ -29,7 +30,8 @@ const SSO_REFUSALS: Readonly<Record<string, string>> = {
 
 /**
  * Sign-in (console.md journey 1; design record 022): e-mail and password, the organization's
- * single sign-on, or a pasted personal access or service token for those who prefer one.
+ * single sign-on, or a pasted personal access or service token for those who prefer one. On an
+ * instance without an organization, the first-run setup instead.
  */
 export function SignIn() {
   const [, navigate] = useLocation();
@@ -40,6 +42,12 @@ export function SignIn() {
     queryClient.clear();
     navigate('/');
   };
+  // A fresh instance offers its first-run setup instead (design record 040).
+  const setup = useQuery({
+    queryKey: ['auth', 'setup'],
+    queryFn: () => unwrap(api.GET('/auth/setup')),
+  });
+  if (setup.data?.required) return <FirstRun onSignedIn={signedIn} />;
 
   return (
     <main className="sign-in">

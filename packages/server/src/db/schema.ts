@@ -350,6 +350,12 @@ export interface SsoSignInsTable {
   expires_at: string;
 }
 
+/** A one-time setup code's hash (design record 040). */
+export interface SetupCodesTable {
+  code_hash: string;
+  created_at: string;
+}
+
 export interface Schema {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -375,4 +381,5 @@ export interface Schema {
   sessions: SessionsTable;
   invitations: InvitationsTable;
   sso_sign_ins: SsoSignInsTable;
+  setup_codes: SetupCodesTable;
 }
