@@ -350,6 +350,18 @@ export interface SsoSignInsTable {
   expires_at: string;
 }
 
+/**
+ * An identity a connection asserted, linked to the account it signs in as (design record 032):
+ * a returning person is found by (connection, `sub`), never by e-mail alone.
+ */
+export interface SsoIdentitiesTable {
+  connection_id: string;
+  /** The identity provider's `sub` claim. */
+  subject: string;
+  user_id: string;
+  created_at: string;
+}
+
 export interface Schema {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -375,4 +387,5 @@ export interface Schema {
   sessions: SessionsTable;
   invitations: InvitationsTable;
   sso_sign_ins: SsoSignInsTable;
+  sso_identities: SsoIdentitiesTable;
 }
