@@ -46,6 +46,7 @@ export class IdentityProviders {
     });
     // openid-client sends every request without following redirects; they all go through here.
     this.fetch = (url, init) =>
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- undici's Response is the one Node's global fetch returns
       undiciFetch(url, { ...init, dispatcher: this.agent });
   }
 
