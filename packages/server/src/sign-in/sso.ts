@@ -40,7 +40,7 @@ const STARTS_PER_IP = 10;
 export type SsoRefusalReason =
   /** The callback's state is missing, unknown, used already or too old. */
   | 'sso_expired'
-  /** The callback's state was started in another browser (or its cookie is gone). */
+  /** The callback's state was not started in this browser (or its cookie expired). */
   | 'sso_other_browser'
   /** The identity provider answered with an error (e.g. the person cancelled). */
   | 'sso_provider_error'
@@ -186,7 +186,7 @@ export function registerSsoRoutes(app: App, services: Services): void {
           throw new SsoRefusal(
             'sso_other_browser',
             'sso_failed',
-            'This sign-in was not started in this browser; start it again here.',
+            'This sign-in was not started in this browser (or took too long); start it again here.',
           );
         // Taken, not read: a state (and the code that came with it) works once.
         const pending = await services.db
