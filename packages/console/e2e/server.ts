@@ -135,6 +135,8 @@ async function startVexil(
     ...process.env,
     ...database.env,
     NODE_EXTRA_CA_CERTS: idp.certPath,
+    // The test identity provider listens on loopback, which the SSRF guard otherwise refuses.
+    VEXIL_SSO_ALLOW_PRIVATE_ISSUERS: 'true',
     VEXIL_PORT: String(port),
     VEXIL_LOG_LEVEL: 'warn',
     // Every journey calls the API with the same Owner token, and each open page holds an event

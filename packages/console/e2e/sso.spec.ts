@@ -151,12 +151,12 @@ test('an Owner adds an SSO connection, and a new person signs in through it', as
 });
 
 test('a refused single sign-on lands on the sign-in page, which says why', async ({ page }) => {
-  // A callback whose state Vexil never issued, as a stale tab or a replayed link brings.
+  // A callback this browser did not start, as a forwarded link (login CSRF) or a stale tab brings.
   await page.goto(`${server.url}/auth/sso/callback?state=never-issued&code=whatever`);
-  await expect(page).toHaveURL(`${server.url}/sign-in?error=sso_expired`);
+  await expect(page).toHaveURL(`${server.url}/sign-in?error=sso_other_browser`);
   await expect(page.getByRole('heading', { name: 'Sign in to Vexil' })).toBeVisible();
   await expect(page.getByRole('alert')).toHaveText(
-    'That single sign-on was already used or took too long. Start again.',
+    'That single sign-on was not started in this browser, or took too long. Start it again here.',
   );
   await expectAccessible(page);
 });

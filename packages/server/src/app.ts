@@ -8,6 +8,7 @@ import Fastify from 'fastify';
 import { inject, type InjectOptions, type Response as InjectedResponse } from 'light-my-request';
 import type { RequestListener } from 'node:http';
 import { identifyCaller } from './auth/credentials.js';
+import { IdentityProviders } from './auth/oidc.js';
 import { secretsKey } from './auth/secrets-key.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -49,6 +50,7 @@ import { trackUnusedConnections } from './ops/unused-connections.js';
 import type { Services } from './services.js';
 import { registerFirstRunRoutes } from './sign-in/first-run.js';
 import { registerSignInRoutes } from './sign-in/routes.js';
+import { registerSsoRoutes } from './sign-in/sso.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
 import { DeliveryWorker } from './webhooks/worker.js';
@@ -135,6 +137,7 @@ export async function createVexil(
     onSdkKeyRevoked: (hash) => bus.keyRevoked(hash),
     usage,
     signingSecrets,
+    identityProviders: new IdentityProviders(config.signIn.allowPrivateIssuers),
     mailer: config.smtpUrl
       ? new InvitationMailer(config.smtpUrl, config.smtpFrom, (failure, error) =>
           app.log[failure.willRetry ? 'warn' : 'error'](
@@ -283,6 +286,7 @@ export async function createVexil(
         signIn.addHook('preValidation', rejectNulCharacters);
         registerSignInRoutes(signIn, services);
         registerFirstRunRoutes(signIn, services);
+        registerSsoRoutes(signIn, services);
         done();
       },
       { prefix: '/auth' },
@@ -368,6 +372,7 @@ export async function createVexil(
       await usage.close();
       await rateLimits.close();
       await services.mailer?.close();
+      await services.identityProviders.close();
       await database.close();
     },
   };

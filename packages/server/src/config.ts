@@ -87,6 +87,11 @@ export interface Config {
      * IP gets ten times as many).
      */
     attempts: { points: number; windowSeconds: number };
+    /**
+     * `VEXIL_SSO_ALLOW_PRIVATE_ISSUERS`: SSO issuers may be on loopback and private networks
+     * (still https only); off, they must be public addresses, like webhook targets (record 032).
+     */
+    allowPrivateIssuers: boolean;
   };
   /** `VEXIL_SMTP_URL` (`smtp://user:pass@host:587`, `smtps://…`): invitations are e-mailed when set. */
   smtpUrl: string | null;
@@ -227,6 +232,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         points: integer(env.VEXIL_SIGN_IN_RATE_LIMIT, 10, 'VEXIL_SIGN_IN_RATE_LIMIT'),
         windowSeconds: 15 * 60,
       },
+      allowPrivateIssuers: env.VEXIL_SSO_ALLOW_PRIVATE_ISSUERS === 'true',
     },
     smtpUrl: env.VEXIL_SMTP_URL || null,
     smtpFrom: env.VEXIL_SMTP_FROM || 'Vexil <vexil@localhost>',

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from './clock.js';
+import type { IdentityProviders } from './auth/oidc.js';
 import type { Config } from './config.js';
 import type { Dialect } from './db/database.js';
 import type { Schema } from './db/schema.js';
@@ -24,6 +25,8 @@ export interface Services {
   usage: UsageAggregator;
   /** Seals and opens webhook signing secrets, which are stored sealed (design record 015). */
   signingSecrets: SigningSecretVault;
+  /** Requests to SSO connections' identity providers, through the SSRF guard (record 032). */
+  identityProviders: IdentityProviders;
   /** Sends invitation e-mails when `VEXIL_SMTP_URL` is set; otherwise null (design record 022). */
   mailer: InvitationMailer | null;
 }

@@ -15,6 +15,8 @@ const SSO_ORG_KEY = 'vexil.sso-org';
  */
 const SSO_REFUSALS: Readonly<Record<string, string>> = {
   sso_expired: 'That single sign-on was already used or took too long. Start again.',
+  sso_other_browser:
+    'That single sign-on was not started in this browser, or took too long. Start it again here.',
   sso_provider_error:
     'Your identity provider did not sign you in (refused or cancelled). Try again.',
   sso_answer_refused:
@@ -25,6 +27,8 @@ const SSO_REFUSALS: Readonly<Record<string, string>> = {
     "Your e-mail address is not in a domain your organization's single sign-on accepts.",
   sso_email_unverified: 'Your identity provider has not verified your e-mail address.',
   sso_not_member: 'You are not a member of this organization yet. Ask an Admin for an invitation.',
+  sso_account_exists:
+    'Your e-mail address already has a Vexil account that this single sign-on is not linked to. Sign in with your password, then sign in with SSO again to link them.',
   sso_failed: 'Single sign-on did not work. Try again.',
 };
 

@@ -16,6 +16,11 @@ export interface UserCaller {
   emailVerified: boolean;
   /** The SSO connection this credential came through, if any (spec: Authentication rule 4). */
   ssoConnectionId: string | null;
+  /**
+   * The organization of {@link ssoConnectionId}: a credential that came through a connection
+   * counts in that organization only (design record 032).
+   */
+  ssoOrganizationId: string | null;
 }
 
 /** A service token: no user, one organization, a role and an optional project allowlist. */
@@ -55,6 +60,7 @@ export async function authenticate(
   const row = await db
     .selectFrom('api_tokens')
     .leftJoin('users', 'users.id', 'api_tokens.user_id')
+    .leftJoin('sso_connections', 'sso_connections.id', 'api_tokens.sso_connection_id')
     .select([
       'api_tokens.id',
       'api_tokens.kind',
@@ -70,6 +76,7 @@ export async function authenticate(
       'users.email',
       'users.name as user_name',
       'users.email_verified',
+      'sso_connections.organization_id as sso_organization_id',
     ])
     .where('api_tokens.token_hash', '=', hashSecret(token))
     .executeTakeFirst();
@@ -80,6 +87,9 @@ export async function authenticate(
   if (row.expires_at && new Date(row.expires_at) <= now) {
     throw new ApiError('unauthorized', 'The bearer token has expired.');
   }
+  // A token bound to a connection that is gone counts nowhere (deleting one revokes its tokens).
+  if (row.sso_connection_id && !row.sso_organization_id)
+    throw new ApiError('unauthorized', 'The bearer token has been revoked.');
   if (row.kind === 'service') {
     return {
       type: 'service_token',
@@ -100,6 +110,7 @@ export async function authenticate(
     name: row.user_name ?? null,
     emailVerified: row.email_verified === 1,
     ssoConnectionId: row.sso_connection_id,
+    ssoOrganizationId: row.sso_organization_id,
   };
 }
 

@@ -121,6 +121,7 @@ export async function authenticateSession(
   const row = await db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
+    .leftJoin('sso_connections', 'sso_connections.id', 'sessions.sso_connection_id')
     .select([
       'sessions.id',
       'sessions.secret_hash',
@@ -132,6 +133,7 @@ export async function authenticateSession(
       'users.email',
       'users.name',
       'users.email_verified',
+      'sso_connections.organization_id as sso_organization_id',
     ])
     .where('sessions.secret_hash', '=', hashSecret(secret))
     .executeTakeFirst();
@@ -155,5 +157,6 @@ export async function authenticateSession(
     name: row.name,
     emailVerified: row.email_verified === 1,
     ssoConnectionId: row.sso_connection_id,
+    ssoOrganizationId: row.sso_organization_id,
   };
 }

@@ -356,6 +356,18 @@ export interface SetupCodesTable {
   created_at: string;
 }
 
+/**
+ * An identity a connection asserted, linked to the account it signs in as (design record 032):
+ * a returning person is found by (connection, `sub`), never by e-mail alone.
+ */
+export interface SsoIdentitiesTable {
+  connection_id: string;
+  /** The identity provider's `sub` claim. */
+  subject: string;
+  user_id: string;
+  created_at: string;
+}
+
 export interface Schema {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -382,4 +394,5 @@ export interface Schema {
   invitations: InvitationsTable;
   sso_sign_ins: SsoSignInsTable;
   setup_codes: SetupCodesTable;
+  sso_identities: SsoIdentitiesTable;
 }

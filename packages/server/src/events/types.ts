@@ -38,6 +38,9 @@ export const EVENT_TYPES = [
   'invitation.created',
   'invitation.accepted',
   'invitation.deleted',
+  'sso_connection.created',
+  'sso_connection.updated',
+  'sso_connection.deleted',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

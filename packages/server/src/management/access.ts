@@ -53,7 +53,9 @@ export async function requireOrg(
   if (org && caller.type === 'service_token') {
     role = caller.organizationId === org.id ? caller.role : undefined;
     projectScope = caller.projectScope;
-  } else if (org) {
+  } else if (org && caller.type === 'user' && (caller.ssoOrganizationId ?? org.id) === org.id) {
+    // A credential that came through an SSO connection counts in that connection's org only:
+    // elsewhere it is not a member, so 404 (design record 032).
     const membership = await services.db
       .selectFrom('memberships')
       .select(['role', 'project_ids'])

@@ -1,15 +1,18 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Provider, { type KoaContextWithOIDC } from 'oidc-provider';
 import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueToken } from '../auth/tokens.js';
 import { openDatabase, type Database, type Dialect } from '../db/database.js';
 import { createPostgresDatabase, testDialects } from '../test-support/harness.js';
+import {
+  Browser,
+  CLIENT_SECRET,
+  TestProvider,
+  throwAwayCertificate,
+  type AccountClaims,
+} from '../test-support/identity-provider.js';
 import { bootstrapWithCli, ServeProcess } from '../test-support/processes.js';
 
 /**
@@ -19,149 +22,16 @@ import { bootstrapWithCli, ServeProcess } from '../test-support/processes.js';
  * session → API.
  */
 
-interface Account {
-  email: string;
-  email_verified: boolean;
-  name: string;
-}
-
-const ACCOUNTS: Record<string, Account> = {
+const ACCOUNTS: Record<string, AccountClaims> = {
   alice: { email: 'alice@acme.test', email_verified: true, name: 'Alice' },
   bob: { email: 'bob@acme.test', email_verified: true, name: 'Bob' },
   mallory: { email: 'mallory@evil.test', email_verified: true, name: 'Mallory' },
 };
 
-const CLIENT_SECRET = 'a-client-secret-that-is-long-enough-for-hs256';
-
-/** A certificate for 127.0.0.1, its own CA, made for this run. */
-function throwAwayCertificate(folder: string): { key: string; cert: string; certPath: string } {
-  const keyPath = join(folder, 'key.pem');
-  const certPath = join(folder, 'cert.pem');
-  execFileSync('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=Vexil test CA',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-    '-keyout',
-    keyPath,
-    '-out',
-    certPath,
-  ]);
-  return { key: readFileSync(keyPath, 'utf8'), cert: readFileSync(certPath, 'utf8'), certPath };
-}
-
-/** The provider: the test says which account signs in next (its login page, in effect). */
-class TestProvider {
-  next = 'alice';
-  provider!: Provider;
-  readonly server: Server;
-
-  constructor(tls: { key: string; cert: string }) {
-    this.server = createServer(tls, (req, res) => {
-      if (req.url?.startsWith('/interaction/')) {
-        void this.provider.interactionFinished(
-          req,
-          res,
-          { login: { accountId: this.next } },
-          { mergeWithLastSubmission: false },
-        );
-        return;
-      }
-      void this.provider.callback()(req, res);
-    });
-  }
-
-  get issuer(): string {
-    return `https://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  async listen(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-  }
-
-  configure(redirectUri: string): void {
-    this.provider = new Provider(this.issuer, {
-      clients: [
-        {
-          client_id: 'vexil',
-          client_secret: CLIENT_SECRET,
-          redirect_uris: [redirectUri],
-          token_endpoint_auth_method: 'client_secret_post',
-        },
-      ],
-      pkce: { required: () => true },
-      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
-      findAccount: (_ctx: KoaContextWithOIDC, sub: string) =>
-        ACCOUNTS[sub] ? { accountId: sub, claims: () => ({ sub, ...ACCOUNTS[sub] }) } : undefined,
-      interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
-      features: { devInteractions: { enabled: false } },
-      // Consent is implied: every sign-in is granted the scopes asked for.
-      loadExistingGrant: async (ctx) => {
-        const grant = new ctx.oidc.provider.Grant({
-          clientId: ctx.oidc.client!.clientId,
-          accountId: ctx.oidc.session!.accountId!,
-        });
-        grant.addOIDCScope('openid email profile');
-        await grant.save();
-        return grant;
-      },
-      cookies: { keys: ['test-cookie-key'] },
-    });
-  }
-}
-
-/** What Chromium sends when it follows a link or a redirect. */
-const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
-
-/**
- * A browser: follows the provider's redirects by hand, keeping its cookies; `accept` makes it an
- * API client asking for JSON instead.
- */
-class Browser {
-  private readonly cookies = new Map<string, string>();
-  constructor(private readonly dispatcher: Agent) {}
-
-  async get(
-    url: string,
-    accept = BROWSER_ACCEPT,
-  ): Promise<{ status: number; location: string | null; text: string }> {
-    const response = await fetch(url, {
-      redirect: 'manual',
-      dispatcher: this.dispatcher,
-      headers: {
-        accept,
-        cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; '),
-      },
-    });
-    for (const header of response.headers.getSetCookie()) {
-      const [pair] = header.split(';');
-      const [name, value] = pair!.split('=');
-      this.cookies.set(name!, value ?? '');
-    }
-    const location = response.headers.get('location');
-    return {
-      status: response.status,
-      location: location ? new URL(location, url).href : null,
-      text: await response.text(),
-    };
-  }
-
-  cookie(name: string): string | undefined {
-    return this.cookies.get(name);
-  }
-}
-
 describe.each(testDialects())('OpenID Connect sign-in on %s', (dialect: Dialect) => {
   const folder = mkdtempSync(join(tmpdir(), 'vexil-oidc-'));
   const tls = throwAwayCertificate(folder);
-  const idp = new TestProvider(tls);
+  const idp = new TestProvider(tls, ACCOUNTS);
   const dispatcher = new Agent({ connect: { ca: tls.cert } });
   let vexil: ServeProcess;
   let database: Database;
@@ -177,7 +47,12 @@ describe.each(testDialects())('OpenID Connect sign-in on %s', (dialect: Dialect)
       dropDatabase = postgres.drop;
     }
     await idp.listen();
-    const env = { VEXIL_DATABASE_URL: databaseUrl, NODE_EXTRA_CA_CERTS: tls.certPath };
+    const env = {
+      VEXIL_DATABASE_URL: databaseUrl,
+      NODE_EXTRA_CA_CERTS: tls.certPath,
+      // The test provider listens on loopback, which the SSRF guard refuses unless allowed.
+      VEXIL_SSO_ALLOW_PRIVATE_ISSUERS: 'true',
+    };
     owner = (await bootstrapWithCli(env)).token;
     vexil = await ServeProcess.start(env);
     idp.configure(`${vexil.baseUrl}/auth/sso/callback`);
@@ -211,7 +86,7 @@ describe.each(testDialects())('OpenID Connect sign-in on %s', (dialect: Dialect)
     await database?.close();
     await dropDatabase?.();
     await dispatcher.close();
-    await new Promise((resolve) => idp.server.close(resolve));
+    await idp.close();
     rmSync(folder, { recursive: true, force: true });
   });
 
@@ -286,16 +161,22 @@ describe.each(testDialects())('OpenID Connect sign-in on %s', (dialect: Dialect)
   const signInPageSaying = (reason: string) => `${vexil.baseUrl}/sign-in?error=${reason}`;
 
   it('a replayed callback, and a wrong state, are refused: a browser sees why on the sign-in page', async () => {
-    const { callback } = await signIn('alice');
-    const replay = await new Browser(dispatcher).get(callback);
+    const { callback, browser } = await signIn('alice');
+    // Even with the state cookie back, the state and its code worked once.
+    const state = new URL(callback).searchParams.get('state')!;
+    browser.setCookie('vexil_sso_state', state);
+    const replay = await browser.get(callback);
     expect(replay.status).toBe(302);
     expect(replay.location).toBe(signInPageSaying('sso_expired'));
     const wrongState = new URL(callback);
     wrongState.searchParams.set('state', 'not-the-state');
-    const refused = await new Browser(dispatcher).get(wrongState.href);
+    const stranger = new Browser(dispatcher);
+    stranger.setCookie('vexil_sso_state', 'not-the-state');
+    const refused = await stranger.get(wrongState.href);
     expect(refused.location).toBe(signInPageSaying('sso_expired'));
     // An API client that asks for JSON gets the error envelope.
-    const asJson = await new Browser(dispatcher).get(wrongState.href, 'application/json');
+    stranger.setCookie('vexil_sso_state', 'not-the-state');
+    const asJson = await stranger.get(wrongState.href, 'application/json');
     expect(asJson.status).toBe(400);
     expect(JSON.parse(asJson.text).error).toBe('sso_failed');
   });

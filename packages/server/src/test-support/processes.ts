@@ -94,11 +94,17 @@ export class ServeProcess {
   async request(
     method: string,
     path: string,
-    options: { token?: string; sdkKey?: string; body?: unknown } = {},
+    options: {
+      token?: string;
+      sdkKey?: string;
+      body?: unknown;
+      headers?: Record<string, string>;
+    } = {},
   ) {
     const response = await fetch(`${this.baseUrl}${path}`, {
       method,
       headers: {
+        ...options.headers,
         ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
         ...(options.sdkKey ? { authorization: options.sdkKey } : {}),
         ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
@@ -109,6 +115,7 @@ export class ServeProcess {
     return {
       status: response.status,
       headers: response.headers,
+      text,
       // Tests read arbitrary JSON (typed any); asserting on it is the point.
       body: text ? JSON.parse(text) : undefined,
     };

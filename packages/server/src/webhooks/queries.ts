@@ -5,7 +5,7 @@ import { EVENT_TYPES } from '../events/types.js';
 import { ApiError, invalidField } from '../http/errors.js';
 import { checkProjectIds, isUuid, notFound, type OrgAccess } from '../management/access.js';
 import type { Services } from '../services.js';
-import { resolvedUrlProblem } from './safe-target.js';
+import { resolvedUrlProblem } from '../http/safe-target.js';
 
 /** Subscriptions an organization may have, by plan; null is unlimited (spec: Limits). */
 export const SUBSCRIPTION_LIMITS: Record<Plan, number | null> = {

@@ -6,7 +6,7 @@ import { v7 as uuid } from 'uuid';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import type { WebhookDeliveriesTable } from '../db/schema.js';
 import type { Services } from '../services.js';
-import { createGuardedAgent } from './safe-target.js';
+import { createGuardedAgent } from '../http/safe-target.js';
 import { sendAttempt, type AttemptOutcome } from './sender.js';
 import { deliveryHeaders } from './signing.js';
 

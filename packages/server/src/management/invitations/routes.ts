@@ -253,6 +253,12 @@ export function registerInvitationRoutes(app: App, services: Services): void {
           'invitation_expired',
           `This invitation expired at ${invitation.expires_at}.`,
         );
+      // Signed in through another organization's SSO: that identity counts there only (record 032).
+      if (caller?.ssoOrganizationId && caller.ssoOrganizationId !== invitation.organization_id)
+        throw new ApiError(
+          'forbidden',
+          'You are signed in through single sign-on, which counts in its own organization only; sign in another way to accept this invitation.',
+        );
       if (caller && caller.email.toLowerCase() !== invitation.email)
         throw new ApiError(
           'forbidden',

@@ -15,6 +15,7 @@ const MeResponse = Type.Object({
   email: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   emailVerified: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
   organizationId: Type.Optional(Type.String({ format: 'uuid' })),
+  ssoConnectionId: Type.Optional(Type.String({ format: 'uuid' })),
   role: Type.Optional(Type.String()),
   projectScope: Type.Optional(Type.Array(Type.String())),
 });
@@ -37,6 +38,10 @@ export function registerMeRoutes(app: App, services: Services): void {
           name: caller.name,
           email: caller.email,
           emailVerified: caller.emailVerified,
+          // Signed in through an SSO connection: the one organization this credential reaches.
+          ...(caller.ssoConnectionId && caller.ssoOrganizationId
+            ? { organizationId: caller.ssoOrganizationId, ssoConnectionId: caller.ssoConnectionId }
+            : {}),
         };
       }
       return {
@@ -101,7 +106,10 @@ export function registerMeRoutes(app: App, services: Services): void {
           .selectAll()
           .where('user_id', '=', id)
           .where('kind', '=', 'personal')
-          .where('revoked_at', 'is', null),
+          .where('revoked_at', 'is', null)
+          .$if(caller.ssoConnectionId !== null, (qb) =>
+            qb.where('sso_connection_id', '=', caller.ssoConnectionId),
+          ),
         request.query,
       );
       return { items: rows.map(tokenSummary), next_cursor: nextCursor, _actions: {} };
@@ -121,6 +129,9 @@ export function registerMeRoutes(app: App, services: Services): void {
         .where('user_id', '=', id)
         .where('kind', '=', 'personal')
         .where('revoked_at', 'is', null)
+        .$if(caller.ssoConnectionId !== null, (qb) =>
+          qb.where('sso_connection_id', '=', caller.ssoConnectionId),
+        )
         .executeTakeFirst();
       if (result.numUpdatedRows === 0n)
         throw new ApiError('not_found', `Token "${request.params.tokenId}" was not found.`);

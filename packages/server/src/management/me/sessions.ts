@@ -39,7 +39,10 @@ export function registerMySessionRoutes(app: App, services: Services): void {
           .where('user_id', '=', caller.id)
           .where('revoked_at', 'is', null)
           .where('expires_at', '>', now.toISOString())
-          .where('last_seen_at', '>', idleSince.toISOString()),
+          .where('last_seen_at', '>', idleSince.toISOString())
+          .$if(caller.ssoConnectionId !== null, (qb) =>
+            qb.where('sso_connection_id', '=', caller.ssoConnectionId),
+          ),
         request.query,
       );
       return {
@@ -70,6 +73,9 @@ export function registerMySessionRoutes(app: App, services: Services): void {
         .where('id', '=', request.params.id)
         .where('user_id', '=', caller.id)
         .where('revoked_at', 'is', null)
+        .$if(caller.ssoConnectionId !== null, (qb) =>
+          qb.where('sso_connection_id', '=', caller.ssoConnectionId),
+        )
         .returning('id')
         .executeTakeFirst();
       if (!revoked)

@@ -75,6 +75,10 @@ export function registerOrgRoutes(app: App, services: Services): void {
                   .selectFrom('memberships')
                   .select('organization_id')
                   .where('user_id', '=', caller.id),
+              )
+              // A credential that came through an SSO connection sees its org only (record 032).
+              .$if(caller.ssoOrganizationId !== null, (qb) =>
+                qb.where('id', '=', caller.ssoOrganizationId),
               );
       const { rows, nextCursor } = await paginate(query, request.query);
       return { items: rows.map(organizationItem), next_cursor: nextCursor, _actions: {} };

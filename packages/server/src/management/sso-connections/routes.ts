@@ -1,8 +1,9 @@
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
-import { clientSecretBinding, discoverIssuer } from '../../auth/oidc.js';
+import { clientSecretBinding, failureReason } from '../../auth/oidc.js';
 import type { SsoConnectionsTable } from '../../db/schema.js';
+import { diffProperties } from '../../events/types.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs, type OrgAccess } from '../access.js';
@@ -47,9 +48,9 @@ const ConnectionSchema = Type.Object({
 
 const ConnectionParams = Type.Object({ org: Type.String(), id: Type.String() });
 
-function connectionBody(services: Services, access: OrgAccess, row: SsoConnectionsTable) {
+/** What a connection's events record as changed: everything but the client secret. */
+function connectionSettings(row: SsoConnectionsTable) {
   return {
-    id: row.id,
     name: row.name,
     issuer: row.issuer,
     clientId: row.client_id,
@@ -57,6 +58,13 @@ function connectionBody(services: Services, access: OrgAccess, row: SsoConnectio
     defaultRole: row.default_role,
     autoCreateUsers: row.auto_create_users === 1,
     enabled: row.enabled === 1,
+  };
+}
+
+function connectionBody(services: Services, access: OrgAccess, row: SsoConnectionsTable) {
+  return {
+    id: row.id,
+    ...connectionSettings(row),
     callbackUrl: `${services.config.publicUrl}/auth/sso/callback`,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -73,15 +81,17 @@ function connectionBody(services: Services, access: OrgAccess, row: SsoConnectio
   };
 }
 
-async function checkIssuer(issuer: string): Promise<void> {
+async function checkIssuer(services: Services, issuer: string): Promise<void> {
   try {
-    await discoverIssuer(issuer);
+    await services.identityProviders.check(issuer);
   } catch (error) {
-    throw invalidField(
-      'issuer',
-      `OpenID Connect discovery failed: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw invalidField('issuer', `OpenID Connect discovery failed: ${failureReason(error)}`);
   }
+}
+
+/** The entity of a connection's events (`sso_connection.*`, design record 032). */
+function connectionEntity(row: SsoConnectionsTable) {
+  return { type: 'sso_connection', id: row.id, key: null };
 }
 
 async function findConnection(services: Services, access: OrgAccess, id: string) {
@@ -129,7 +139,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
       },
     },
     async (access, request, reply) => {
-      await checkIssuer(request.body.issuer);
+      await checkIssuer(services, request.body.issuer);
       const now = services.clock.now().toISOString();
       const id = uuid();
       const row: SsoConnectionsTable = {
@@ -149,14 +159,19 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         created_at: now,
         updated_at: now,
       };
-      await mutateAs(services, access, async ({ trx }) => {
-        await trx.insertInto('sso_connections').values(row).execute();
-        await trx
+      await mutateAs(services, access, async (m) => {
+        await m.trx.insertInto('sso_connections').values(row).execute();
+        await m.trx
           .updateTable('organizations')
           .set({ sso_connection_id: id })
           .where('id', '=', access.org.id)
           .where('sso_connection_id', 'is', null)
           .execute();
+        await m.emit({
+          type: 'sso_connection.created',
+          entity: connectionEntity(row),
+          description: `SSO connection "${row.name}" (${row.issuer}) created`,
+        });
       });
       return reply.status(201).send(connectionBody(services, access, row));
     },
@@ -224,7 +239,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
       const before = await findConnection(services, access, request.params.id);
       const body = request.body;
       if (body.issuer !== undefined && body.issuer !== before.issuer)
-        await checkIssuer(body.issuer);
+        await checkIssuer(services, body.issuer);
       const after: SsoConnectionsTable = {
         ...before,
         name: body.name ?? before.name,
@@ -248,9 +263,19 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         enabled: body.enabled !== undefined ? (body.enabled ? 1 : 0) : before.enabled,
         updated_at: services.clock.now().toISOString(),
       };
-      await mutateAs(services, access, ({ trx }) =>
-        trx.updateTable('sso_connections').set(after).where('id', '=', before.id).execute(),
-      );
+      await mutateAs(services, access, async (m) => {
+        await m.trx.updateTable('sso_connections').set(after).where('id', '=', before.id).execute();
+        const changes = diffProperties(connectionSettings(before), connectionSettings(after));
+        // The secret itself never appears in an event: only that it was replaced.
+        if (body.clientSecret !== undefined)
+          changes.push({ property: 'ClientSecret', from: null, to: '(replaced)' });
+        await m.emit({
+          type: 'sso_connection.updated',
+          entity: connectionEntity(after),
+          changes,
+          description: `SSO connection "${after.name}" updated`,
+        });
+      });
       return connectionBody(services, access, after);
     },
   );
@@ -266,14 +291,26 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
           'conflict',
           'The organization requires sign-in through this connection: switch ssoRequired off or choose another connection first.',
         );
-      await mutateAs(services, access, async ({ trx }) => {
-        await trx
+      await mutateAs(services, access, async (m) => {
+        await m.trx
           .updateTable('organizations')
           .set({ sso_connection_id: null })
           .where('id', '=', access.org.id)
           .where('sso_connection_id', '=', row.id)
           .execute();
-        await trx.deleteFrom('sso_connections').where('id', '=', row.id).execute();
+        // Its sessions and links go with it (foreign keys); its tokens are revoked.
+        await m.trx
+          .updateTable('api_tokens')
+          .set({ revoked_at: m.now })
+          .where('sso_connection_id', '=', row.id)
+          .where('revoked_at', 'is', null)
+          .execute();
+        await m.trx.deleteFrom('sso_connections').where('id', '=', row.id).execute();
+        await m.emit({
+          type: 'sso_connection.deleted',
+          entity: connectionEntity(row),
+          description: `SSO connection "${row.name}" deleted`,
+        });
       });
       return reply.status(204).send();
     },

@@ -5,8 +5,10 @@ import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector } from 'undici';
 
 /**
- * The SSRF guard for webhook targets (spec: Limits, "Webhook URL must be a public https://
- * address"; design record 005). Targets are checked twice: when a subscription is saved (URL
+ * The SSRF guard for the addresses users give Vexil to call: webhook targets (spec: Limits,
+ * "Webhook URL must be a public https:// address"; design record 005) and SSO issuers, whose
+ * every request goes through {@link createGuardedAgent} (design record 032). Webhook targets
+ * are checked twice: when a subscription is saved (URL
  * shape, IP literal, and every address its host resolves to), and again at every connection,
  * where the resolved addresses are checked before the socket opens, so a host that later
  * re-points at an internal address (DNS rebinding) is still refused.
