@@ -11,6 +11,7 @@ import * as people from './migrations/0004-people.js';
 import * as flagMetadata from './migrations/0005-flag-metadata.js';
 import * as environmentCritical from './migrations/0006-environment-critical.js';
 import * as ruleRolloutWeight from './migrations/0007-rule-rollout-weight.js';
+import * as webhookProjectScope from './migrations/0013-webhook-project-scope.js';
 import type { Schema } from './schema.js';
 
 export type { Dialect };
@@ -71,6 +72,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0005-flag-metadata': flagMetadata.up,
   '0006-environment-critical': environmentCritical.up,
   '0007-rule-rollout-weight': ruleRolloutWeight.up,
+  '0013-webhook-project-scope': webhookProjectScope.up,
 };
 
 /** The names of the migrations this version knows, in order (a restore refuses a backup with others). */
