@@ -157,4 +157,48 @@ describe.each(testDialects())('grants within the granter’s reach on %s', (dial
     });
     expect(lift.status, lift.text).toBe(400);
   });
+
+  it('a subscription made within an allowlist hears only of its projects, never of the org as a whole', async () => {
+    const subscribe = async (token: string) => {
+      const created = await call(vexil, 'POST', `${base}/webhooks`, {
+        token,
+        body: { name: 'web', url: 'https://127.0.0.1:1/hook', projectIds: [web] },
+      });
+      expect(created.status, created.text).toBe(201);
+      return created.body.id as string;
+    };
+    const scoped = await subscribe(webAdminToken);
+    const unscoped = await subscribe(owner);
+    const read = await call(vexil, 'GET', `${base}/webhooks/${scoped}`, { token: webAdminToken });
+    expect(read.body.projectScope).toEqual([web]);
+    // An organization-wide change, and one in each project.
+    await call(vexil, 'POST', `${base}/invitations`, {
+      token: owner,
+      body: { email: 'org-wide@example.test', role: 'Viewer' },
+    });
+    for (const project of ['web', 'mobile'])
+      await call(vexil, 'PATCH', `${base}/projects/${project}/flags/new-checkout`, {
+        token: owner,
+        body: { name: `Renamed in ${project}` },
+      });
+    const heard = async (subscriptionId: string) =>
+      (
+        await vexil.services.db
+          .selectFrom('webhook_deliveries')
+          .innerJoin('webhook_events', 'webhook_events.id', 'webhook_deliveries.event_id')
+          .select(['webhook_events.type', 'webhook_events.project_id'])
+          .where('subscription_id', '=', subscriptionId)
+          .execute()
+      ).map((row) => `${row.type} ${row.project_id ?? 'org'}`);
+    expect(await heard(scoped)).toEqual([`flag.updated ${web}`]);
+    // Without an allowlist, the project filter narrows project events only (spec).
+    expect(await heard(unscoped)).toEqual(['invitation.created org', `flag.updated ${web}`]);
+    // The organization-wide subscription is beyond the allowlisted caller's reach.
+    const list = await call(vexil, 'GET', `${base}/webhooks`, { token: webAdminToken });
+    expect(list.body.items.map((item: { id: string }) => item.id)).toEqual([scoped]);
+    const other = await call(vexil, 'DELETE', `${base}/webhooks/${unscoped}`, {
+      token: webAdminToken,
+    });
+    expect(other.status).toBe(404);
+  });
 });
