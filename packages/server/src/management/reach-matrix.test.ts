@@ -1,17 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createVexil } from '../app.js';
+import type { AddressInfo } from 'node:net';
 import {
   call,
   createMember,
   createOrg,
   createProjectWithFlag,
   createTestVexil,
-  testConfig,
   testDialects,
   testWebhookSettings,
   type TestResponse,
   type TestVexil,
 } from '../test-support/harness.js';
+import { managementRoutes } from '../test-support/route-table.js';
+import { SseReader } from '../test-support/sse-reader.js';
 
 /**
  * Proof that a project allowlist bounds every route (design record 033): every management route,
@@ -77,7 +78,6 @@ const REACH: Record<string, ReachClass> = {
   'GET /api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}': { reach: 'reach' },
   'POST /api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}/redeliver': { reach: 'reach' },
   'GET /api/v1/orgs/{org}/audit-log': { reach: 'reach' },
-  // The stream's filter is proven in live/live.test.ts ("hears only of that project").
   'GET /api/v1/orgs/{org}/events/stream': { reach: 'reach', stream: true },
   'GET /api/v1/orgs/{org}/members': { reach: 'reach' },
   'GET /api/v1/orgs/{org}/members/{userId}': { reach: 'reach' },
@@ -106,20 +106,6 @@ const REACH: Record<string, ReachClass> = {
 
 const UNKNOWN_ID = '00000000-0000-7000-8000-000000000000';
 
-async function managementRoutes(): Promise<{ method: string; path: string; id: string }[]> {
-  const vexil = await createVexil(testConfig({ databaseUrl: ':memory:' }), { logger: false });
-  await vexil.app.ready();
-  const paths = (vexil.app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths;
-  await vexil.close();
-  return Object.entries(paths)
-    .filter(([path]) => path.startsWith('/api/v1/'))
-    .flatMap(([path, operations]) =>
-      Object.keys(operations)
-        .filter((name) => ['get', 'post', 'put', 'patch', 'delete'].includes(name))
-        .map((name) => ({ method: name.toUpperCase(), path, id: `${name.toUpperCase()} ${path}` })),
-    );
-}
-
 const ROUTE_TABLE = await managementRoutes();
 
 describe('reach matrix: route classification', () => {
@@ -138,6 +124,8 @@ describe.each(testDialects())('reach matrix on %s', (dialect) => {
   let vexil: TestVexil;
   /** An Owner member limited to `web`: no role minimum stops it, only its allowlist. */
   let limited: { token: string; userId: string };
+  let owner: string;
+  let webId: string;
   let elsewhereId: string;
   /** Path parameters naming grants beyond the caller's reach, and within it. */
   const beyond: Record<string, string> = {};
@@ -153,12 +141,12 @@ describe.each(testDialects())('reach matrix on %s', (dialect) => {
       },
     });
     const org = await createOrg(vexil);
-    const owner = org.token;
+    owner = org.token;
     const base = '/api/v1/orgs/acme';
     await createProjectWithFlag(vexil, org, { project: 'web' });
     const project = async (key: string) =>
       (await call(vexil, 'GET', `${base}/projects/${key}`, { token: owner })).body.id as string;
-    const webId = await project('web');
+    webId = await project('web');
     const limitedTo = async (role: 'Owner' | 'Admin', projectId: string) => {
       const member = await createMember(vexil, org.orgId, role);
       await vexil.services.db
@@ -252,11 +240,35 @@ describe.each(testDialects())('reach matrix on %s', (dialect) => {
     expect(leaked, `${route} showed ${response.text}`).toEqual([]);
   }
 
+  /**
+   * The stream's answer as the limited caller hears it: opened, then a change in `elsewhere` and
+   * one in `web`, read until the one in `web` arrives.
+   */
+  async function streamed(url: string): Promise<TestResponse> {
+    if (!vexil.app.server.listening) await vexil.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = vexil.app.server.address() as AddressInfo;
+    const abort = new AbortController();
+    const response = await fetch(`http://127.0.0.1:${String(port)}${url}`, {
+      headers: { authorization: `Bearer ${limited.token}` },
+      signal: abort.signal,
+    });
+    const reader = new SseReader(response, abort);
+    expect((await reader.next()).event).toBe('ready');
+    for (const key of ['elsewhere', 'web']) {
+      const flag = `/api/v1/orgs/acme/projects/${key}/flags/new-checkout`;
+      const renamed = await call(vexil, 'PATCH', flag, { token: owner, body: { name: key } });
+      expect(renamed.status, renamed.text).toBe(200);
+    }
+    await reader.until(() => reader.events.some((event) => event.data.includes(webId)), 'web');
+    reader.close();
+    const text = reader.events.map((event) => event.data).join('\n');
+    return { status: response.status, headers: {}, body: undefined, text };
+  }
+
   const routes = ROUTE_TABLE.filter((route) => !route.path.includes('{project}'));
   it.each(routes)('$id', async (route) => {
     const kind = REACH[route.id];
     if (!kind) throw new Error(`unclassified: ${route.id}`);
-    if (kind.reach === 'reach' && kind.stream) return;
     const ids = kind.reach === 'grant' && kind.within ? within : beyond;
     const url = concrete(route.path, ids);
     const body =
@@ -267,7 +279,10 @@ describe.each(testDialects())('reach matrix on %s', (dialect) => {
         : route.method === 'GET' || route.method === 'DELETE'
           ? undefined
           : {};
-    const response = await call(vexil, route.method as 'GET', url, { token: limited.token, body });
+    const response =
+      kind.reach === 'reach' && kind.stream
+        ? await streamed(url)
+        : await call(vexil, route.method, url, { token: limited.token, body });
     const label = `${route.id}: ${response.status} ${response.text}`;
     expect(response.status, label).not.toBe(500);
     switch (kind.reach) {

@@ -19,10 +19,13 @@ import type { OrgAccess } from './access.js';
  * - nobody changes their own role or allowlist.
  */
 
-/** A project allowlist as stored on a grant: null (or, on a webhook filter, empty) is every project. */
+/** A grant's project allowlist: null is every project (a webhook's empty filter is passed as null). */
 type Projects = readonly string[] | null;
 
-/** Whether a grant with `projectIds` lies within the caller's allowlist (an unrestricted one never does for an allowlisted caller). */
+/**
+ * Whether a grant of `projectIds` lies within the caller's allowlist: for an allowlisted caller,
+ * a non-null subset of it.
+ */
 export function reaches(access: OrgAccess, projectIds: Projects): boolean {
   const scope = access.projectScope;
   if (!scope) return true;
@@ -39,15 +42,6 @@ export function mayRead(
 ): boolean {
   if (!access.projectScope) return true;
   return projectId !== null && access.projectScope.includes(projectId);
-}
-
-/**
- * Whether a grant shares a project with the caller (a person working on one of the caller's
- * projects, or on all of them): which members an allowlisted caller sees.
- */
-export function sharesProjects(access: OrgAccess, projectIds: Projects): boolean {
-  const scope = access.projectScope;
-  return !scope || projectIds === null || projectIds.some((id) => scope.includes(id));
 }
 
 /** A grant's allowlist as the caller is shown it: the projects outside the caller's are left out. */
@@ -136,7 +130,11 @@ export function reachesInSql(
   return sql<SqlBool>`(${sql.ref(column)} is not null and not exists (select 1 from ${elements(dialect, column)} where value not in (${sql.join(scope)})))`;
 }
 
-/** {@link sharesProjects} in SQL. */
+/**
+ * For a list query: the grant in `column` (a JSON array of project ids, or null for every
+ * project) shares a project with the caller: the members an allowlisted caller sees (people who
+ * work on one of its projects, or on all of them).
+ */
 export function sharesProjectsInSql(
   dialect: Dialect,
   access: OrgAccess,
