@@ -12,6 +12,7 @@ import * as flagMetadata from './migrations/0005-flag-metadata.js';
 import * as environmentCritical from './migrations/0006-environment-critical.js';
 import * as ruleRolloutWeight from './migrations/0007-rule-rollout-weight.js';
 import * as ssoBinding from './migrations/0008-sso-binding.js';
+import * as webhookProjectScope from './migrations/0013-webhook-project-scope.js';
 import * as firstRunSetup from './migrations/0014-first-run-setup.js';
 import type { Schema } from './schema.js';
 
@@ -74,6 +75,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0006-environment-critical': environmentCritical.up,
   '0007-rule-rollout-weight': ruleRolloutWeight.up,
   '0008-sso-binding': ssoBinding.up,
+  '0013-webhook-project-scope': webhookProjectScope.up,
   '0014-first-run-setup': firstRunSetup.up,
 };
 

@@ -206,6 +206,11 @@ export interface WebhookSubscriptionsTable {
   event_types: string;
   project_ids: string;
   environment_ids: string;
+  /**
+   * The allowlist of the caller who created it (JSON array; null: none): it receives only events
+   * of these projects, and only callers whose allowlist covers it see it (design record 033).
+   */
+  project_scope: string | null;
   enabled: number;
   disabled_reason: string | null;
   consecutive_failures: number;

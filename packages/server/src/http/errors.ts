@@ -70,6 +70,16 @@ export const ERROR_CODES = {
     title: 'Forbidden',
     text: "The caller's role is too low for this operation.",
   },
+  own_access: {
+    status: 403,
+    title: 'Own access',
+    text: 'Nobody changes their own role or project allowlist: ask another Admin (or Owner).',
+  },
+  outside_allowlist: {
+    status: 403,
+    title: 'Outside your allowlist',
+    text: 'The caller has a project allowlist, and this reaches beyond it: the whole organization, or a grant wider than its own.',
+  },
   not_found: {
     status: 404,
     title: 'Not found',

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createVexil } from '../app.js';
 import { issueToken } from '../auth/tokens.js';
 import type { Role } from '../db/schema.js';
 import {
@@ -13,8 +12,8 @@ import {
   testDialects,
   type TestResponse,
   type TestVexil,
-  testConfig,
 } from '../test-support/harness.js';
+import { managementRoutes, type ManagementRoute } from '../test-support/route-table.js';
 
 /**
  * Proof of access control (spec: Authentication; design record 004): every management route,
@@ -217,38 +216,14 @@ const FIXTURES: Record<string, string> = {
   flag: 'new-checkout',
 };
 
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-type Method = (typeof METHODS)[number];
-
-interface ManagementRoute {
-  method: Method;
-  path: string;
-  id: string;
-}
-
-/**
- * The management routes, read from the route table as the OpenAPI document publishes it.
- * Deletions come last, deepest first, so that they never remove a fixture a later route needs.
- */
-async function managementRoutes(): Promise<ManagementRoute[]> {
-  const vexil = await createVexil(testConfig({ databaseUrl: ':memory:' }), { logger: false });
-  await vexil.app.ready();
-  const paths = (vexil.app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths;
-  await vexil.close();
-  const routes: ManagementRoute[] = [];
-  for (const [path, operations] of Object.entries(paths)) {
-    if (!path.startsWith('/api/v1/')) continue;
-    for (const name of Object.keys(operations)) {
-      const method = name.toUpperCase() as Method;
-      if (METHODS.includes(method)) routes.push({ method, path, id: `${method} ${path}` });
-    }
-  }
+/** Deletions come last, deepest first, so that they never remove a fixture a later route needs. */
+async function orderedRoutes(): Promise<ManagementRoute[]> {
   const depth = (route: ManagementRoute) => route.path.split('/').length;
   const rank = (route: ManagementRoute) => (route.method === 'DELETE' ? 1000 - depth(route) : 0);
-  return routes.sort((a, b) => rank(a) - rank(b));
+  return (await managementRoutes()).sort((a, b) => rank(a) - rank(b));
 }
 
-const ROUTE_TABLE = await managementRoutes();
+const ROUTE_TABLE = await orderedRoutes();
 const ORG_ROLES: readonly Role[] = ['Viewer', 'Member', 'Admin', 'Owner'];
 
 function concretePath(path: string): string {

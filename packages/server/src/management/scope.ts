@@ -17,6 +17,7 @@ import { ApiError } from '../http/errors.js';
 import type { Services } from '../services.js';
 import { callerOf, requireOrg, requireProject, type OrgAccess } from './access.js';
 import { requireEnvironment } from './environments/queries.js';
+import { requireWholeOrg } from './reach.js';
 import { requireFlag, type FlagRow } from './flags/queries.js';
 
 /** A route without `{org}`: any valid credential, or (`user`) a personal token only. */
@@ -63,7 +64,8 @@ export type ScopeOf<P, A> = P extends { org: string }
 /**
  * Resolves a management request's scope from its path, in the order the access chain has always
  * run: caller, `{org}` with the role check (and SSO), `{project}` within the token's project
- * allowlist, then `{flag}` and `{env}`.
+ * allowlist, then `{flag}` and `{env}`. A `wholeOrganization` route refuses a caller with an
+ * allowlist (design record 033).
  * @throws ApiError 401 without a caller; 403 `forbidden` for a service token on a `user` route or a
  *   role below `access`; 404 (with `did_you_mean`) for anything in the path not found or out of
  *   scope; 403 `sso_required` as {@link requireOrg}.
@@ -72,6 +74,7 @@ async function resolveScope(
   services: Services,
   request: FastifyRequest,
   access: Role | CallerAccess,
+  wholeOrganization: boolean,
 ): Promise<object> {
   const params = (request.params ?? {}) as ScopeParams;
   if (params.org === undefined) {
@@ -85,6 +88,7 @@ async function resolveScope(
   }
   // The types admit only a role where the path names an org.
   const org = await requireOrg(services, request, params.org, access as Role);
+  if (wholeOrganization) requireWholeOrg(org);
   if (params.project === undefined) return org;
   const project = await requireProject(services, org, params.project);
   const flag =
@@ -138,7 +142,8 @@ export type ScopedHandler<S extends FastifySchema, A> = (
 /**
  * The one way into a management route. `route.get(path, access, { schema }, handler)` (and
  * `post`, `put`, `patch`, `delete`) registers a route whose handler is given the caller's scope,
- * resolved once from the path by {@link resolveScope} before the handler runs:
+ * resolved once from the path by {@link resolveScope} before the handler runs. A route that changes
+ * the organization as a whole says so with `{ schema, wholeOrganization: true }`:
  *
  * ```ts
  * const route = scopedRoutes(app, services);
@@ -153,16 +158,17 @@ export function scopedRoutes(app: App, services: Services) {
     <S extends FastifySchema, A extends RequiredAccess<RouteRequest<S>['params']>>(
       url: string,
       access: A,
-      options: { schema: S },
+      options: { schema: S; wholeOrganization?: true },
       handler: ScopedHandler<S, A>,
     ): void => {
+      const { schema, wholeOrganization = false } = options;
       const scopedHandler = async (request: RouteRequest<S>, reply: RouteReply<S>) => {
-        const scope = await resolveScope(services, request, access);
+        const scope = await resolveScope(services, request, access, wholeOrganization);
         return handler(scope as ScopeOf<RouteRequest<S>['params'], A>, request, reply);
       };
       // The handler's own return is checked against the schema (ScopedHandler); TypeScript
       // cannot see through Fastify's conditional reply type once it is wrapped in a promise.
-      app.route({ method: verb, url, ...options, handler: scopedHandler as RouteHandler<S> });
+      app.route({ method: verb, url, schema, handler: scopedHandler as RouteHandler<S> });
     };
   return {
     get: method('GET'),

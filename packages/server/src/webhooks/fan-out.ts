@@ -2,16 +2,27 @@ import type { Transaction } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Schema, WebhookSubscriptionsTable } from '../db/schema.js';
 import type { StoredEvent, WrittenEvent } from '../events/hub.js';
+import { mayRead } from '../management/reach.js';
 import { ENVIRONMENT_SCOPED_EVENT_TYPES, type EventPayload } from '../events/types.js';
 
 /**
  * Whether a subscription's current filters cover an event (spec: Subscription filtering):
- * empty filters mean all; the environment filter narrows only environment-scoped events.
+ * empty filters mean all; the environment filter narrows only environment-scoped events. A
+ * subscription created by an allowlisted caller covers only events of that allowlist's projects
+ * (design record 033).
  */
 export function subscriptionCovers(
-  subscription: Pick<WebhookSubscriptionsTable, 'event_types' | 'project_ids' | 'environment_ids'>,
+  subscription: Pick<
+    WebhookSubscriptionsTable,
+    'event_types' | 'project_ids' | 'environment_ids' | 'project_scope'
+  >,
   event: Pick<EventPayload, 'type' | 'projectId' | 'environmentId'>,
 ): boolean {
+  const projectScope =
+    subscription.project_scope === null
+      ? null
+      : (JSON.parse(subscription.project_scope) as string[]);
+  if (!mayRead({ projectScope }, event.projectId)) return false;
   const eventTypes = JSON.parse(subscription.event_types) as string[];
   const projectIds = JSON.parse(subscription.project_ids) as string[];
   const environmentIds = JSON.parse(subscription.environment_ids) as string[];
@@ -37,7 +48,7 @@ export function subscriptionCovers(
 async function enqueueDeliveries(trx: Transaction<Schema>, event: StoredEvent): Promise<number> {
   const subscriptions = await trx
     .selectFrom('webhook_subscriptions')
-    .select(['id', 'event_types', 'project_ids', 'environment_ids'])
+    .select(['id', 'event_types', 'project_ids', 'environment_ids', 'project_scope'])
     .where('organization_id', '=', event.organizationId)
     .where('enabled', '=', 1)
     .execute();

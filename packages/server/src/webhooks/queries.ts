@@ -4,6 +4,7 @@ import type { Plan, Schema, WebhookSubscriptionsTable } from '../db/schema.js';
 import { EVENT_TYPES } from '../events/types.js';
 import { ApiError, invalidField } from '../http/errors.js';
 import { checkProjectIds, isUuid, notFound, type OrgAccess } from '../management/access.js';
+import { checkGrant, mayReadInSql, reachesInSql } from '../management/reach.js';
 import type { Services } from '../services.js';
 import { resolvedUrlProblem } from '../http/safe-target.js';
 
@@ -17,8 +18,8 @@ export const SUBSCRIPTION_LIMITS: Record<Plan, number | null> = {
 };
 
 /**
- * Resolves `{id}` to a subscription of the caller's organization.
- * @throws ApiError 404 when it does not exist there.
+ * Resolves `{id}` to a subscription of the caller's organization within its reach.
+ * @throws ApiError 404 when it does not exist there, or an allowlisted caller's does not cover it.
  */
 export async function requireSubscription(
   services: Services,
@@ -31,6 +32,7 @@ export async function requireSubscription(
         .selectAll()
         .where('organization_id', '=', access.org.id)
         .where('id', '=', id)
+        .where(reachesInSql(services.dialect, access, 'project_scope'))
         .executeTakeFirst()
     : undefined;
   if (!row)
@@ -79,14 +81,16 @@ export async function checkUrl(services: Services, url: string): Promise<void> {
 }
 
 /**
- * Validates and de-duplicates the filters of a create or update: event types from the
- * catalogue, projects and environments of the caller's organization.
+ * Validates and de-duplicates the filters of a create or update (`creating`: absent filters mean
+ * all): event types from the catalogue, projects and environments of the caller's organization.
+ * An allowlisted caller names only projects of its allowlist, and at least one (design record 033).
  * @throws ApiError 400 `validation_failed` naming the offending field.
  */
 export async function checkFilters(
   services: Services,
   access: OrgAccess,
   filters: { eventTypes?: string[]; projectIds?: string[]; environmentIds?: string[] },
+  creating: boolean,
 ): Promise<{ eventTypes?: string[]; projectIds?: string[]; environmentIds?: string[] }> {
   const eventTypes = filters.eventTypes && [...new Set(filters.eventTypes)];
   const projectIds = filters.projectIds && [...new Set(filters.projectIds)];
@@ -100,6 +104,8 @@ export async function checkFilters(
         { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/webhooks/event-types` },
       ],
     });
+  if (creating || projectIds)
+    checkGrant(access, { projectIds: projectIds?.length ? projectIds : null });
   if (projectIds) await checkProjectIds(services, access, projectIds);
   if (environmentIds && environmentIds.length > 0) {
     const found = await services.db
@@ -107,6 +113,7 @@ export async function checkFilters(
       .innerJoin('projects', 'projects.id', 'environments.project_id')
       .select('environments.id')
       .where('projects.organization_id', '=', access.org.id)
+      .where(mayReadInSql(access, 'projects.id'))
       .where('environments.id', 'in', environmentIds)
       .execute();
     const known = new Set(found.map((row) => row.id));

@@ -6,6 +6,7 @@ import { EVENT_TYPES } from '../events/types.js';
 import { ApiError } from '../http/errors.js';
 import { actionsFor } from '../management/actions.js';
 import { mutateAs } from '../management/access.js';
+import { reachesInSql } from '../management/reach.js';
 import { PageQuery, paginate, pagedSchema } from '../management/pagination.js';
 import type { Services } from '../services.js';
 import { registerDeliveryRoutes } from './delivery-routes.js';
@@ -70,7 +71,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
     async (access, request, reply) => {
       const body = request.body;
       await checkUrl(services, body.url);
-      const filters = await checkFilters(services, access, body);
+      const filters = await checkFilters(services, access, body, true);
       const secret = generateWebhookSecret();
       const id = await mutateAs(services, access, async (m) => {
         await lockRow(m.trx, services.dialect, 'organizations', access.org.id);
@@ -99,6 +100,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
             event_types: JSON.stringify(filters.eventTypes ?? []),
             project_ids: JSON.stringify(filters.projectIds ?? []),
             environment_ids: JSON.stringify(filters.environmentIds ?? []),
+            project_scope: access.projectScope && JSON.stringify(access.projectScope),
             enabled: 1,
             disabled_reason: null,
             consecutive_failures: 0,
@@ -148,7 +150,8 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         services.db
           .selectFrom('webhook_subscriptions')
           .selectAll()
-          .where('organization_id', '=', access.org.id),
+          .where('organization_id', '=', access.org.id)
+          .where(reachesInSql(services.dialect, access, 'project_scope')),
         request.query,
       );
       const items = await Promise.all(rows.map(readWebhook));
@@ -195,7 +198,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
       const current = await requireSubscription(services, access, request.params.id);
       const body = request.body;
       if (body.url !== undefined) await checkUrl(services, body.url);
-      const filters = await checkFilters(services, access, body);
+      const filters = await checkFilters(services, access, body, false);
       // Enabling a disabled subscription starts a fresh failure count.
       const reenabled = body.enabled === true && current.enabled === 0;
       const disabled = body.enabled === false && current.enabled === 1;

@@ -64,6 +64,8 @@ const webhookFields = {
   eventTypes: Type.Array(Type.String()),
   projectIds: Type.Array(Type.String()),
   environmentIds: Type.Array(Type.String()),
+  /** The allowlist of the caller who created it; omitted when none (design record 033). */
+  projectScope: Type.Optional(Type.Array(Type.String())),
   enabled: Type.Boolean(),
   disabledReason: NullableString,
   consecutiveFailures: Type.Integer(),
@@ -119,6 +121,7 @@ export function webhookItem(
     eventTypes: JSON.parse(row.event_types) as string[],
     projectIds: JSON.parse(row.project_ids) as string[],
     environmentIds: JSON.parse(row.environment_ids) as string[],
+    ...(row.project_scope ? { projectScope: JSON.parse(row.project_scope) as string[] } : {}),
     enabled: row.enabled === 1,
     disabledReason: row.disabled_reason,
     consecutiveFailures: row.consecutive_failures,

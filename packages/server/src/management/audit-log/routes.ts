@@ -8,6 +8,7 @@ import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 
 import { MAX_PAGE_SIZE, paginate, pagedSchema } from '../pagination.js';
+import { mayReadInSql } from '../reach.js';
 import { scopedRoutes } from '../scope.js';
 
 /**
@@ -106,7 +107,8 @@ function auditItem(row: WebhookEventsTable) {
 /**
  * `GET /orgs/{org}/audit-log` (Admin): every recorded change of the organization, most recent
  * first, read from the event outbox that each mutation writes in its own transaction (design
- * record 004, Audit log). Webhook test events are left out.
+ * record 004, Audit log). Webhook test events are left out; a caller with a project allowlist
+ * reads only the events of its projects (design record 033).
  */
 export function registerAuditLogRoutes(app: App, services: Services): void {
   const route = scopedRoutes(app, services);
@@ -130,6 +132,7 @@ export function registerAuditLogRoutes(app: App, services: Services): void {
         .selectFrom('webhook_events')
         .selectAll()
         .where('organization_id', '=', access.org.id)
+        .where(mayReadInSql(access, 'project_id'))
         .where(member(['entity', 'id']), '!=', TEST_EVENT_ENTITY_ID);
       if (type) query = query.where('type', 'in', typesMatching(type));
       if (projectId) query = query.where('project_id', '=', projectId);

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
 import { hashPassword } from '../../auth/passwords.js';
-import { hasRole, ROLES } from '../../auth/roles.js';
+import { ROLES } from '../../auth/roles.js';
 import { generateSecret, hashSecret } from '../../auth/secrets.js';
 import { startSession } from '../../auth/sessions.js';
 import { mutate } from '../../db/mutate.js';
@@ -13,6 +13,7 @@ import { actorOf, checkProjectIds, mutateAs } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { checkOwnerChange } from '../members/owners.js';
+import { checkGrant, reachesInSql } from '../reach.js';
 import { scopedRoutes } from '../scope.js';
 
 const InvitationSchema = Type.Object({
@@ -84,9 +85,8 @@ export function registerInvitationRoutes(app: App, services: Services): void {
       const { role } = request.body;
       const email = request.body.email.toLowerCase();
       checkOwnerChange(access.role, null, role);
-      if (!hasRole(access.role, role))
-        throw invalidField('role', `cannot exceed your own role (${access.role})`);
       const projectIds = request.body.projectIds ?? null;
+      checkGrant(access, { role, projectIds });
       if (projectIds) await checkProjectIds(services, access, projectIds);
       const token = generateSecret('vxl_inv');
       const now = services.clock.now();
@@ -162,7 +162,8 @@ export function registerInvitationRoutes(app: App, services: Services): void {
           .where('organization_id', '=', access.org.id)
           .where('accepted_at', 'is', null)
           .where('revoked_at', 'is', null)
-          .where('expires_at', '>', services.clock.now().toISOString()),
+          .where('expires_at', '>', services.clock.now().toISOString())
+          .where(reachesInSql(services.dialect, access, 'project_ids')),
         request.query,
       );
       return {
@@ -188,6 +189,7 @@ export function registerInvitationRoutes(app: App, services: Services): void {
           .where('organization_id', '=', access.org.id)
           .where('accepted_at', 'is', null)
           .where('revoked_at', 'is', null)
+          .where(reachesInSql(services.dialect, access, 'project_ids'))
           .returning(['id', 'email'])
           .executeTakeFirst();
         if (!row)

@@ -5,6 +5,7 @@ import { openEventStream, PING, sseFrame } from '../../evaluation/streaming.js';
 import type { LiveChange, LiveFeed } from '../../events/live-feed.js';
 import type { Services } from '../../services.js';
 import type { OrgAccess } from '../access.js';
+import { mayRead } from '../reach.js';
 import { scopedRoutes } from '../scope.js';
 
 /**
@@ -15,10 +16,7 @@ const STREAM_LIFETIME_MS = 10 * 60_000;
 
 /** Whether the caller may hear of `change`: its organization, and its project allowlist if any. */
 export function mayHear(access: OrgAccess, change: LiveChange): boolean {
-  if (change.organizationId !== access.org.id) return false;
-  if (access.projectScope === null) return true;
-  // An allowlisted caller hears only of its projects: organization-wide changes are not theirs.
-  return change.project !== null && access.projectScope.includes(change.project.id);
+  return change.organizationId === access.org.id && mayRead(access, change.project?.id ?? null);
 }
 
 /**

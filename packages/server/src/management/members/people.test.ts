@@ -232,12 +232,13 @@ describe.each(testDialects())('members and invitations on %s', (dialect) => {
   });
 
   it('the last Owner is kept; only an Owner grants Owner; roles above your own are refused', async () => {
-    const lastOwner = await call(vexil, 'PATCH', `/api/v1/orgs/acme/members/${org.userId}`, {
+    // Nobody changes their own role (design record 033); the last Owner cannot leave either.
+    const ownRole = await call(vexil, 'PATCH', `/api/v1/orgs/acme/members/${org.userId}`, {
       token: org.token,
       body: { role: 'Admin' },
     });
-    expect(lastOwner.status).toBe(409);
-    expect(lastOwner.body.error).toBe('conflict');
+    expect(ownRole.status).toBe(403);
+    expect(ownRole.body.error).toBe('own_access');
     expect(
       (await call(vexil, 'DELETE', `/api/v1/orgs/acme/members/${org.userId}`, { token: org.token }))
         .status,
@@ -257,13 +258,13 @@ describe.each(testDialects())('members and invitations on %s', (dialect) => {
     });
     expect(removeOwner.status).toBe(403);
 
-    // With a second Owner, the first may step down.
+    // With a second Owner, the first may be demoted by the second.
     await call(vexil, 'PATCH', `/api/v1/orgs/acme/members/${admin.userId}`, {
       token: org.token,
       body: { role: 'Owner' },
     });
     const stepDown = await call(vexil, 'PATCH', `/api/v1/orgs/acme/members/${org.userId}`, {
-      token: org.token,
+      token: admin.token,
       body: { role: 'Admin' },
     });
     expect(stepDown.status).toBe(200);

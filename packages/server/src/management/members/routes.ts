@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import { ROLES } from '../../auth/roles.js';
 import type { Kysely, Transaction } from 'kysely';
+import type { Dialect } from '../../db/dialect.js';
 import type { Role, Schema } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
@@ -9,6 +10,14 @@ import type { Services } from '../../services.js';
 import { checkProjectIds, mutateAs, type OrgAccess } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import {
+  checkGrant,
+  checkNotOwnAccess,
+  checkWithinReach,
+  reaches,
+  sharesProjectsInSql,
+  visibleProjects,
+} from '../reach.js';
 import { scopedRoutes } from '../scope.js';
 import { checkOwnerChange, keepAnOwner } from './owners.js';
 
@@ -35,7 +44,12 @@ interface MemberRow {
   last_seen_at: string | null;
 }
 
-function memberQuery(db: Kysely<Schema> | Transaction<Schema>, organizationId: string) {
+/** The members the caller sees: with an allowlist, those who share one of its projects. */
+function memberQuery(
+  db: Kysely<Schema> | Transaction<Schema>,
+  dialect: Dialect,
+  access: OrgAccess,
+) {
   return db
     .selectFrom('memberships')
     .innerJoin('users', 'users.id', 'memberships.user_id')
@@ -48,32 +62,48 @@ function memberQuery(db: Kysely<Schema> | Transaction<Schema>, organizationId: s
       'memberships.created_at',
       'users.last_seen_at',
     ])
-    .where('memberships.organization_id', '=', organizationId);
+    .where('memberships.organization_id', '=', access.org.id)
+    .where(sharesProjectsInSql(dialect, access, 'memberships.project_ids'));
 }
+
+const projectIdsOf = (row: { project_ids: string | null }) =>
+  row.project_ids ? (JSON.parse(row.project_ids) as string[]) : null;
 
 function memberBody(access: OrgAccess, row: MemberRow) {
   const ownerOnly = row.role === 'Owner' && access.role !== 'Owner';
+  const own = access.caller.id === row.id;
+  const beyond = !reaches(access, projectIdsOf(row));
+  const blockedBy = (verb: string) =>
+    ownerOnly
+      ? `only an Owner ${verb}s an Owner`
+      : beyond
+        ? "this member's access reaches beyond yours"
+        : null;
   return {
     userId: row.id,
     email: row.email,
     name: row.name,
     role: row.role,
-    projectIds: row.project_ids ? (JSON.parse(row.project_ids) as string[]) : null,
+    projectIds: visibleProjects(access, projectIdsOf(row)),
     createdAt: row.created_at,
     lastSeenAt: row.last_seen_at,
     _actions: actionsFor(access.role, {
-      update: { role: 'Admin', blockedBy: ownerOnly ? 'only an Owner changes an Owner' : null },
-      delete: { role: 'Admin', blockedBy: ownerOnly ? 'only an Owner removes an Owner' : null },
+      update: {
+        role: 'Admin',
+        blockedBy: own ? 'nobody changes their own role or allowlist' : blockedBy('change'),
+      },
+      delete: { role: 'Admin', blockedBy: blockedBy('remove') },
     }),
   };
 }
 
 async function findMember(
   db: Kysely<Schema> | Transaction<Schema>,
+  dialect: Dialect,
   access: OrgAccess,
   userId: string,
 ) {
-  const row = await memberQuery(db, access.org.id)
+  const row = await memberQuery(db, dialect, access)
     .where('memberships.user_id', '=', userId)
     .executeTakeFirst();
   if (!row)
@@ -99,7 +129,7 @@ export function registerMemberRoutes(app: App, services: Services): void {
     },
     async (access, request) => {
       const { rows, nextCursor } = await paginate(
-        memberQuery(services.db, access.org.id),
+        memberQuery(services.db, services.dialect, access),
         request.query,
         {
           idColumn: 'users.id',
@@ -118,7 +148,10 @@ export function registerMemberRoutes(app: App, services: Services): void {
     'Viewer',
     { schema: { tags: ['members'], params: MemberParams, response: { 200: MemberSchema } } },
     async (access, request) =>
-      memberBody(access, await findMember(services.db, access, request.params.userId)),
+      memberBody(
+        access,
+        await findMember(services.db, services.dialect, access, request.params.userId),
+      ),
   );
 
   route.patch(
@@ -145,20 +178,23 @@ export function registerMemberRoutes(app: App, services: Services): void {
     },
     async (access, request) => {
       const { userId } = request.params;
-      const { role } = request.body;
-      if (request.body.projectIds) await checkProjectIds(services, access, request.body.projectIds);
+      const { role, projectIds } = request.body;
+      checkNotOwnAccess(access, userId);
+      if (projectIds !== undefined) checkGrant(access, { projectIds });
+      if (projectIds) await checkProjectIds(services, access, projectIds);
       await mutateAs(services, access, async (m) => {
-        const before = await findMember(m.trx, access, userId);
+        const before = await findMember(m.trx, services.dialect, access, userId);
         const after = {
           role: role ?? before.role,
-          projectIds:
-            request.body.projectIds !== undefined
-              ? request.body.projectIds
-              : before.project_ids
-                ? (JSON.parse(before.project_ids) as string[])
-                : null,
+          projectIds: projectIds !== undefined ? projectIds : projectIdsOf(before),
         };
         checkOwnerChange(access.role, before.role, after.role);
+        checkWithinReach(
+          access,
+          { role: before.role, projectIds: projectIdsOf(before) },
+          'This member',
+        );
+        checkGrant(access, after);
         if (before.role === 'Owner' && after.role !== 'Owner')
           await keepAnOwner(m.trx, services.dialect, access.org.id, userId);
         await m.trx
@@ -171,10 +207,7 @@ export function registerMemberRoutes(app: App, services: Services): void {
           .where('user_id', '=', userId)
           .execute();
         const changes = diffProperties(
-          {
-            role: before.role,
-            projectIds: before.project_ids ? (JSON.parse(before.project_ids) as string[]) : null,
-          },
+          { role: before.role, projectIds: projectIdsOf(before) },
           after,
         );
         if (changes.length > 0)
@@ -185,7 +218,7 @@ export function registerMemberRoutes(app: App, services: Services): void {
             description: `Member ${before.email} updated`,
           });
       });
-      return memberBody(access, await findMember(services.db, access, userId));
+      return memberBody(access, await findMember(services.db, services.dialect, access, userId));
     },
   );
 
@@ -196,8 +229,13 @@ export function registerMemberRoutes(app: App, services: Services): void {
     async (access, request, reply) => {
       const { userId } = request.params;
       await mutateAs(services, access, async (m) => {
-        const member = await findMember(m.trx, access, userId);
+        const member = await findMember(m.trx, services.dialect, access, userId);
         checkOwnerChange(access.role, member.role, null);
+        checkWithinReach(
+          access,
+          { role: member.role, projectIds: projectIdsOf(member) },
+          'This member',
+        );
         if (member.role === 'Owner')
           await keepAnOwner(m.trx, services.dialect, access.org.id, userId);
         await m.trx

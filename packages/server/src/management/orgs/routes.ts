@@ -104,6 +104,7 @@ export function registerOrgRoutes(app: App, services: Services): void {
     '/orgs/:org',
     'Owner',
     {
+      wholeOrganization: true,
       schema: {
         tags: ['orgs'],
         params: Type.Object({ org: Type.String() }),

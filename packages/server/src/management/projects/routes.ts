@@ -69,6 +69,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
     '/orgs/:org/projects',
     'Admin',
     {
+      wholeOrganization: true,
       schema: {
         tags: ['projects'],
         params: Type.Object({ org: Type.String() }),

@@ -1,13 +1,14 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
-import { hasRole, ROLES } from '../../auth/roles.js';
+import { ROLES } from '../../auth/roles.js';
 import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
 import { issueToken, tokenSummary } from '../../auth/tokens.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { checkProjectIds, mutateAs } from '../access.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { TokenCreatedSchema, TokenSummarySchema, futureDate } from './schemas.js';
+import { checkGrant, reachesInSql } from '../reach.js';
 import { scopedRoutes } from '../scope.js';
 
 const OrgParams = Type.Object({ org: Type.String() });
@@ -43,9 +44,8 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
     },
     async (access, request, reply) => {
       const role = request.body.role;
-      if (!hasRole(access.role, role))
-        throw invalidField('role', `cannot exceed your own role (${access.role})`);
       const projectIds = request.body.projectIds ?? null;
+      checkGrant(access, { role, projectIds });
       if (projectIds) await checkProjectIds(services, access, projectIds);
       const now = services.clock.now();
       const expiresAt = futureDate(request.body.expiresAt ?? null, now);
@@ -88,7 +88,8 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
           .selectAll()
           .where('organization_id', '=', access.org.id)
           .where('kind', '=', 'service')
-          .where('revoked_at', 'is', null),
+          .where('revoked_at', 'is', null)
+          .where(reachesInSql(services.dialect, access, 'project_scope')),
         request.query,
       );
       return { items: rows.map(tokenSummary), next_cursor: nextCursor, _actions: {} };
@@ -113,6 +114,7 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
           .where('organization_id', '=', access.org.id)
           .where('kind', '=', 'service')
           .where('revoked_at', 'is', null)
+          .where(reachesInSql(services.dialect, access, 'project_scope'))
           .returning(['id', 'name'])
           .executeTakeFirst();
         if (!row)

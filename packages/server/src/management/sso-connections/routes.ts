@@ -119,6 +119,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
     '/orgs/:org/sso-connections',
     'Owner',
     {
+      wholeOrganization: true,
       schema: {
         tags: ['sso'],
         params: Type.Object({ org: Type.String() }),
@@ -216,6 +217,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
     '/orgs/:org/sso-connections/:id',
     'Owner',
     {
+      wholeOrganization: true,
       schema: {
         tags: ['sso'],
         params: ConnectionParams,
@@ -283,7 +285,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
   route.delete(
     '/orgs/:org/sso-connections/:id',
     'Owner',
-    { schema: { tags: ['sso'], params: ConnectionParams } },
+    { wholeOrganization: true, schema: { tags: ['sso'], params: ConnectionParams } },
     async (access, request, reply) => {
       const row = await findConnection(services, access, request.params.id);
       if (access.org.sso_required === 1 && access.org.sso_connection_id === row.id)
