@@ -9,6 +9,7 @@ import { Lifecycle } from '../components/Lifecycle';
 import { usePlace } from '../components/Shell';
 import { Variations } from '../components/Variations';
 import { Targeting } from '../components/targeting/Targeting';
+import '../flag-pages.css';
 
 // uPlot loads with the Insights section only, so the other sections' script stays small.
 const UsageChart = lazy(() => import('../components/UsageChart'));
@@ -43,9 +44,8 @@ export function flagPath(
  */
 export function FlagPage(props: { org: string; project: string; flag: string; section?: string }) {
   const { org, project, flag } = props;
-  const section: FlagSection = props.section && props.section in FLAG_SECTIONS
-    ? (props.section as FlagSection)
-    : 'targeting';
+  const section: FlagSection =
+    props.section && props.section in FLAG_SECTIONS ? (props.section as FlagSection) : 'targeting';
   const { environments, environment: chosen } = usePlace();
   const requested = new URLSearchParams(useSearch()).get('env');
   const environment =
@@ -112,7 +112,8 @@ export function FlagPage(props: { org: string; project: string; flag: string; se
                       project={project}
                       flag={key}
                       environment={e}
-                      configuration={configuration}
+                      enabled={configuration.isEnabled}
+                      allowed={configuration._actions['toggle']}
                     />
                   )}
                 </li>
