@@ -169,9 +169,10 @@ export async function readUsageSeries(
     const index = Math.floor((bucketStart(ms, range.interval) - first) / step);
     if (index < 0 || index >= buckets.length || n === 0) return;
     let byEnvironment = counts.get(flagId);
-    if (!byEnvironment) counts.set(flagId, (byEnvironment = new Map()));
+    if (!byEnvironment)
+      counts.set(flagId, (byEnvironment = new Map<string, Map<string, number[]>>()));
     let byVariation = byEnvironment.get(environmentId);
-    if (!byVariation) byEnvironment.set(environmentId, (byVariation = new Map()));
+    if (!byVariation) byEnvironment.set(environmentId, (byVariation = new Map<string, number[]>()));
     let series = byVariation.get(variation);
     if (!series) byVariation.set(variation, (series = buckets.map(() => 0)));
     series[index] = (series[index] ?? 0) + n;
