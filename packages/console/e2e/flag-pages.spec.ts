@@ -143,10 +143,11 @@ test('a flag page opened by its link shows its environment and section, in at mo
     'true',
   );
   await expect(page.getByLabel('Default variation')).toBeVisible();
-  await expect(page.getByRole('link', { name: 'Targeting', exact: true })).toHaveAttribute(
-    'aria-current',
-    'page',
-  );
+  await expect(
+    page
+      .getByRole('navigation', { name: 'Flag sections' })
+      .getByRole('link', { name: 'Targeting' }),
+  ).toHaveAttribute('aria-current', 'page');
   await expectAccessible(page);
   // Whatever else is still to come has been asked for by now.
   await page.waitForLoadState('load');

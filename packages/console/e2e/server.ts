@@ -141,7 +141,8 @@ async function startVexil(
       () => false,
     );
     if (ready) break;
-    if (attempt > 100) throw new Error(`vexil serve on ${kind} did not become ready`);
+    // A busy machine (shared CI cores) can take a while to start the server.
+    if (attempt > 300) throw new Error(`vexil serve on ${kind} did not become ready`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   const created = await fetch(`${url}/api/v1/orgs/acme/projects`, {
