@@ -217,6 +217,13 @@ test('the flag list shows on/off per environment, toggles from the list, and a w
       .map((e) => e.environmentKey)
       .sort(),
   ).toEqual(['development', 'production']);
+  // In a narrow window the environments that do not fit are chosen as columns.
+  await page.setViewportSize({ width: 900, height: 800 });
+  await expect(page.getByRole('columnheader', { name: 'Production' })).toBeHidden();
+  await page.getByText(/^Environment columns/).click();
+  await page.getByRole('checkbox', { name: 'Production' }).check();
+  await expect(page.getByRole('columnheader', { name: 'Production' })).toBeVisible();
+  await expectAccessible(page);
   // One page of flags: no paging controls.
   await expect(page.getByRole('navigation', { name: 'Pages' })).toBeHidden();
 });
