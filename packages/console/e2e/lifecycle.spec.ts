@@ -28,10 +28,14 @@ test('archiving a recently evaluated flag says why it is refused, and can be for
     .not.toBeNull();
 
   await signIn(page);
-  await page.goto(`${server.url}/orgs/acme/projects/web/flags/guarded`);
-  await expect(
-    page.getByRole('figure', { name: /production: 1 in the last 24 hours/ }),
-  ).toBeVisible();
+  await page.goto(`${server.url}/orgs/acme/projects/web/flags/guarded/insights`);
+  const production = page.getByRole('figure', { name: /^production: evaluations per hour/ });
+  await expect(production.getByRole('row', { name: /^false 1 / })).toBeVisible();
+  await expectAccessible(page);
+  await page
+    .getByRole('navigation', { name: 'Flag sections' })
+    .getByRole('link', { name: 'Settings' })
+    .click();
   await page.getByRole('button', { name: 'Archive flag' }).click();
   const dialog = page.getByRole('alertdialog', { name: 'Archive guarded?' });
   await dialog.getByRole('button', { name: 'Archive', exact: true }).click();
@@ -48,6 +52,10 @@ test('archiving a recently evaluated flag says why it is refused, and can be for
 
   // The history shows each change, before and after.
   await apiCall('PATCH', `${PROJECT}/flags/guarded`, { name: 'Guarded flag' });
+  await page
+    .getByRole('navigation', { name: 'Flag sections' })
+    .getByRole('link', { name: 'History' })
+    .click();
   const rename = page.getByRole('row', { name: /^Name / });
   await expect(rename.getByRole('deletion')).toContainText('Guarded');
   await expect(rename.getByRole('insertion')).toContainText('Guarded flag');

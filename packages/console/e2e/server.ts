@@ -115,7 +115,8 @@ export async function serve(
       () => false,
     );
     if (ready) return { server, url };
-    if (attempt > 100) throw new Error(`vexil serve on ${url} did not become ready`);
+    // A busy machine (shared CI cores) can take a while to start the server.
+    if (attempt > 300) throw new Error(`vexil serve on ${url} did not become ready`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }

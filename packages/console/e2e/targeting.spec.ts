@@ -100,6 +100,10 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   expect(answer).toMatchObject({ variation: 'true', reason: 'TARGETING_MATCH' });
 
   // Side by side: development is untouched, production now differs line by line.
+  await page
+    .getByRole('navigation', { name: 'Flag sections' })
+    .getByRole('link', { name: 'Settings' })
+    .click();
   await page.getByLabel('Compare', { exact: true }).selectOption('development');
   await page.getByLabel('with', { exact: true }).selectOption('production');
   await expect(page.getByRole('row', { name: /^On\/off differs Off On$/ })).toBeVisible();

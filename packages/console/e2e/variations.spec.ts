@@ -22,6 +22,10 @@ test('variations are added, edited and deleted; default and off are set per envi
   });
   await signIn(page);
   await page.goto(`${server.url}/orgs/acme/projects/web/flags/banner-colour`);
+  await page
+    .getByRole('navigation', { name: 'Flag sections' })
+    .getByRole('link', { name: 'Variations' })
+    .click();
 
   await page.getByRole('button', { name: 'Add variation' }).click();
   let dialog = page.getByRole('dialog', { name: 'New variation' });
@@ -59,6 +63,10 @@ test('variations are added, edited and deleted; default and off are set per envi
   const keyOf = (id: string) => flag.variations.find((v) => v.id === id)?.key;
 
   // Default and off per environment: production serves green by default, blue while off.
+  await page
+    .getByRole('navigation', { name: 'Flag sections' })
+    .getByRole('link', { name: 'Targeting' })
+    .click();
   await page.getByRole('tab', { name: 'Production' }).click();
   await page.getByLabel('Default variation').selectOption({ label: 'Forest' });
   await page.getByLabel('While off, serve').selectOption('blue');
@@ -74,6 +82,10 @@ test('variations are added, edited and deleted; default and off are set per envi
     .toEqual(['green', 'blue']);
 
   // A served variation cannot go: the API says why, in the dialog.
+  await page
+    .getByRole('navigation', { name: 'Flag sections' })
+    .getByRole('link', { name: 'Variations' })
+    .click();
   await page.getByRole('button', { name: 'Delete variation blue' }).click();
   const confirm = page.getByRole('alertdialog', { name: 'Delete variation blue?' });
   await confirm.getByRole('button', { name: 'Delete variation' }).click();

@@ -175,3 +175,28 @@ test('a subscription the service disabled says why', async ({ page }) => {
   await expect(page.getByRole('button', { name: 'Send test event' })).toHaveCount(0);
   await expect(page.getByText('(test events: the subscription is disabled)')).toBeVisible();
 });
+
+test('event types are chosen by resource; each delivery shows its event type and payload', async ({
+  page,
+}) => {
+  await createWebhook(page, 'Grouped events');
+  await page.getByRole('button', { name: 'Edit webhook' }).click();
+  const edit = page.getByRole('dialog', { name: 'Edit Grouped events' });
+  const flags = edit.getByRole('group', { name: 'Flag events' });
+  await flags.getByLabel('Every flag event').check();
+  await expect(flags.getByLabel('flag.toggled')).toBeChecked();
+  await expect(flags.getByLabel('flag.rule.created')).toBeChecked();
+  await expect(
+    edit.getByRole('group', { name: 'Segment events' }).getByLabel('segment.created'),
+  ).not.toBeChecked();
+  await expectAccessible(page);
+  await edit.getByRole('button', { name: 'Save webhook' }).click();
+  await expect(edit).toBeHidden();
+
+  await page.getByRole('button', { name: 'Send test event' }).click();
+  const delivery = page.getByRole('region', { name: 'Deliveries' }).getByRole('listitem').first();
+  await expect(delivery).toHaveAccessibleName(/^flag\.toggled delivery of /);
+  await delivery.getByText('Payload').click();
+  await expect(delivery.getByLabel(/^Payload of /)).toContainText('"type": "flag.toggled"');
+  await expectAccessible(page);
+});

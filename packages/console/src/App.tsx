@@ -55,10 +55,15 @@ export function App() {
           </Signed>
         )}
       </Route>
-      <Route path={`${PROJECT}/flags/:flag`}>
+      <Route path={`${PROJECT}/flags/:flag/:section?`}>
         {(params) => (
           <InShell {...params}>
-            <FlagPage org={params.org} project={params.project} flag={params.flag} />
+            <FlagPage
+              org={params.org}
+              project={params.project}
+              flag={params.flag}
+              section={params.section}
+            />
           </InShell>
         )}
       </Route>

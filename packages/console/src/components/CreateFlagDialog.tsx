@@ -1,25 +1,67 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useLocation } from 'wouter';
-import { api, unwrap } from '../api/client';
-import { Field } from './Field';
+import { ApiProblem, api, unwrap } from '../api/client';
+import { Field, Labelled } from './Field';
 import { FormDialog } from './FormDialog';
 import { useFormMutation } from './useFormMutation';
+import {
+  MIN_VARIATIONS,
+  valueProblem,
+  VariationsEditor,
+  type VariationDraft,
+} from './VariationsEditor';
 
 const TYPES = ['Boolean', 'String', 'Number', 'Json'] as const;
+type FlagType = (typeof TYPES)[number];
+
+/** The fields this dialog shows the API's messages at; any other message is shown above its actions. */
+const SHOWN_FIELDS = ['key', 'name', 'description', 'tags', 'variations'];
 
 const EMPTY_DRAFT = {
-  key: '',
   name: '',
-  type: 'Boolean' as (typeof TYPES)[number],
+  key: '',
+  /** Whether the key was typed, rather than derived from the name. */
+  keyTyped: false,
+  type: 'Boolean' as FlagType,
   description: '',
+  tags: '',
+  variations: Array.from({ length: MIN_VARIATIONS }, (): VariationDraft => ({
+    key: '',
+    value: '',
+  })),
 };
 
-/** "New flag": key, name, type and description; the API's field errors appear at each field. */
+/** A flag key from its name: "New checkout!" → `new-checkout` (the API's key rule). */
+export function keyFromName(name: string): string {
+  return name
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^[^a-z0-9]+|-+$/g, '')
+    .slice(0, 100);
+}
+
+const DESCRIPTIONS: Record<FlagType, string> = {
+  Boolean: 'A Boolean flag starts with the variations true and false, off everywhere.',
+  String: 'A String flag serves one of its text variations; off, it serves the first.',
+  Number: 'A Number flag serves one of its number variations; off, it serves the first.',
+  Json: 'A Json flag serves one of its JSON variations; off, it serves the first.',
+};
+
+/**
+ * "New flag": name, key (derived from the name until typed), type, description, tags and, for a
+ * String, Number or Json flag, its variations; the API's field errors appear at each field, and
+ * any other refusal above the dialog's actions (design record 038).
+ */
 export function CreateFlagDialog({ org, project }: { org: string; project: string }) {
   const [draft, setDraft] = useState(EMPTY_DRAFT);
   const [, navigate] = useLocation();
   const queryClient = useQueryClient();
+  const tags = draft.tags
+    .split(',')
+    .map((tag) => tag.trim())
+    .filter(Boolean);
 
   const create = useFormMutation({
     mutationFn: () =>
@@ -31,6 +73,12 @@ export function CreateFlagDialog({ org, project }: { org: string; project: strin
             type: draft.type,
             ...(draft.name.trim() ? { name: draft.name.trim() } : {}),
             ...(draft.description.trim() ? { description: draft.description.trim() } : {}),
+            ...(tags.length > 0 ? { tags } : {}),
+            ...(draft.type === 'Boolean'
+              ? {}
+              : {
+                  variations: draft.variations.map((v) => ({ key: v.key.trim(), value: v.value })),
+                }),
           },
         }),
       ),
@@ -39,51 +87,87 @@ export function CreateFlagDialog({ org, project }: { org: string; project: strin
       navigate(`/orgs/${org}/projects/${project}/flags/${flag.key}`);
     },
   });
+  // A refusal on a field this dialog has no control for is still said (the typed text stays).
+  const fields = create.error instanceof ApiProblem ? create.error.fields : {};
+  const stray = Object.entries(fields)
+    .filter(([field]) => !SHOWN_FIELDS.includes(field.split('.')[0] ?? ''))
+    .map(([field, messages]) => `${field}: ${messages.join('; ')}`);
+  const typedProblem =
+    draft.type !== 'Boolean' &&
+    draft.variations.some((v) => v.value !== '' && valueProblem(draft.type as 'Json', v.value));
 
   return (
     <FormDialog
       label="New flag"
       title="New flag"
-      description="A Boolean flag starts with the variations true and false, off everywhere."
-      form={create}
+      description={DESCRIPTIONS[draft.type]}
+      wide={draft.type !== 'Boolean'}
+      form={{
+        ...create,
+        // A value that does not parse is shown at its field; sending it would only be refused.
+        submit: (event) => (typedProblem ? event.preventDefault() : create.submit(event)),
+      }}
       confirmLabel="Create flag"
       onOpen={() => setDraft(EMPTY_DRAFT)}
     >
+      <Field
+        label="Name"
+        value={draft.name}
+        onChange={(event) => {
+          const name = event.target.value;
+          setDraft({ ...draft, name, ...(draft.keyTyped ? {} : { key: keyFromName(name) }) });
+        }}
+        error={create.problemAt('name')}
+      />
       <Field
         label="Key"
         required
         autoComplete="off"
         value={draft.key}
-        onChange={(event) => setDraft({ ...draft, key: event.target.value })}
-        hint="Letters, digits, '.', '_' and '-'; what your code asks for."
+        onChange={(event) => setDraft({ ...draft, key: event.target.value, keyTyped: true })}
+        hint="Letters, digits, '.', '_' and '-'; what your code asks for. Made from the name until you type one."
         error={create.problemAt('key')}
       />
-      <Field
-        label="Name"
-        value={draft.name}
-        onChange={(event) => setDraft({ ...draft, name: event.target.value })}
-        error={create.problemAt('name')}
-      />
-      <div className="field">
-        <label htmlFor="flag-type">Type</label>
-        <select
-          id="flag-type"
-          value={draft.type}
-          onChange={(event) =>
-            setDraft({ ...draft, type: event.target.value as (typeof TYPES)[number] })
-          }
-        >
-          {TYPES.map((t) => (
-            <option key={t}>{t}</option>
-          ))}
-        </select>
-      </div>
+      <Labelled label="Type">
+        {(id) => (
+          <select
+            id={id}
+            value={draft.type}
+            onChange={(event) => setDraft({ ...draft, type: event.target.value as FlagType })}
+          >
+            {TYPES.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
+          </select>
+        )}
+      </Labelled>
+      {draft.type !== 'Boolean' && (
+        <VariationsEditor
+          type={draft.type}
+          variations={draft.variations}
+          onChange={(variations) => setDraft({ ...draft, variations })}
+          problemAt={create.problemAt}
+        />
+      )}
       <Field
         label="Description"
         value={draft.description}
         onChange={(event) => setDraft({ ...draft, description: event.target.value })}
         error={create.problemAt('description')}
       />
+      <Field
+        label="Tags"
+        value={draft.tags}
+        autoComplete="off"
+        onChange={(event) => setDraft({ ...draft, tags: event.target.value })}
+        hint="Separated by commas, such as checkout, experiment."
+        error={create.problemAt('tags')}
+      />
+      {stray.length > 0 && (
+        <p role="alert" className="field-error">
+          {stray.join(' ')}
+        </p>
+      )}
     </FormDialog>
   );
 }

@@ -2,27 +2,29 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { AlertDialog, Switch } from 'radix-ui';
 import { useId, useState } from 'react';
 import { api, unwrap } from '../api/client';
-import type { Environment, FlagEnvironment } from '../api/types';
+import type { Environment } from '../api/types';
 import { isCritical } from './Shell';
 import { DialogActions } from './DialogActions';
 
 /**
  * On/off for one flag in one environment (`POST …/toggle`); a critical environment asks first.
- * Disabled, with the API's reason, when `_actions.toggle` refuses.
+ * Disabled, with the API's reason, when `allowed` refuses (`_actions.toggle`). `compact` (the
+ * flag list's cells) names the switch by flag and environment without showing the label.
  */
 export function EnvironmentToggle(props: {
   org: string;
   project: string;
   flag: string;
   environment: Environment;
-  configuration: FlagEnvironment;
+  enabled: boolean;
+  allowed: { allowed: boolean; reason?: string | null | undefined } | undefined;
+  compact?: boolean;
 }) {
-  const { org, project, flag, environment, configuration } = props;
+  const { org, project, flag, environment, allowed, compact } = props;
   const id = useId();
   const [asking, setAsking] = useState<boolean | null>(null);
   const queryClient = useQueryClient();
   const name = environment.name ?? environment.key ?? '';
-  const allowed = configuration._actions['toggle'];
 
   const toggle = useMutation({
     mutationFn: (enabled: boolean) =>
@@ -32,7 +34,11 @@ export function EnvironmentToggle(props: {
           body: { enabled },
         }),
       ),
-    onSettled: () => queryClient.invalidateQueries({ queryKey: ['flag', org, project, flag] }),
+    onSettled: () =>
+      Promise.all([
+        queryClient.invalidateQueries({ queryKey: ['flag', org, project, flag] }),
+        queryClient.invalidateQueries({ queryKey: ['flags', org, project] }),
+      ]),
   });
 
   function request(enabled: boolean) {
@@ -45,15 +51,19 @@ export function EnvironmentToggle(props: {
       <Switch.Root
         id={id}
         className="switch"
-        checked={configuration.isEnabled}
+        checked={props.enabled}
         disabled={!allowed?.allowed || toggle.isPending}
         onCheckedChange={request}
+        aria-label={compact ? `${flag} in ${name}` : undefined}
         aria-describedby={`${id}-note`}
       >
         <Switch.Thumb className="switch-thumb" />
       </Switch.Root>
-      <label htmlFor={id}>On in {name}</label>
-      <span id={`${id}-note`} className={toggle.error ? 'field-error' : 'hint'}>
+      {!compact && <label htmlFor={id}>On in {name}</label>}
+      <span
+        id={`${id}-note`}
+        className={toggle.error ? 'field-error' : compact ? 'visually-hidden' : 'hint'}
+      >
         {toggle.error?.message ?? (allowed?.allowed ? '' : (allowed?.reason ?? ''))}
       </span>
       <AlertDialog.Root open={asking !== null} onOpenChange={(open) => !open && setAsking(null)}>

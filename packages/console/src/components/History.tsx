@@ -1,31 +1,30 @@
 import { useQuery } from '@tanstack/react-query';
-import { ApiProblem, api, unwrap } from '../api/client';
-import type { AuditEvent } from '../api/types';
+import { api, unwrap } from '../api/client';
+import type { AuditEvent, Flag } from '../api/types';
 
 /**
- * The flag's own history (journey 4): its audit-log entries, newest first, each with the changed
- * properties before and after. The audit log is Admin-only; other roles see why it is hidden.
+ * The flag's own history (journey 4), for everyone who can see the flag
+ * (`GET …/flags/{flag}/history`): its recorded changes, newest first, before and after.
  */
-export function History({ org, flagId }: { org: string; flagId: string }) {
+export function History({ org, project, flag }: { org: string; project: string; flag: Flag }) {
   const history = useQuery({
-    queryKey: ['history', org, flagId],
+    queryKey: ['history', org, project, flag.id],
     queryFn: () =>
       unwrap(
-        api.GET('/api/v1/orgs/{org}/audit-log', {
-          params: { path: { org }, query: { entityId: flagId, limit: 50 } },
+        api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/history', {
+          params: { path: { org, project, flag: flag.key ?? flag.id }, query: { limit: 50 } },
         }),
       ),
   });
   return (
     <section aria-labelledby="history-heading">
       <h2 id="history-heading">History</h2>
-      {history.error instanceof ApiProblem && history.error.status === 403 ? (
-        <p className="hint">The history comes from the audit log, which needs the Admin role.</p>
-      ) : history.error ? (
+      {history.error ? (
         <p role="alert">{history.error.message}</p>
       ) : (
         <AuditEntries events={history.data?.items ?? []} />
       )}
+      {history.isSuccess && history.data.items.length === 0 && <p>No change recorded yet.</p>}
     </section>
   );
 }
@@ -58,12 +57,12 @@ export function AuditEntries(props: { events: AuditEvent[] }) {
               <tbody>
                 {event.changes.map((change) => (
                   <tr key={change.property}>
-                    <th scope="row">{change.property}</th>
+                    <th scope="row">{propertyName(change.property)}</th>
                     <td>
-                      <del>{change.from ?? '—'}</del>
+                      <del>{change.fromKey ?? change.from ?? '—'}</del>
                     </td>
                     <td>
-                      <ins>{change.to ?? '—'}</ins>
+                      <ins>{change.toKey ?? change.to ?? '—'}</ins>
                     </td>
                   </tr>
                 ))}
@@ -74,4 +73,13 @@ export function AuditEntries(props: { events: AuditEvent[] }) {
       ))}
     </ol>
   );
+}
+
+/**
+ * A recorded property in words: `DefaultVariationId` reads "Default variation", since the API
+ * gives the variation's key beside its id (design record 038).
+ */
+function propertyName(property: string): string {
+  const words = property.replace(/Id$/, '').replace(/([a-z0-9])([A-Z])/g, '$1 $2');
+  return words.charAt(0).toUpperCase() + words.slice(1).toLowerCase();
 }

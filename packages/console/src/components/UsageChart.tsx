@@ -1,86 +1,174 @@
 import { useQuery } from '@tanstack/react-query';
+import { useEffect, useRef } from 'react';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
 import { api, unwrap } from '../api/client';
+import type { Flag } from '../api/types';
 
-const HOURS = 24;
 const HOUR_MS = 3_600_000;
+/** The chart's span: a week of hours. */
+const HOURS = 7 * 24;
+/** Series colours, readable on the light and the dark theme. */
+const COLOURS = ['#2f80ed', '#e2711d', '#27ae60', '#9b51e0', '#d64545', '#1b998b', '#b08800'];
+
+/** A colour per variation, in the flag's order, so a variation keeps its colour across charts. */
+function colourOf(flag: Flag, variation: string): string {
+  const index = flag.variations.findIndex((v) => v.key === variation);
+  return COLOURS[(index < 0 ? flag.variations.length : index) % COLOURS.length] ?? '#777';
+}
 
 /**
- * Evaluations per hour over the last day, per environment (journey 4): one
- * `GET …/flags/{flag}/usage` per hour, refreshed each minute (counts are written in batches).
+ * Evaluations per variation per hour over the last week, one chart per environment that
+ * evaluated the flag (journey 4), all from one `GET …/usage?flag=…&interval=hour` (design record
+ * 038), refreshed each minute (counts are written in batches). The canvas is hidden from screen
+ * readers; the table under it says the same in numbers, for everyone.
  */
-export function UsageChart({ org, project, flag }: { org: string; project: string; flag: string }) {
+export default function UsageChart({
+  org,
+  project,
+  flag,
+}: {
+  org: string;
+  project: string;
+  flag: Flag;
+}) {
+  const key = flag.key ?? flag.id;
   const usage = useQuery({
-    queryKey: ['usage', org, project, flag],
+    queryKey: ['usage', org, project, key],
     refetchInterval: 60_000,
-    queryFn: async () => {
-      const end = Math.ceil(Date.now() / HOUR_MS) * HOUR_MS;
-      const hours = Array.from({ length: HOURS }, (_, i) => end - (HOURS - i) * HOUR_MS);
-      const answers = await Promise.all(
-        hours.map((from) =>
-          unwrap(
-            api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/usage', {
-              params: {
-                path: { org, project, flag },
-                query: {
-                  from: new Date(from).toISOString(),
-                  // The API sums the buckets that start in [from, to]: one bucket each.
-                  to: new Date(from + HOUR_MS - 1).toISOString(),
-                },
-              },
-            }),
-          ),
-        ),
-      );
-      const environments = answers[0]?.environments.map((e) => e.environmentKey) ?? [];
-      return environments.map((key) => ({
-        key,
-        counts: answers.map(
-          (answer) => answer.environments.find((e) => e.environmentKey === key)?.total ?? 0,
-        ),
-        hours,
-      }));
-    },
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/usage', {
+          params: {
+            path: { org, project },
+            query: {
+              flag: key,
+              interval: 'hour',
+              from: new Date(Date.now() - (HOURS - 1) * HOUR_MS).toISOString(),
+            },
+          },
+        }),
+      ),
   });
-
+  const environments = usage.data?.flags[0]?.environments ?? [];
   return (
     <section aria-labelledby="usage-heading">
-      <h2 id="usage-heading">Evaluations per hour</h2>
+      <h2 id="usage-heading">Evaluations per variation</h2>
       {usage.error && <p role="alert">{usage.error.message}</p>}
-      {usage.data?.map(({ key, counts, hours }) => {
-        const max = Math.max(1, ...counts);
-        const total = counts.reduce((sum, n) => sum + n, 0);
-        return (
-          <figure key={key} className="usage">
-            <figcaption>
-              {key}: {total.toLocaleString()} in the last {HOURS} hours
-            </figcaption>
-            <svg
-              viewBox={`0 0 ${HOURS * 10} 40`}
-              role="img"
-              aria-label={`Evaluations per hour in ${key}, oldest first: ${counts.join(', ')}`}
-              preserveAspectRatio="none"
-            >
-              {counts.map((count, i) => (
-                <rect
-                  key={i}
-                  x={i * 10 + 1}
-                  width={8}
-                  y={40 - (count / max) * 38}
-                  height={(count / max) * 38}
-                >
-                  <title>
-                    {new Date(hours[i] ?? 0).toLocaleTimeString([], {
-                      hour: '2-digit',
-                      minute: '2-digit',
-                    })}
-                    : {count}
-                  </title>
-                </rect>
-              ))}
-            </svg>
-          </figure>
-        );
-      })}
+      {usage.isSuccess && environments.length === 0 && <p>Not evaluated in the last 7 days.</p>}
+      {usage.data &&
+        environments.map((environment) => (
+          <EnvironmentChart
+            key={environment.environmentKey}
+            flag={flag}
+            environment={environment.environmentKey}
+            buckets={usage.data.buckets}
+            variations={environment.variations}
+          />
+        ))}
     </section>
+  );
+}
+
+function EnvironmentChart(props: {
+  flag: Flag;
+  environment: string;
+  buckets: string[];
+  variations: { variation: string; counts: number[] }[];
+}) {
+  const { flag, environment, buckets, variations } = props;
+  const target = useRef<HTMLDivElement>(null);
+  const captionId = `usage-${environment}`;
+
+  useEffect(() => {
+    const element = target.current;
+    if (!element) return;
+    const data: uPlot.AlignedData = [
+      buckets.map((bucket) => Date.parse(bucket) / 1000),
+      ...variations.map((v) => v.counts),
+    ];
+    const chart = new uPlot(
+      {
+        width: Math.max(320, element.clientWidth),
+        height: 200,
+        legend: { show: false },
+        scales: { y: { range: (_self, _min, max) => [0, Math.max(1, max)] } },
+        axes: [
+          { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.2)' } },
+          { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.2)' } },
+        ],
+        series: [
+          {},
+          ...variations.map((v) => ({
+            label: v.variation,
+            stroke: colourOf(flag, v.variation),
+            width: 2,
+          })),
+        ],
+      },
+      data,
+      element,
+    );
+    const resize = new ResizeObserver(() =>
+      chart.setSize({ width: Math.max(320, element.clientWidth), height: 200 }),
+    );
+    resize.observe(element);
+    return () => {
+      resize.disconnect();
+      chart.destroy();
+    };
+  }, [flag, buckets, variations]);
+
+  const busiest = (counts: number[]) => {
+    const max = Math.max(...counts);
+    return max > 0 ? new Date(buckets[counts.indexOf(max)] ?? 0) : null;
+  };
+  return (
+    <figure className="usage" aria-labelledby={captionId}>
+      <figcaption id={captionId}>
+        {environment}: evaluations per hour over the last 7 days
+      </figcaption>
+      <div ref={target} aria-hidden="true" className="usage-chart" />
+      <table className="usage-summary">
+        <caption className="visually-hidden">Evaluations in {environment} by variation</caption>
+        <thead>
+          <tr>
+            <th scope="col">Variation</th>
+            <th scope="col">Evaluations, 7 days</th>
+            <th scope="col">Busiest hour</th>
+          </tr>
+        </thead>
+        <tbody>
+          {variations.map(({ variation, counts }) => {
+            const peak = busiest(counts);
+            return (
+              <tr key={variation}>
+                <th scope="row">
+                  <span
+                    className="swatch"
+                    style={{ background: colourOf(flag, variation) }}
+                    aria-hidden="true"
+                  />{' '}
+                  {variation}
+                </th>
+                <td>{counts.reduce((sum, n) => sum + n, 0).toLocaleString()}</td>
+                <td>
+                  {peak && (
+                    <time dateTime={peak.toISOString()}>
+                      {peak.toLocaleString([], {
+                        weekday: 'short',
+                        hour: '2-digit',
+                        minute: '2-digit',
+                      })}{' '}
+                      ({Math.max(...counts).toLocaleString()})
+                    </time>
+                  )}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </figure>
   );
 }

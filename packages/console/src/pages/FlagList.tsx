@@ -1,12 +1,69 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useDeferredValue, useState } from 'react';
+import { useDeferredValue, useEffect, useState } from 'react';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
+import type { Environment } from '../api/types';
 import { CreateFlagDialog } from '../components/CreateFlagDialog';
+import { EnvironmentToggle } from '../components/EnvironmentToggle';
 import { useFavourites } from '../components/favourites';
 import { usePlace } from '../components/Shell';
+import { Sparkline } from '../components/Sparkline';
+import '../flag-pages.css';
 
 const PAGE_SIZE = 50;
+const DAY_MS = 86_400_000;
+/** The sparkline's days, today included. */
+const SPARKLINE_DAYS = 7;
+/** Width the flag list keeps for its other columns; each environment column takes about 7 rem. */
+const FIXED_COLUMNS_PX = 720;
+const ENVIRONMENT_COLUMN_PX = 112;
+
+/** How many environment columns fit beside the others at the window's width (at least one). */
+function useFittingColumns(): number {
+  const fit = () =>
+    Math.max(1, Math.floor((window.innerWidth - FIXED_COLUMNS_PX) / ENVIRONMENT_COLUMN_PX));
+  const [count, setCount] = useState(fit);
+  useEffect(() => {
+    const onResize = () => setCount(fit());
+    window.addEventListener('resize', onResize);
+    return () => window.removeEventListener('resize', onResize);
+  }, []);
+  return count;
+}
+
+/**
+ * Evaluations per day of every flag of the project over the last week, summed over
+ * environments and variations: one `GET …/usage` for the whole list (design record 038).
+ */
+function useWeeklyUsage(org: string, project: string): Map<string, number[]> | undefined {
+  const usage = useQuery({
+    queryKey: ['usage', org, project, 'week'],
+    refetchInterval: 60_000,
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/usage', {
+          params: {
+            path: { org, project },
+            query: {
+              interval: 'day',
+              from: new Date(Date.now() - (SPARKLINE_DAYS - 1) * DAY_MS).toISOString(),
+            },
+          },
+        }),
+      ),
+  });
+  if (!usage.data) return undefined;
+  return new Map(
+    usage.data.flags.map((flag) => [
+      flag.flagKey,
+      usage.data.buckets.map((_, day) =>
+        flag.environments
+          .flatMap((environment) => environment.variations)
+          .reduce((sum, variation) => sum + (variation.counts[day] ?? 0), 0),
+      ),
+    ]),
+  );
+}
 
 /** The API's orders (`sort`); it sorts before paging, so every page follows the order. */
 const SORTS = {
@@ -42,6 +99,13 @@ export function FlagList({ org, project }: { org: string; project: string }) {
   const [sort, setSort] = useState<Sort>('key');
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
   const { favourites, toggle } = useFavourites(org, project);
+  const fitting = useFittingColumns();
+  const [pickedColumns, setPickedColumns] = useState<string[] | null>(null);
+  // Until chosen, the environments that fit, in the project's order.
+  const columns: Environment[] = pickedColumns
+    ? environments.filter((e) => pickedColumns.includes(e.key ?? ''))
+    : environments.slice(0, fitting);
+  const usage = useWeeklyUsage(org, project);
   const q = useDeferredValue(search.trim());
   const cursor = cursors[cursors.length - 1];
   const favouriteKeys = favouritesOnly ? [...favourites].sort().join(',') : null;
@@ -101,6 +165,8 @@ export function FlagList({ org, project }: { org: string; project: string }) {
 
   const items = flags.data?.items ?? [];
   const canCreate = flags.data?._actions['create']?.allowed ?? false;
+  const canToggle = flags.data?._actions['toggle'];
+  const paged = cursors.length > 1 || Boolean(flags.data?.next_cursor);
 
   return (
     <>
@@ -213,6 +279,32 @@ export function FlagList({ org, project }: { org: string; project: string }) {
           </select>
         </label>
       </search>
+      {environments.length > columns.length || pickedColumns ? (
+        <details className="column-chooser">
+          <summary>
+            Environment columns ({columns.length} of {environments.length})
+          </summary>
+          <fieldset>
+            <legend className="visually-hidden">Environments shown as columns</legend>
+            {environments.map((environment) => (
+              <label key={environment.id} className="check">
+                <input
+                  type="checkbox"
+                  checked={columns.includes(environment)}
+                  onChange={(event) => {
+                    const keys = columns.map((c) => c.key ?? '');
+                    const key = environment.key ?? '';
+                    setPickedColumns(
+                      event.target.checked ? [...keys, key] : keys.filter((k) => k !== key),
+                    );
+                  }}
+                />
+                {environment.name ?? environment.key}
+              </label>
+            ))}
+          </fieldset>
+        </details>
+      ) : null}
       {flags.isError && <p role="alert">{flags.error.message}</p>}
       <table className="flags">
         <caption className="visually-hidden">Flags in {project}</caption>
@@ -222,6 +314,12 @@ export function FlagList({ org, project }: { org: string; project: string }) {
               <span className="visually-hidden">Favourite</span>
             </th>
             <th scope="col">Flag</th>
+            {columns.map((environment) => (
+              <th scope="col" key={environment.id}>
+                {environment.name ?? environment.key}
+              </th>
+            ))}
+            <th scope="col">Evaluations, 7 days</th>
             <th scope="col">Type</th>
             <th scope="col">Tags</th>
             <th scope="col">Changed</th>
@@ -251,6 +349,33 @@ export function FlagList({ org, project }: { org: string; project: string }) {
                   {flag.isExpired && ' · expired'}
                 </div>
               </td>
+              {columns.map((environment) => (
+                <td key={environment.id}>
+                  <EnvironmentToggle
+                    compact
+                    org={org}
+                    project={project}
+                    flag={flag.key}
+                    environment={environment}
+                    enabled={
+                      flag.environments.find((e) => e.environmentKey === environment.key)
+                        ?.isEnabled ?? false
+                    }
+                    allowed={
+                      flag.isArchived
+                        ? { allowed: false, reason: 'The flag is archived.' }
+                        : canToggle
+                    }
+                  />
+                </td>
+              ))}
+              <td>
+                {usage && (
+                  <Sparkline
+                    counts={usage.get(flag.key) ?? Array<number>(SPARKLINE_DAYS).fill(0)}
+                  />
+                )}
+              </td>
               <td>{flag.type}</td>
               <td>{flag.tags.join(', ')}</td>
               <td>
@@ -261,22 +386,24 @@ export function FlagList({ org, project }: { org: string; project: string }) {
         </tbody>
       </table>
       {flags.isSuccess && items.length === 0 && <p>No flags match.</p>}
-      <nav aria-label="Pages" className="pager">
-        <button
-          type="button"
-          disabled={cursors.length === 1}
-          onClick={() => setCursors(cursors.slice(0, -1))}
-        >
-          Previous page
-        </button>
-        <button
-          type="button"
-          disabled={!flags.data?.next_cursor}
-          onClick={() => setCursors([...cursors, flags.data?.next_cursor ?? undefined])}
-        >
-          Next page
-        </button>
-      </nav>
+      {paged && (
+        <nav aria-label="Pages" className="pager">
+          <button
+            type="button"
+            disabled={cursors.length === 1}
+            onClick={() => setCursors(cursors.slice(0, -1))}
+          >
+            Previous page
+          </button>
+          <button
+            type="button"
+            disabled={!flags.data?.next_cursor}
+            onClick={() => setCursors([...cursors, flags.data?.next_cursor ?? undefined])}
+          >
+            Next page
+          </button>
+        </nav>
+      )}
     </>
   );
 }

@@ -1,18 +1,56 @@
 import { useQuery } from '@tanstack/react-query';
-import { Link } from 'wouter';
+import { lazy, Suspense } from 'react';
+import { Link, useLocation, useSearch } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { Compare } from '../components/Compare';
 import { EnvironmentToggle } from '../components/EnvironmentToggle';
 import { History } from '../components/History';
 import { Lifecycle } from '../components/Lifecycle';
-import { UsageChart } from '../components/UsageChart';
 import { usePlace } from '../components/Shell';
 import { Variations } from '../components/Variations';
 import { Targeting } from '../components/targeting/Targeting';
+import '../flag-pages.css';
 
-/** One flag: its variations and, per environment, whether it is on (journey 3). */
-export function FlagPage({ org, project, flag }: { org: string; project: string; flag: string }) {
+// uPlot loads with the Insights section only, so the other sections' script stays small.
+const UsageChart = lazy(() => import('../components/UsageChart'));
+
+/** The flag page's sections, each at its own address (`…/flags/{flag}/{section}`). */
+export const FLAG_SECTIONS = {
+  targeting: 'Targeting',
+  variations: 'Variations',
+  insights: 'Insights',
+  history: 'History',
+  settings: 'Settings',
+} as const;
+export type FlagSection = keyof typeof FLAG_SECTIONS;
+
+/** A flag page's address: its section, and the environment shown (`?env=`). */
+export function flagPath(
+  org: string,
+  project: string,
+  flag: string,
+  section: FlagSection = 'targeting',
+  environment?: string,
+): string {
+  const path = `/orgs/${org}/projects/${project}/flags/${flag}/${section}`;
+  return environment ? `${path}?env=${encodeURIComponent(environment)}` : path;
+}
+
+/**
+ * One flag (journeys 3 and 4), in sections people jump between, each addressable; the
+ * environment lives in the address too (`?env=`), so a reloaded, bookmarked or shared page shows
+ * the same targeting at once. Without `env`, the environment chosen last in the header, else the
+ * first (design record 038). Each section reads only what it shows: at most 5 API requests.
+ */
+export function FlagPage(props: { org: string; project: string; flag: string; section?: string }) {
+  const { org, project, flag } = props;
+  const section: FlagSection =
+    props.section && props.section in FLAG_SECTIONS ? (props.section as FlagSection) : 'targeting';
   const { environments, environment: chosen } = usePlace();
+  const requested = new URLSearchParams(useSearch()).get('env');
+  const environment =
+    environments.find((e) => e.key === requested)?.key ?? chosen ?? environments[0]?.key ?? '';
+  const [, navigate] = useLocation();
   const path = { org, project, flag };
   const detail = useQuery({
     queryKey: ['flag', org, project, flag, 'detail'],
@@ -21,6 +59,7 @@ export function FlagPage({ org, project, flag }: { org: string; project: string;
   });
   const configurations = useQuery({
     queryKey: ['flag', org, project, flag, 'environments'],
+    enabled: section === 'targeting' || section === 'settings',
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments', {
@@ -32,6 +71,7 @@ export function FlagPage({ org, project, flag }: { org: string; project: string;
   if (detail.isError) return <p role="alert">{detail.error.message}</p>;
   if (!detail.data) return <p role="status">Loading…</p>;
   const data = detail.data;
+  const key = data.key ?? flag;
 
   return (
     <>
@@ -47,55 +87,75 @@ export function FlagPage({ org, project, flag }: { org: string; project: string;
         <code>{data.key}</code>
         {data.description && ` · ${data.description}`}
       </p>
-      <section aria-labelledby="environments-heading">
-        <h2 id="environments-heading">Environments</h2>
-        <ul className="environments">
-          {environments.map((environment) => {
-            const configuration = configurations.data?.find(
-              (c) => c.environmentId === environment.id,
-            );
-            return (
-              <li key={environment.id}>
-                {configuration && (
-                  <EnvironmentToggle
-                    org={org}
-                    project={project}
-                    flag={data.key ?? flag}
-                    environment={environment}
-                    configuration={configuration}
-                  />
-                )}
-              </li>
-            );
-          })}
-        </ul>
-      </section>
-      <section aria-labelledby="targeting-heading">
-        <h2 id="targeting-heading">Targeting</h2>
-        {configurations.data && (
-          <Targeting
-            org={org}
-            project={project}
-            flag={data}
-            environments={environments}
-            configurations={configurations.data}
-            initial={chosen}
-          />
-        )}
-      </section>
-      <Variations org={org} project={project} flag={data} />
-      {configurations.data && environments.length > 1 && (
-        <Compare
-          org={org}
-          project={project}
-          flag={data}
-          environments={environments}
-          configurations={configurations.data}
-        />
+      <nav aria-label="Flag sections" className="tabs sections">
+        {Object.entries(FLAG_SECTIONS).map(([value, label]) => (
+          <Link
+            key={value}
+            href={flagPath(org, project, key, value as FlagSection, environment)}
+            aria-current={value === section ? 'page' : undefined}
+          >
+            {label}
+          </Link>
+        ))}
+      </nav>
+      {section === 'targeting' && (
+        <section aria-labelledby="targeting-heading">
+          <h2 id="targeting-heading">Targeting</h2>
+          <ul className="environments" aria-label="On or off per environment">
+            {environments.map((e) => {
+              const configuration = configurations.data?.find((c) => c.environmentId === e.id);
+              return (
+                <li key={e.id}>
+                  {configuration && (
+                    <EnvironmentToggle
+                      org={org}
+                      project={project}
+                      flag={key}
+                      environment={e}
+                      enabled={configuration.isEnabled}
+                      allowed={configuration._actions['toggle']}
+                    />
+                  )}
+                </li>
+              );
+            })}
+          </ul>
+          {configurations.data && environment && (
+            <Targeting
+              org={org}
+              project={project}
+              flag={data}
+              environments={environments}
+              configurations={configurations.data}
+              environment={environment}
+              onEnvironment={(next) =>
+                navigate(flagPath(org, project, key, 'targeting', next), { replace: true })
+              }
+            />
+          )}
+        </section>
       )}
-      <UsageChart org={org} project={project} flag={data.key ?? flag} />
-      <Lifecycle org={org} project={project} flag={data} />
-      <History org={org} flagId={data.id} />
+      {section === 'variations' && <Variations org={org} project={project} flag={data} />}
+      {section === 'insights' && (
+        <Suspense fallback={<p role="status">Loading…</p>}>
+          <UsageChart org={org} project={project} flag={data} />
+        </Suspense>
+      )}
+      {section === 'history' && <History org={org} project={project} flag={data} />}
+      {section === 'settings' && (
+        <>
+          <Lifecycle org={org} project={project} flag={data} />
+          {configurations.data && environments.length > 1 && (
+            <Compare
+              org={org}
+              project={project}
+              flag={data}
+              environments={environments}
+              configurations={configurations.data}
+            />
+          )}
+        </>
+      )}
     </>
   );
 }

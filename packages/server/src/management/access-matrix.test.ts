@@ -80,6 +80,8 @@ const ROUTES: Record<string, RouteClass> = {
   'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}': { minimum: 'Admin' },
   'GET /api/v1/orgs/{org}/projects/{project}/flags/removal-candidates': { minimum: 'Viewer' },
   'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/usage': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/history': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/usage': { minimum: 'Viewer' },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/archive': { minimum: 'Member' },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/restore': { minimum: 'Member' },
   'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}/expiry': { minimum: 'Member' },

@@ -24,6 +24,7 @@ import { registerSegmentRoutes } from './targeting/segments.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
 import type { LiveFeed } from '../events/live-feed.js';
 import { registerLiveRoutes } from './live/routes.js';
+import { registerUsageRoutes } from '../usage/routes.js';
 
 /** The management API's route table, mounted under `/api/v1`. */
 export function registerManagementApi(
@@ -42,6 +43,7 @@ export function registerManagementApi(
   registerFlagEnvironmentRoutes(app, services);
   registerCopyConfigurationRoutes(app, services);
   registerLifecycleRoutes(app, services);
+  registerUsageRoutes(app, services);
   registerPlaygroundRoutes(app, services, snapshots);
   registerSdkKeyRoutes(app, services);
   registerSegmentRoutes(app, services);

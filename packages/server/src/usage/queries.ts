@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Services } from '../services.js';
 import { HOUR_MS } from './aggregator.js';
 
@@ -127,4 +128,94 @@ export async function lastEvaluatedInProject(
     }
   }
   return result;
+}
+
+/** The width of a usage series bucket. */
+export type UsageInterval = 'hour' | 'day';
+
+const INTERVAL_MS: Record<UsageInterval, number> = { hour: HOUR_MS, day: 24 * HOUR_MS };
+
+/** A usage series: counts per flag, environment and variation, one per bucket. */
+export interface UsageSeries {
+  /** Start of each bucket (epoch ms), oldest first; UTC hours or UTC days. */
+  buckets: number[];
+  /** flag id → environment id → variation key → count per bucket. Only non-zero series. */
+  counts: Map<string, Map<string, Map<string, number[]>>>;
+}
+
+/** Start of the UTC hour or day holding `ms`. */
+export function bucketStart(ms: number, interval: UsageInterval): number {
+  return ms - (((ms % INTERVAL_MS[interval]) + INTERVAL_MS[interval]) % INTERVAL_MS[interval]);
+}
+
+/**
+ * Evaluations of the given flags of one project per hour or per UTC day, by environment and
+ * variation, for the buckets from the one holding `fromMs` to the one holding `toMs`: one query
+ * grouped by bucket in the database, plus this node's unflushed counts (design record 038).
+ */
+export async function readUsageSeries(
+  services: Services,
+  flags: readonly FlagRef[],
+  environmentIds: readonly string[],
+  range: { fromMs: number; toMs: number; interval: UsageInterval },
+): Promise<UsageSeries> {
+  const step = INTERVAL_MS[range.interval];
+  const first = bucketStart(range.fromMs, range.interval);
+  const buckets: number[] = [];
+  for (let at = first; at <= range.toMs; at += step) buckets.push(at);
+  const counts: UsageSeries['counts'] = new Map();
+  if (flags.length === 0) return { buckets, counts };
+  const add = (flagId: string, environmentId: string, variation: string, ms: number, n: number) => {
+    const index = Math.floor((bucketStart(ms, range.interval) - first) / step);
+    if (index < 0 || index >= buckets.length || n === 0) return;
+    let byEnvironment = counts.get(flagId);
+    if (!byEnvironment)
+      counts.set(flagId, (byEnvironment = new Map<string, Map<string, number[]>>()));
+    let byVariation = byEnvironment.get(environmentId);
+    if (!byVariation) byEnvironment.set(environmentId, (byVariation = new Map<string, number[]>()));
+    let series = byVariation.get(variation);
+    if (!series) byVariation.set(variation, (series = buckets.map(() => 0)));
+    series[index] = (series[index] ?? 0) + n;
+  };
+  // A day is the date part of the stored hour: text on SQLite, timestamptz (UTC) on PostgreSQL.
+  const bucket =
+    range.interval === 'hour'
+      ? sql<string>`hour`
+      : services.dialect === 'postgres'
+        ? sql<string>`to_char(hour at time zone 'UTC', 'YYYY-MM-DD')`
+        : sql<string>`substr(hour, 1, 10)`;
+  const rows = await services.db
+    .selectFrom('flag_usage')
+    .select((eb) => [
+      'flag_id',
+      'environment_id',
+      'variation_key',
+      bucket.as('bucket'),
+      eb.fn.sum('count').as('count'),
+    ])
+    .where(
+      'flag_id',
+      'in',
+      flags.map((flag) => flag.id),
+    )
+    .where('hour', '>=', new Date(first).toISOString())
+    .where('hour', '<=', new Date(range.toMs).toISOString())
+    .groupBy(['flag_id', 'environment_id', 'variation_key', bucket])
+    .execute();
+  for (const row of rows)
+    add(
+      row.flag_id,
+      row.environment_id,
+      row.variation_key,
+      Date.parse(row.bucket),
+      Number(row.count),
+    );
+  for (const environmentId of environmentIds) {
+    for (const flag of flags) {
+      for (const pending of services.usage.pendingUsage(environmentId, flag.key))
+        if (pending.hourMs <= range.toMs)
+          add(flag.id, environmentId, pending.variationKey, pending.hourMs, pending.count);
+    }
+  }
+  return { buckets, counts };
 }

@@ -137,7 +137,23 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
         request.query,
         { direction: 'desc' },
       );
-      return { items: rows.map(deliveryItem), next_cursor: nextCursor, _actions: {} };
+      const events = rows.length
+        ? await services.db
+            .selectFrom('webhook_events')
+            .select(['id', 'type'])
+            .where(
+              'id',
+              'in',
+              rows.map((row) => row.event_id),
+            )
+            .execute()
+        : [];
+      const typeOf = new Map(events.map((event) => [event.id, event.type]));
+      return {
+        items: rows.map((row) => deliveryItem(row, typeOf.get(row.event_id) ?? '')),
+        next_cursor: nextCursor,
+        _actions: {},
+      };
     },
   );
 
@@ -160,7 +176,16 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
         .orderBy('attempted_at')
         .orderBy('attempt_number')
         .execute();
-      return { ...deliveryItem(delivery), attempts: attempts.map(attemptItem) };
+      const event = await services.db
+        .selectFrom('webhook_events')
+        .select(['type', 'payload'])
+        .where('id', '=', delivery.event_id)
+        .executeTakeFirstOrThrow();
+      return {
+        ...deliveryItem(delivery, event.type),
+        payload: JSON.parse(event.payload) as Record<string, unknown>,
+        attempts: attempts.map(attemptItem),
+      };
     },
   );
 

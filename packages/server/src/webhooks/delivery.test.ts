@@ -179,6 +179,7 @@ describe.each(testDialects())('webhook delivery on %s', (dialect: Dialect) => {
 
     const [delivery] = await deliveries(s, id);
     expect(delivery).toMatchObject({
+      eventType: 'flag.toggled',
       status: 'Succeeded',
       attemptCount: 1,
       lastResponseStatusCode: 200,
@@ -194,6 +195,8 @@ describe.each(testDialects())('webhook delivery on %s', (dialect: Dialect) => {
       .executeTakeFirstOrThrow();
     expect(request.body).toBe(event.payload);
     const read = await detail(s, id, delivery!.id);
+    expect(read.eventType).toBe('flag.toggled');
+    expect(read.payload).toEqual(payload);
     expect(read.attempts).toEqual([
       {
         attemptNumber: 1,

@@ -83,6 +83,8 @@ export const WebhookSchema = Type.Object({ ...webhookFields, _actions: ActionsSc
 export const DeliverySchema = Type.Object({
   id: Uuid,
   webhookEventId: Uuid,
+  /** The event's type (`flag.toggled`), so the delivery log reads without opening each one. */
+  eventType: Type.String(),
   status: Type.String(),
   attemptCount: Type.Integer(),
   nextAttemptAt: Timestamp,
@@ -103,6 +105,8 @@ const AttemptSchema = Type.Object({
 /** One delivery with its attempts, oldest first. */
 export const DeliveryDetailSchema = Type.Object({
   ...DeliverySchema.properties,
+  /** The request body delivered (spec: Delivery request). */
+  payload: Type.Record(Type.String(), Type.Unknown()),
   attempts: Type.Array(AttemptSchema),
 });
 
@@ -131,10 +135,11 @@ export function webhookItem(
   };
 }
 
-export function deliveryItem(row: WebhookDeliveriesTable) {
+export function deliveryItem(row: WebhookDeliveriesTable, eventType: string) {
   return {
     id: row.id,
     webhookEventId: row.event_id,
+    eventType,
     status: row.status,
     attemptCount: row.attempt_count,
     nextAttemptAt: row.next_attempt_at,

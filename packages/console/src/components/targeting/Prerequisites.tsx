@@ -34,6 +34,8 @@ export function Prerequisites(props: {
   const queryClient = useQueryClient();
   const flags = useQuery({
     queryKey: ['flags', org, project, 'prerequisite-choices'],
+    // Read when a prerequisite is shown or being added, not for every targeting page.
+    enabled: drafts.length > 0,
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/flags', {

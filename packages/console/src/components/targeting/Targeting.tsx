@@ -7,19 +7,22 @@ import { Playground } from './Playground';
 import { Prerequisites } from './Prerequisites';
 import { Rules } from './Rules';
 
-/** A flag's targeting, one tab per environment: default serve, rules and the playground. */
+/**
+ * A flag's targeting, one tab per environment: default serve, rules and the playground. The
+ * shown environment is the page's (it lives in the address); choosing a tab calls `onEnvironment`.
+ */
 export function Targeting(props: {
   org: string;
   project: string;
   flag: Flag;
   environments: Environment[];
   configurations: FlagEnvironment[];
-  initial: string | null;
+  environment: string;
+  onEnvironment: (environment: string) => void;
 }) {
   const { environments } = props;
-  const first = props.initial ?? environments[0]?.key ?? '';
   return (
-    <Tabs.Root defaultValue={first} className="targeting">
+    <Tabs.Root value={props.environment} onValueChange={props.onEnvironment} className="targeting">
       <Tabs.List aria-label="Targeting by environment" className="tabs">
         {environments.map((environment) => (
           <Tabs.Trigger key={environment.id} value={environment.key ?? environment.id}>
@@ -33,7 +36,9 @@ export function Targeting(props: {
           <Tabs.Content key={environment.id} value={environment.key ?? environment.id}>
             {configuration && (
               <EnvironmentTargeting
-                {...props}
+                org={props.org}
+                project={props.project}
+                flag={props.flag}
                 environment={environment}
                 configuration={configuration}
               />

@@ -1,4 +1,5 @@
 import { useQueries, useQuery } from '@tanstack/react-query';
+import { useEffect, useRef } from 'react';
 import { api, unwrap } from '../../api/client';
 
 /** A subscription's filters as edited: each list empty means "all". */
@@ -54,20 +55,14 @@ export function WebhookFilters(props: {
     <>
       <fieldset className="choices">
         <legend>Event types (none ticked: every type)</legend>
-        {(eventTypes.data ?? []).map((type) => (
-          <label key={type} className="check">
-            <input
-              type="checkbox"
-              checked={value.eventTypes.includes(type)}
-              onChange={(event) =>
-                onChange({
-                  ...value,
-                  eventTypes: toggled(value.eventTypes, type, event.target.checked),
-                })
-              }
-            />
-            {type}
-          </label>
+        {groupByResource(eventTypes.data ?? []).map(([resource, types]) => (
+          <EventTypeGroup
+            key={resource}
+            resource={resource}
+            types={types}
+            chosen={value.eventTypes}
+            onChange={(eventTypes) => onChange({ ...value, eventTypes })}
+          />
         ))}
         {problemAt('eventTypes') && <p className="field-error">{problemAt('eventTypes')}</p>}
       </fieldset>
@@ -119,5 +114,70 @@ export function WebhookFilters(props: {
         )}
       </fieldset>
     </>
+  );
+}
+
+/** Event types by the resource they concern (`flag.rule.created` → `flag`), in the API's order. */
+function groupByResource(types: string[]): [string, string[]][] {
+  const groups = new Map<string, string[]>();
+  for (const type of types) {
+    const resource = type.split('.')[0] ?? type;
+    groups.set(resource, [...(groups.get(resource) ?? []), type]);
+  }
+  return [...groups];
+}
+
+/** `sdk_key` → "Sdk key": a resource name as a heading. */
+function resourceName(resource: string): string {
+  const words = resource.replace(/_/g, ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/**
+ * One resource's event types, with a box that ticks or clears them all (mixed while some are
+ * ticked), so 35 types read as a handful of groups.
+ */
+function EventTypeGroup(props: {
+  resource: string;
+  types: string[];
+  chosen: string[];
+  onChange: (chosen: string[]) => void;
+}) {
+  const { resource, types, chosen, onChange } = props;
+  const ticked = types.filter((type) => chosen.includes(type)).length;
+  const all = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (all.current) all.current.indeterminate = ticked > 0 && ticked < types.length;
+  }, [ticked, types.length]);
+  const name = resourceName(resource);
+  return (
+    <fieldset className="choices event-group">
+      <legend>{name} events</legend>
+      <label className="check">
+        <input
+          ref={all}
+          type="checkbox"
+          checked={ticked === types.length}
+          onChange={(event) =>
+            onChange(
+              event.target.checked
+                ? [...chosen.filter((type) => !types.includes(type)), ...types]
+                : chosen.filter((type) => !types.includes(type)),
+            )
+          }
+        />
+        Every {name.toLowerCase()} event
+      </label>
+      {types.map((type) => (
+        <label key={type} className="check">
+          <input
+            type="checkbox"
+            checked={chosen.includes(type)}
+            onChange={(event) => onChange(toggled(chosen, type, event.target.checked))}
+          />
+          {type}
+        </label>
+      ))}
+    </fieldset>
   );
 }

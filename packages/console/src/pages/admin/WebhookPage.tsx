@@ -295,11 +295,12 @@ function DeliveryEntry(props: { org: string; id: string; delivery: Delivery }) {
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['deliveries', org, id] }),
   });
   const attempts = detail.data?.attempts ?? [];
-  const label = `Delivery of ${new Date(delivery.createdAt).toLocaleString()}`;
+  const label = `${delivery.eventType} delivery of ${new Date(delivery.createdAt).toLocaleString()}`;
   return (
     <li aria-label={label}>
       <p>
         <strong>{delivery.status === 'DeadLettered' ? 'Dead-lettered' : delivery.status}</strong>{' '}
+        <code>{delivery.eventType}</code>{' '}
         <span className="hint">
           {label}, {delivery.attemptCount} {delivery.attemptCount === 1 ? 'attempt' : 'attempts'}
           {delivery.status === 'Pending' && delivery.attemptCount > 0
@@ -319,6 +320,14 @@ function DeliveryEntry(props: { org: string; id: string; delivery: Delivery }) {
         <p role="alert" className="field-error">
           Not redelivered: {redeliver.error.message}
         </p>
+      )}
+      {detail.data && (
+        <details className="payload">
+          <summary>Payload</summary>
+          <pre tabIndex={0} aria-label={`Payload of ${label}`}>
+            {JSON.stringify(detail.data.payload, null, 2)}
+          </pre>
+        </details>
       )}
       {attempts.length > 0 && (
         <table className="attempts">

@@ -185,4 +185,54 @@ describe.each(testDialects())('audit log on %s', (dialect) => {
     });
     expect(other.status).toBe(404);
   });
+
+  it("a flag's history is open to Viewers and names variations by key, not id", async () => {
+    const flag = (await call(vexil, 'GET', `${web}/flags/new-checkout`, { token: org.token })).body;
+    const byKey = (key: string) =>
+      flag.variations.find((v: { key: string }) => v.key === key).id as string;
+    const changed = await call(
+      vexil,
+      'PATCH',
+      `${web}/flags/new-checkout/environments/production`,
+      {
+        token: org.token,
+        body: { defaultVariationId: byKey('false') },
+      },
+    );
+    expect(changed.status, changed.text).toBe(200);
+    const viewer = await createMember(vexil, org.orgId, 'Viewer');
+    const history = await call(vexil, 'GET', `${web}/flags/new-checkout/history`, {
+      token: viewer.token,
+    });
+    expect(history.status, history.text).toBe(200);
+    expect(history.body.items.length).toBeGreaterThan(1);
+    expect(
+      history.body.items.every(
+        (item: { entity: { id: string }; child?: { id: string } }) =>
+          item.entity.id === flagId || item.child?.id === flagId,
+      ),
+    ).toBe(true);
+    const change = history.body.items
+      .flatMap((item: { changes: unknown[] }) => item.changes)
+      .find((c: { property: string }) => c.property === 'DefaultVariationId');
+    expect(change).toEqual({
+      property: 'DefaultVariationId',
+      from: byKey('true'),
+      to: byKey('false'),
+      fromKey: 'true',
+      toKey: 'false',
+    });
+    // The organization's log resolves the same ids.
+    const audit = await call(
+      vexil,
+      'GET',
+      `${log}?entityId=${flagId}&type=flag.environment_config.updated`,
+      {
+        token: org.token,
+      },
+    );
+    expect(audit.body.items.flatMap((item: { changes: unknown[] }) => item.changes)).toContainEqual(
+      change,
+    );
+  });
 });

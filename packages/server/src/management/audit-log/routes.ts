@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { Dialect } from '../../db/database.js';
 import type { WebhookEventsTable } from '../../db/schema.js';
@@ -7,8 +7,10 @@ import { EVENT_TYPES, type EventPayload } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 
-import { MAX_PAGE_SIZE, paginate, pagedSchema } from '../pagination.js';
+import { MAX_PAGE_SIZE, PageQuery, paginate, pagedSchema } from '../pagination.js';
+import type { OrgAccess } from '../access.js';
 import { mayReadInSql } from '../reach.js';
+import { withKeys } from './readable.js';
 import { scopedRoutes } from '../scope.js';
 
 /**
@@ -36,6 +38,16 @@ const AuditEventSchema = Type.Object({
       property: Type.String(),
       from: Type.Union([Type.String(), Type.Null()]),
       to: Type.Union([Type.String(), Type.Null()]),
+      fromKey: Type.Optional(
+        Type.String({
+          description: 'The key of the variation, flag, segment or environment `from` names by id.',
+        }),
+      ),
+      toKey: Type.Optional(
+        Type.String({
+          description: 'The key of the variation, flag, segment or environment `to` names by id.',
+        }),
+      ),
     }),
   ),
   description: Type.String(),
@@ -104,11 +116,60 @@ function auditItem(row: WebhookEventsTable) {
   };
 }
 
+/** The filters of an audit-log read (all optional), as the query string gives them. */
+type AuditFilters = Omit<Static<typeof AuditLogQuery>, 'limit' | 'cursor'>;
+
+/**
+ * One page of the organization's recorded changes matching `filters`, most recent first, with
+ * the keys of the ids their changes hold. Webhook test events are left out.
+ */
+async function readAuditLog(
+  services: Services,
+  access: OrgAccess,
+  filters: AuditFilters,
+  page: { limit?: number | undefined; cursor?: string | undefined },
+) {
+  const { type, projectId, environmentId, entityId, actorId, from, to } = filters;
+  if (from && to && storedInstant(from) > storedInstant(to))
+    throw invalidField('to', 'must not be before from');
+  const member = (path: readonly string[]) => payloadMember(services.dialect, path);
+  let query = services.db
+    .selectFrom('webhook_events')
+    .selectAll()
+    .where('organization_id', '=', access.org.id)
+    .where(mayReadInSql(access, 'project_id'))
+    .where(member(['entity', 'id']), '!=', TEST_EVENT_ENTITY_ID);
+  if (type) query = query.where('type', 'in', typesMatching(type));
+  if (projectId) query = query.where('project_id', '=', projectId);
+  if (environmentId) query = query.where('environment_id', '=', environmentId);
+  if (from) query = query.where('occurred_at', '>=', storedInstant(from));
+  if (to) query = query.where('occurred_at', '<', storedInstant(to));
+  if (actorId) query = query.where(member(['actor', 'userId']), '=', actorId);
+  if (entityId)
+    query = query.where((eb) =>
+      eb.or([
+        eb(member(['entity', 'id']), '=', entityId),
+        eb(member(['child', 'id']), '=', entityId),
+      ]),
+    );
+  const { rows, nextCursor } = await paginate(query, page, {
+    sortColumn: 'occurred_at',
+    sortValue: (row) => row.occurred_at,
+    direction: 'desc',
+  });
+  return {
+    items: await withKeys(services, access.org.id, rows.map(auditItem)),
+    next_cursor: nextCursor,
+    _actions: {},
+  };
+}
+
 /**
  * `GET /orgs/{org}/audit-log` (Admin): every recorded change of the organization, most recent
  * first, read from the event outbox that each mutation writes in its own transaction (design
  * record 004, Audit log). Webhook test events are left out; a caller with a project allowlist
- * reads only the events of its projects (design record 033).
+ * reads only the events of its projects (design record 033). `GET …/flags/{flag}/history`
+ * (Viewer) is one flag's part of it, for whoever can see the flag (design record 038).
  */
 export function registerAuditLogRoutes(app: App, services: Services): void {
   const route = scopedRoutes(app, services);
@@ -123,36 +184,25 @@ export function registerAuditLogRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(AuditEventSchema) },
       },
     },
-    async (access, request) => {
-      const { type, projectId, environmentId, entityId, actorId, from, to } = request.query;
-      if (from && to && storedInstant(from) > storedInstant(to))
-        throw invalidField('to', 'must not be before from');
-      const member = (path: readonly string[]) => payloadMember(services.dialect, path);
-      let query = services.db
-        .selectFrom('webhook_events')
-        .selectAll()
-        .where('organization_id', '=', access.org.id)
-        .where(mayReadInSql(access, 'project_id'))
-        .where(member(['entity', 'id']), '!=', TEST_EVENT_ENTITY_ID);
-      if (type) query = query.where('type', 'in', typesMatching(type));
-      if (projectId) query = query.where('project_id', '=', projectId);
-      if (environmentId) query = query.where('environment_id', '=', environmentId);
-      if (from) query = query.where('occurred_at', '>=', storedInstant(from));
-      if (to) query = query.where('occurred_at', '<', storedInstant(to));
-      if (actorId) query = query.where(member(['actor', 'userId']), '=', actorId);
-      if (entityId)
-        query = query.where((eb) =>
-          eb.or([
-            eb(member(['entity', 'id']), '=', entityId),
-            eb(member(['child', 'id']), '=', entityId),
-          ]),
-        );
-      const { rows, nextCursor } = await paginate(query, request.query, {
-        sortColumn: 'occurred_at',
-        sortValue: (row) => row.occurred_at,
-        direction: 'desc',
-      });
-      return { items: rows.map(auditItem), next_cursor: nextCursor, _actions: {} };
+    (access, request) => readAuditLog(services, access, request.query, request.query),
+  );
+  route.get(
+    '/orgs/:org/projects/:project/flags/:flag/history',
+    'Viewer',
+    {
+      schema: {
+        tags: ['flags'],
+        params: Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() }),
+        querystring: PageQuery,
+        response: { 200: pagedSchema(AuditEventSchema) },
+      },
     },
+    (access, request) =>
+      readAuditLog(
+        services,
+        access,
+        { projectId: access.project.id, entityId: access.flag.id },
+        request.query,
+      ),
   );
 }

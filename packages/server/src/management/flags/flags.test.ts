@@ -248,6 +248,13 @@ describe.each(testDialects())('flag resources on %s', (dialect) => {
     expect(strings.length).toBeLessThan(all.length);
     expect(await list('type=String&sort=key')).toEqual(strings);
     expect(await list('environment=production&enabled=true')).toEqual(['mine']);
+    // Each item says whether it is on in every environment, in the project's order.
+    const mine = everything.body.items.find((f: { key: string }) => f.key === 'mine');
+    expect(mine.environments).toEqual([
+      { environmentKey: 'development', isEnabled: false },
+      { environmentKey: 'staging', isEnabled: false },
+      { environmentKey: 'production', isEnabled: true },
+    ]);
     expect(await list('environment=production&enabled=false&sort=key')).toEqual(
       all.filter((key: string) => key !== 'mine'),
     );

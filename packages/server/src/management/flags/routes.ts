@@ -230,14 +230,21 @@ export function registerFlagRoutes(app: App, services: Services): void {
         request.query,
         flagListOrder(request.query.sort),
       );
+      const states = await enabledByEnvironment(
+        services,
+        rows.map((row) => row.id),
+      );
       const items = rows
-        .map((row) => flagListItem(row, expiryAt))
+        .map((row) => ({ ...flagListItem(row, expiryAt), environments: states.get(row.id) ?? [] }))
         // The LIKE above narrows; this makes the tag match exact.
         .filter((item) => !tag || item.tags.includes(tag));
       return {
         items,
         next_cursor: nextCursor,
-        _actions: actionsFor(access.role, { create: { role: 'Member' } }),
+        _actions: actionsFor(access.role, {
+          create: { role: 'Member' },
+          toggle: { role: 'Member' },
+        }),
       };
     },
   );
@@ -341,4 +348,24 @@ export function registerFlagRoutes(app: App, services: Services): void {
       return reply.status(204).send();
     },
   );
+}
+
+/** Whether each of the flags is on, per environment in the project's order: one query. */
+async function enabledByEnvironment(services: Services, flagIds: string[]) {
+  const result = new Map<string, { environmentKey: string; isEnabled: boolean }[]>();
+  if (flagIds.length === 0) return result;
+  const rows = await services.db
+    .selectFrom('flag_environments')
+    .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
+    .select(['flag_environments.flag_id', 'environments.key', 'flag_environments.is_enabled'])
+    .where('flag_environments.flag_id', 'in', flagIds)
+    .orderBy('environments.sort_order')
+    .orderBy('environments.key')
+    .execute();
+  for (const row of rows) {
+    let list = result.get(row.flag_id);
+    if (!list) result.set(row.flag_id, (list = []));
+    list.push({ environmentKey: row.key, isEnabled: row.is_enabled === 1 });
+  }
+  return result;
 }

@@ -57,6 +57,10 @@ export const FlagListItem = Type.Object({
   isExpired: Type.Boolean(),
   createdAt: Timestamp,
   updatedAt: Timestamp,
+  /** On or off in each environment, in the project's order (the console's list columns). */
+  environments: Type.Array(
+    Type.Object({ environmentKey: Type.String(), isEnabled: Type.Boolean() }),
+  ),
 });
 
 /** Flag detail (spec: `PublicFlagResponse`). */
