@@ -439,7 +439,6 @@ async function microBenchmark(): Promise<string> {
   return runCommand(process.execPath, [MICRO_BENCH]);
 }
 
-/** The commit measured, marked when the working tree differs from it. */
 function wrkInstalled(): boolean {
   // wrk has no --version; `-v` prints its version and usage, and fails only when it is missing.
   return !spawnSync('wrk', ['-v'], { stdio: 'ignore' }).error;

@@ -15,7 +15,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { postgresDatabase, sqliteDatabase, type BenchDatabase } from './databases.js';
 import { withCleanup } from './processes.js';
-import { ENVIRONMENT, forEachConcurrently, ManagementClient, ORG } from './seed.js';
+import { ENVIRONMENT, forEachConcurrently, ManagementClient } from './seed.js';
 import { gitCommit, writeReport } from './report-file.js';
 import { bootstrap, startNode, type Node } from './service.js';
 import { required } from './required.js';
@@ -32,8 +32,8 @@ type Operation = (typeof OPERATIONS)[number];
 interface Setup {
   name: string;
   nodes: Node[];
-  client: ManagementClient;
-  token: string;
+  /** A management client per node. */
+  clients: ManagementClient[];
   /** Per toggling client: its flag and whether it is on now. */
   toggled: { key: string; enabled: boolean }[];
 }
@@ -52,7 +52,8 @@ async function prepare(name: string, database: BenchDatabase, nodeCount: number)
   const token = await bootstrap(database);
   const nodes: Node[] = [];
   for (let i = 0; i < nodeCount; i++) nodes.push(await startNode(database));
-  const client = new ManagementClient(required(nodes[0], 'node').baseUrl, token);
+  const clients = nodes.map((node) => new ManagementClient(node.baseUrl, token));
+  const client = required(clients[0], 'client');
   await client.create('/projects', { key: PROJECT, name: PROJECT });
   const toggled = Array.from({ length: Math.max(...CLIENTS) }, (_, i) => ({
     key: `toggled-${i}`,
@@ -61,7 +62,7 @@ async function prepare(name: string, database: BenchDatabase, nodeCount: number)
   await forEachConcurrently(toggled, 10, async ({ key }) => {
     await client.create(`/projects/${PROJECT}/flags`, { key });
   });
-  return { name, nodes, client, token, toggled };
+  return { name, nodes, clients, toggled };
 }
 
 /** Runs `clients` clients against `setup` for {@link SECONDS} s; answers writes per second. */
@@ -76,7 +77,7 @@ async function measure(
   let written = 0;
   const started = performance.now();
   const client = async (index: number) => {
-    const node = required(setup.nodes[index % setup.nodes.length], 'node');
+    const management = required(setup.clients[index % setup.clients.length], 'client');
     const flag = required(setup.toggled[index], 'toggled flag');
     for (let n = 0; performance.now() < deadline; n++) {
       const [path, body] =
@@ -87,18 +88,14 @@ async function measure(
               { enabled: !flag.enabled },
             ];
       try {
-        const response = await fetch(`${node.baseUrl}/api/v1/orgs/${ORG}${path}`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${setup.token}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
-        const text = await response.text();
-        if (response.ok) {
+        const answer = await management.post(path, body);
+        if (answer.status < 300) {
           written++;
           if (operation === 'toggle') flag.enabled = !flag.enabled;
         } else {
           cell.errors++;
-          if (cell.examples.length < 3) cell.examples.push(`${response.status} ${text}`);
+          if (cell.examples.length < 3)
+            cell.examples.push(`${answer.status} ${JSON.stringify(answer.body)}`);
         }
       } catch (error) {
         cell.errors++;
