@@ -9,16 +9,15 @@
  * the last LCP entry by then is the figure. Writes the median and the slowest run into
  * docs/benchmarks.md (its own section, kept by `npm run bench`) and prints them.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from '@playwright/test';
-import { format, resolveConfig } from 'prettier';
 import { sqliteDatabase } from './databases.js';
 import { withCleanup } from './processes.js';
 import { FLAG_COUNT, ORG, PROJECT, seedConfiguration } from './seed.js';
-import { CONSOLE_SECTION, withSection } from './report-sections.js';
-import { bootstrap, REPO_ROOT, startNode } from './service.js';
+import { writeReport } from './report-file.js';
+import { bootstrap, startNode } from './service.js';
 
 const RUNS = 9;
 const CHROMIUM = process.env.VEXIL_CHROMIUM ?? '/usr/bin/chromium';
@@ -65,7 +64,7 @@ async function main(): Promise<void> {
               const median = sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
               const slowest = sorted[sorted.length - 1] ?? Number.NaN;
               const section = [
-                CONSOLE_SECTION,
+                '## Console: the flag list’s Largest Contentful Paint',
                 '',
                 `Run on ${new Date().toISOString()} by \`npm run bench:console\` (packages/bench/src/console-lcp.ts); one-minute load average ${loadBefore.toFixed(1)} before the run and ${loadavg()[0]?.toFixed(1)} after it.`,
                 '',
@@ -76,12 +75,7 @@ async function main(): Promise<void> {
                 `| ${median.toFixed(0)} ms | ${slowest.toFixed(0)} ms | ${paints.map((p) => p.toFixed(0)).join(', ')} |`,
                 '',
               ].join('\n');
-              const report = join(REPO_ROOT, 'docs/benchmarks.md');
-              const markdown = withSection(await readFile(report, 'utf8'), section);
-              await writeFile(
-                report,
-                await format(markdown, { ...(await resolveConfig(report)), filepath: report }),
-              );
+              await writeReport({ console: section });
               console.log(section);
             },
           );

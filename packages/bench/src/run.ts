@@ -6,11 +6,9 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { CONSOLE_SECTION, sectionOf, withSection } from './report-sections.js';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { format, resolveConfig } from 'prettier';
 import { postgresDatabase, sqliteDatabase, type BenchDatabase } from './databases.js';
 import { measureMemory } from './memory.js';
 import {
@@ -57,6 +55,7 @@ import {
   type Node,
 } from './service.js';
 import { median } from './statistics.js';
+import { gitCommit, REPORT_FILE, writeReport } from './report-file.js';
 import { required } from './required.js';
 import { runWrk, type LoadScenario } from './wrk.js';
 
@@ -84,7 +83,6 @@ const PAIRED_SECONDS = 2;
 /** Issue 23's idle-route target is at 50 connections. */
 const IDLE_ROUTE_CONNECTIONS = [50];
 const MICRO_BENCH = join(REPO_ROOT, 'packages/engine/dist/micro-bench.js');
-const REPORT_FILE = join(REPO_ROOT, 'docs/benchmarks.md');
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1_000).toFixed(0)} s`;
@@ -441,17 +439,6 @@ async function microBenchmark(): Promise<string> {
   return runCommand(process.execPath, [MICRO_BENCH]);
 }
 
-/** The commit measured, marked when the working tree differs from it. */
-function gitCommit(): string {
-  const git = (...args: string[]) =>
-    // No output (null) when git cannot be run.
-    (
-      spawnSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).stdout as string | null
-    )?.trim() ?? '';
-  const commit = git('rev-parse', '--short', 'HEAD') || 'unknown';
-  return git('status', '--porcelain') ? `${commit} with uncommitted changes` : commit;
-}
-
 function wrkInstalled(): boolean {
   // wrk has no --version; `-v` prints its version and usage, and fails only when it is missing.
   return !spawnSync('wrk', ['-v'], { stdio: 'ignore' }).error;
@@ -553,20 +540,7 @@ async function main(): Promise<void> {
         skipped,
         microBenchmark: micro,
       };
-      // Formatted like every other document, so `npm run lint` (prettier --check) passes.
-      const markdown = await format(renderReport(report), {
-        ...(await resolveConfig(REPORT_FILE)),
-        filepath: REPORT_FILE,
-      });
-      // The console's section is measured by `npm run bench:console`: kept as it was.
-      const consoleSection = sectionOf(
-        await readFile(REPORT_FILE, 'utf8').catch(() => ''),
-        CONSOLE_SECTION,
-      );
-      await writeFile(
-        REPORT_FILE,
-        consoleSection === null ? markdown : withSection(markdown, consoleSection),
-      );
+      const markdown = await writeReport({ main: renderReport(report) });
       progress(`wrote ${REPORT_FILE}`);
       console.log(markdown);
     },

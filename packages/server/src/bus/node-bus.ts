@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import pg from 'pg';
+import { foldVersionBumps, readVersions } from '../db/environment-versions.js';
 import type { Schema } from '../db/schema.js';
 import type { LiveChange } from '../events/live-feed.js';
 import type { SdkKeyResolver } from '../evaluation/sdk-keys.js';
@@ -82,7 +83,10 @@ export class NodeBus implements StreamRelay {
     this.stopped = false;
     if (this.relay) this.stopRelaying = this.relay.onNotice((payload) => this.apply(payload));
     else if (this.postgresUrl) await this.listen();
-    this.checkTimer = setInterval(() => void this.checkVersions(), this.checkIntervalMs);
+    this.checkTimer = setInterval(() => {
+      void this.checkVersions();
+      void this.foldVersions();
+    }, this.checkIntervalMs);
     this.checkTimer.unref();
   }
 
@@ -179,12 +183,7 @@ export class NodeBus implements StreamRelay {
 
   private async announce(environmentIds: string[]): Promise<void> {
     try {
-      const rows = await this.db
-        .selectFrom('environments')
-        .select(['id', 'version'])
-        .where('id', 'in', environmentIds)
-        .execute();
-      const versions = new Map(rows.map((row) => [row.id, row.version]));
+      const versions = await readVersions(this.db, environmentIds);
       for (const environmentId of environmentIds) {
         // A deleted environment is announced with version 0: listeners drop it all the same.
         await this.notify({ environmentId, version: versions.get(environmentId) ?? 0 });
@@ -287,17 +286,24 @@ export class NodeBus implements StreamRelay {
     this.reconnectTimer.unref();
   }
 
+  /** Keeps environment versions cheap to read (`db/environment-versions.ts`). */
+  private async foldVersions(): Promise<void> {
+    try {
+      await foldVersionBumps(this.db);
+    } catch (error) {
+      this.log.warn(
+        { err: error },
+        'environment version bumps not folded; retried at the next check',
+      );
+    }
+  }
+
   /** The safety net: drop any snapshot whose environment version moved on without a notice. */
   async checkVersions(): Promise<void> {
     const held = this.snapshots.heldVersions();
     if (held.size === 0) return;
     try {
-      const rows = await this.db
-        .selectFrom('environments')
-        .select(['id', 'version'])
-        .where('id', 'in', [...held.keys()])
-        .execute();
-      const current = new Map(rows.map((row) => [row.id, row.version]));
+      const current = await readVersions(this.db, [...held.keys()]);
       const stale = [...held]
         .filter(([id, version]) => current.get(id) !== version)
         .map(([id]) => id);

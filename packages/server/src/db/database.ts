@@ -12,6 +12,7 @@ import * as flagMetadata from './migrations/0005-flag-metadata.js';
 import * as environmentCritical from './migrations/0006-environment-critical.js';
 import * as ruleRolloutWeight from './migrations/0007-rule-rollout-weight.js';
 import * as ssoBinding from './migrations/0008-sso-binding.js';
+import * as environmentVersionBumps from './migrations/0010-environment-version-bumps.js';
 import * as webhookProjectScope from './migrations/0013-webhook-project-scope.js';
 import * as firstRunSetup from './migrations/0014-first-run-setup.js';
 import type { Schema } from './schema.js';
@@ -29,19 +30,33 @@ export interface Database {
 pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (text) => new Date(text).toISOString());
 pg.types.setTypeParser(pg.types.builtins.INT8, (text) => Number(text));
 
+/** Connections per process: enough to keep PostgreSQL busy, few enough for several nodes. */
+const POOL_SIZE = 10;
+const QUERY_TIMEOUT_MS = 30_000;
+
+/** A pool client that gives up connecting after 5 s, however long the pool lets callers queue. */
+class ConnectWithin5s extends pg.Client {
+  constructor(config: pg.ClientConfig = {}) {
+    super({ ...config, connectionTimeoutMillis: 5_000 });
+  }
+}
+
 /**
  * Opens the database named by `url`: `postgres://…` or `postgresql://…` selects PostgreSQL,
  * anything else is a SQLite file (its folder is created) or `:memory:`.
  */
 export function openDatabase(url: string): Database {
   if (/^postgres(ql)?:\/\//.test(url)) {
-    // Bounded waits, so that nothing hangs on a database that is gone (design record 019): a
-    // connection, or a free pool slot, within 5 s; an answer to each query within 30 s.
+    // Bounded waits, so that nothing hangs on a database that is gone (design records 019, 036):
+    // a new connection within 5 s, an answer to each query within 30 s. A request waiting for a
+    // free client only means the pool is busy (a burst of writes queues here), so it waits as long
+    // as a query may take before it counts the database as unavailable.
     const pool = new pg.Pool({
       connectionString: url,
-      max: 10,
-      connectionTimeoutMillis: 5_000,
-      query_timeout: 30_000,
+      max: POOL_SIZE,
+      connectionTimeoutMillis: QUERY_TIMEOUT_MS,
+      Client: ConnectWithin5s,
+      query_timeout: QUERY_TIMEOUT_MS,
       keepAlive: true,
     });
     // An idle client that dies (a database restart, a terminated backend) must not crash the
@@ -75,6 +90,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0006-environment-critical': environmentCritical.up,
   '0007-rule-rollout-weight': ruleRolloutWeight.up,
   '0008-sso-binding': ssoBinding.up,
+  '0010-environment-version-bumps': environmentVersionBumps.up,
   '0013-webhook-project-scope': webhookProjectScope.up,
   '0014-first-run-setup': firstRunSetup.up,
 };

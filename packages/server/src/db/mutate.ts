@@ -2,7 +2,15 @@ import type { Kysely, Transaction } from 'kysely';
 import type { EventHub } from '../events/hub.js';
 import { writeEvents } from '../events/outbox.js';
 import type { Actor, NewEvent } from '../events/types.js';
+import { bumpVersions } from './environment-versions.js';
 import type { Schema } from './schema.js';
+
+/** How often a transaction PostgreSQL aborted as a deadlock or serialization failure is retried. */
+const RETRIES = 5;
+/** The longest first pause before a retry (ms); it doubles with each further attempt. */
+const FIRST_PAUSE_MS = 20;
+/** SQLSTATEs of a transaction aborted only for colliding with another: `serialization_failure`, `deadlock_detected`. */
+const TRANSIENT_SQLSTATE = new Set(['40001', '40P01']);
 
 /** What a mutation can do inside its transaction. */
 export interface Mutation {
@@ -31,20 +39,47 @@ export interface Mutation {
   ): Promise<void>;
 }
 
+/** Who changes data in which organization, when, and where the events go. */
+export interface MutationScope {
+  organizationId: string;
+  actor: Actor;
+  now: Date;
+  events: EventHub;
+}
+
 /**
  * The one way to change data: runs `work` in a transaction, bumps the version of every
- * touched environment, writes the emitted events to the outbox in the same transaction (where
- * the hub's subscribers see them), and after commit publishes which environments changed and
- * runs what was left for after commit (design record 018).
+ * touched environment (without locking a shared row, `db/environment-versions.ts`), writes the
+ * emitted events to the outbox in the same transaction (where the hub's subscribers see them),
+ * and after commit publishes which environments changed and runs what was left for after commit
+ * (design record 018). A transaction that PostgreSQL aborts as a deadlock or serialization
+ * failure is run again from the start, up to {@link RETRIES} times after a random pause (design
+ * record 036): `work` must keep its effects to the transaction and the {@link Mutation}.
  */
 export async function mutate<T>(
   db: Kysely<Schema>,
-  scope: {
-    organizationId: string;
-    actor: Actor;
-    now: Date;
-    events: EventHub;
-  },
+  scope: MutationScope,
+  work: (mutation: Mutation) => Promise<T>,
+): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await attemptMutation(db, scope, work);
+    } catch (error) {
+      if (attempt >= RETRIES || !isTransient(error)) throw error;
+      // Full jitter: colliding transactions come back at different moments.
+      const pauseMs = Math.random() * FIRST_PAUSE_MS * 2 ** attempt;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+  }
+}
+
+function isTransient(error: unknown): boolean {
+  return TRANSIENT_SQLSTATE.has(String((error as { code?: unknown } | undefined)?.code));
+}
+
+async function attemptMutation<T>(
+  db: Kysely<Schema>,
+  scope: MutationScope,
   work: (mutation: Mutation) => Promise<T>,
 ): Promise<T> {
   const touched = new Set<string>();
@@ -91,13 +126,7 @@ export async function mutate<T>(
       },
     };
     const value = await work(mutation);
-    if (touched.size > 0) {
-      await trx
-        .updateTable('environments')
-        .set((eb) => ({ version: eb('version', '+', 1) }))
-        .where('id', 'in', [...touched])
-        .execute();
-    }
+    await bumpVersions(trx, [...touched]);
     return value;
   });
   if (touched.size > 0) scope.events.committed({ environmentIds: [...touched] });

@@ -77,10 +77,18 @@ export interface EnvironmentsTable {
   sort_order: number;
   /** 1 when changes here ask for confirmation in the console (design record 025); 0 otherwise. */
   critical: number;
-  /** Configuration version served to SDKs; bumped by every change that affects the environment. */
+  /**
+   * The folded part of the configuration version served to SDKs: the version is this plus the
+   * environment's {@link EnvironmentVersionBumpsTable} rows (`db/environment-versions.ts`).
+   */
   version: number;
   created_at: string;
   updated_at: string;
+}
+
+/** One row per change that affected an environment, until folded into `environments.version`. */
+export interface EnvironmentVersionBumpsTable {
+  environment_id: string;
 }
 
 export interface FlagsTable {
@@ -380,6 +388,7 @@ export interface Schema {
   api_tokens: ApiTokensTable;
   projects: ProjectsTable;
   environments: EnvironmentsTable;
+  environment_version_bumps: EnvironmentVersionBumpsTable;
   flags: FlagsTable;
   variations: VariationsTable;
   flag_environments: FlagEnvironmentsTable;

@@ -7,6 +7,7 @@ import type {
   SdkServe,
 } from '@vexil/engine';
 import type { Kysely } from 'kysely';
+import { environmentVersion } from '../db/environment-versions.js';
 import type { Schema, StoredCondition, StoredConditionGroup } from '../db/schema.js';
 import { typedValue } from '../management/flags/configuration.js';
 
@@ -56,7 +57,7 @@ export async function readEnvironmentConfiguration(
         .innerJoin('projects', 'projects.id', 'environments.project_id')
         .select([
           'environments.key',
-          'environments.version',
+          environmentVersion().as('version'),
           'environments.project_id',
           'projects.organization_id',
         ])

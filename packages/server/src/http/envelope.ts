@@ -58,9 +58,15 @@ export function docsUrl(publicUrl: string, code: ErrorCode): string {
 export function managementErrorHandler(publicUrl: string) {
   return (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const apiError = toApiError(error);
+    // The operation and the underlying code (a SQLSTATE, an errno) name what failed and where.
+    const failure = {
+      err: error,
+      route: `${request.method} ${request.routeOptions.url ?? request.url}`,
+      code: (error as { code?: unknown } | undefined)?.code,
+    };
     if (apiError.code === 'service_unavailable')
-      request.log.warn({ err: error }, 'request refused: database unavailable');
-    else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+      request.log.warn(failure, 'request refused: database unavailable');
+    else if (apiError.status >= 500) request.log.error(failure, 'request failed');
     const { detail } = apiError;
     const body: ErrorEnvelope = {
       error: apiError.code,
