@@ -153,7 +153,7 @@ export function scopedRoutes(app: App, services: Services) {
     <S extends FastifySchema, A extends RequiredAccess<RouteRequest<S>['params']>>(
       url: string,
       access: A,
-      options: { schema: S },
+      options: { schema: S; bodyLimit?: number },
       handler: ScopedHandler<S, A>,
     ): void => {
       const scopedHandler = async (request: RouteRequest<S>, reply: RouteReply<S>) => {
