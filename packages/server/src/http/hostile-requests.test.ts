@@ -7,7 +7,6 @@ import {
   createTestVexil,
   TestClock,
   testDialects,
-  type TestVexil,
   testWebhookSettings,
 } from '../test-support/harness.js';
 import { seedOneOfEverything, type Fixtures } from '../test-support/one-of-everything.js';
@@ -233,7 +232,7 @@ function hostileBody(schema: Schema, fixtures: Fixtures): fc.Arbitrary<string> {
     // Keys named like Object.prototype members, at the top and in every nested object.
     valid.map((value) => JSON.stringify(withPrototypeKeys(value))),
     valid.map((value) => JSON.stringify(value).replace(/^\{/, '{"__proto__":{"x":1},')),
-    fc.constantFrom('{}', '[]', 'null', '{', '[1,]', '"x"', `${'['.repeat(30_000)}`),
+    fc.constantFrom('{}', '[]', 'null', '{', '[1,]', '"x"', '['.repeat(30_000)),
     fc.oneof(...BODY_ATTACKS.map(([, attack]) => attack)),
   );
 }
