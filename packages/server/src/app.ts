@@ -37,7 +37,7 @@ import { loggerOptions, RequestLogController } from './http/logging.js';
 import { BODY_LIMITS, limitedJsonParser, limitBodies } from './http/request-limits.js';
 import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
-import { schemaValidator } from './http/schema-validator.js';
+import { schemaCompiler } from './http/schema-validator.js';
 import { answerUnmatchedRequests } from './http/unmatched-routes.js';
 import { registerConsole } from './console/serve.js';
 import { InvitationMailer } from './mail/invitation-mailer.js';
@@ -141,8 +141,8 @@ export async function createVexil(
 
   // Bodies are validated strictly (no coercion: a null `enabled` must not become false);
   // query strings and path parameters are strings on the wire and are coerced.
-  const bodyAjv = schemaValidator({ coerceTypes: false, useDefaults: true });
-  const queryAjv = schemaValidator({ coerceTypes: true, useDefaults: true });
+  const compileBody = schemaCompiler({ coerceTypes: false, useDefaults: true });
+  const compileQuery = schemaCompiler({ coerceTypes: true, useDefaults: true });
 
   const app = Fastify({
     logger: options.logger === false ? false : loggerOptions(config.logLevel, options.logStream),
@@ -152,7 +152,7 @@ export async function createVexil(
     clientErrorHandler: clientErrorHandler(config.publicUrl),
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema),
+    (httpPart === 'body' ? compileBody : compileQuery)(schema),
   );
   // Every JSON body, `application/json` included, is checked against the JSON limits.
   app.removeContentTypeParser('application/json');
@@ -299,7 +299,7 @@ export async function createVexil(
     );
     // The hot routes leave Fastify's request lifecycle (design record 030).
     listener = leanLane(
-      leanRoutes(answers, (schema) => bodyAjv.compile(schema), requestDurations),
+      leanRoutes(answers, compileBody, requestDurations),
       { bodyLimit: BODY_LIMITS.evaluation, accepting: () => ops.accepting, log: app.log },
       fastifyListener,
     );

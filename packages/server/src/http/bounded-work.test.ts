@@ -10,6 +10,8 @@ import {
   type TestResponse,
   type TestVexil,
 } from '../test-support/harness.js';
+import type { FlagMetadata } from '@vexil/engine';
+import { storedMetadata } from '../management/flags/queries.js';
 import { FIELD_PROBLEM_LIMIT } from './validation-messages.js';
 
 /**
@@ -115,8 +117,16 @@ describe.each(testDialects())('bounded work per request on %s', (dialect) => {
       }),
     );
     expectRefusal(conditions, 400, 'validation_failed');
-    expect(Object.keys(conditions.body.fields)).toHaveLength(FIELD_PROBLEM_LIMIT);
-    expect(conditions.body.message).toMatch(/the first 20 problems/);
+    // Thousands of values: validated up to the first error.
+    expect(Object.keys(conditions.body.fields)).toHaveLength(1);
+    // Fewer values, more errors than a refusal names: the first 20, and the summary says so.
+    const some = await call(vexil, 'POST', `${web}/segments`, {
+      token,
+      body: { key: 'some', conditions: Array.from({ length: 150 }, () => ({ attribute: 1 })) },
+    });
+    expectRefusal(some, 400, 'validation_failed');
+    expect(Object.keys(some.body.fields)).toHaveLength(FIELD_PROBLEM_LIMIT);
+    expect(some.body.message).toMatch(/the first 20 problems/);
   });
 
   it('refuses a leap second wherever a date-time is taken, naming the field', async () => {
@@ -250,5 +260,13 @@ describe.each(testDialects())('bounded work per request on %s', (dialect) => {
     const longQuery = await request(`/api/v1/orgs?q=${'x'.repeat(20_000)}`);
     expect(longQuery).toMatch(/^HTTP\/1\.1 431 /);
     expect(body(longQuery)).toMatchObject({ error: 'headers_too_large' });
+  });
+});
+
+describe('user-chosen keys in plain objects', () => {
+  it('keeps a metadata key named __proto__ a key when metadata is stored', () => {
+    // JSON.parse, as YAML does, makes `__proto__` an own member; an assignment would drop it.
+    const metadata = JSON.parse('{"a":1,"__proto__":"x"}') as FlagMetadata;
+    expect(storedMetadata(metadata)).toBe('{"__proto__":"x","a":1}');
   });
 });

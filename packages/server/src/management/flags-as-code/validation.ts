@@ -2,7 +2,8 @@ import { findPrerequisiteProblem, type PrerequisiteGraphFlag } from '@vexil/engi
 import { parse } from 'yaml';
 import { ApiError } from '../../http/errors.js';
 import { checkJsonLimits, JSON_LIMITS } from '../../http/request-limits.js';
-import { schemaValidator } from '../../http/schema-validator.js';
+import type { ValidateFunction } from 'ajv';
+import { schemaCompiler } from '../../http/schema-validator.js';
 import { fieldProblems } from '../../http/validation-messages.js';
 import { checkVariationValue } from '../flags/configuration.js';
 import { FieldProblems, normalizeConditions } from '../targeting/conditions.js';
@@ -15,9 +16,9 @@ import {
 import type { ProjectState } from './project-state.js';
 import { yamlNestingBound } from './yaml-nesting.js';
 
-const validateShape = schemaValidator({ coerceTypes: false, useDefaults: false }).compile(
+const validateShape = schemaCompiler({ coerceTypes: false, useDefaults: false })(
   ProjectDocumentSchema,
-);
+) as ValidateFunction<ProjectDocument>;
 
 /**
  * The refusal of a whole document: 400 `validation_failed` with every problem in `fields`, by
