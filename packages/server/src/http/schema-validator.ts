@@ -1,10 +1,10 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addErrorsModule from 'ajv-errors';
-import addFormatsModule, { type FormatsPluginOptions } from 'ajv-formats';
+import addFormatsModule from 'ajv-formats';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 
 // ajv-formats and ajv-errors are CommonJS with a default export; under NodeNext they arrive wrapped.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv, options?: FormatsPluginOptions) => Ajv;
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const addErrors = addErrorsModule as unknown as (ajv: Ajv) => Ajv;
 
 const rfc3339 = (fullFormats['date-time'] as { validate: (text: string) => boolean }).validate;
@@ -14,7 +14,7 @@ const rfc3339 = (fullFormats['date-time'] as { validate: (text: string) => boole
  * 035): reporting every error costs time in proportion to the errors, and a body of thousands
  * of invalid items provokes tens of thousands.
  */
-export const EVERY_ERROR_UP_TO_VALUES = 2000;
+const EVERY_ERROR_UP_TO_VALUES = 2000;
 
 /** Whether `data` holds more than `limit` JSON values; stops counting there. */
 function holdsMoreValues(data: unknown, limit: number): boolean {
