@@ -71,7 +71,7 @@ function resolveUnions(errors: readonly ErrorObject[]): ErrorObject[] {
     }
     const prefix = `${error.schemaPath}/`;
     let first = resolved.length;
-    for (let before = resolved[first - 1]; before && belongsTo(before, error, prefix); )
+    for (let before = resolved[first - 1]; before && belongsTo(before, error, prefix);)
       before = resolved[--first - 1];
     const branches = new Map<string, ErrorObject[]>();
     for (const branchError of resolved.splice(first)) {
