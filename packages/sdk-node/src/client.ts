@@ -284,14 +284,11 @@ export class VexilClient {
    * cannot be served maps to null). Empty until the client is ready.
    */
   allFlags(context: EvaluationContext): Record<string, unknown> {
-    const flags: Record<string, unknown> = {};
-    if (!this.environment) return flags;
-    const results = evaluateAll(this.environment, context);
-    for (const [key, result] of Object.entries(results)) {
-      flags[key] = result.value;
-      this.recordServed(result);
-    }
-    return flags;
+    if (!this.environment) return {};
+    const results = Object.entries(evaluateAll(this.environment, context));
+    for (const [, result] of results) this.recordServed(result);
+    // fromEntries defines own members: a flag keyed `__proto__` stays a key, not the prototype.
+    return Object.fromEntries(results.map(([key, result]) => [key, result.value]));
   }
 
   /** Queues a custom event for `/v1/sdk/events`; sent with the next flush. Never blocks. */

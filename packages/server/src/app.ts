@@ -1,9 +1,6 @@
 import fastifyCookie from '@fastify/cookie';
 import fastifySwagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv } from 'ajv';
-import addErrorsModule from 'ajv-errors';
-import addFormatsModule from 'ajv-formats';
 import Fastify from 'fastify';
 import { inject, type InjectOptions, type Response as InjectedResponse } from 'light-my-request';
 import type { RequestListener } from 'node:http';
@@ -32,13 +29,16 @@ import { SnapshotCopies } from './evaluation/snapshot-copies.js';
 import { SnapshotStore } from './evaluation/snapshots.js';
 import { EventHub } from './events/hub.js';
 import type { App } from './http/app-instance.js';
+import { clientErrorHandler } from './http/client-errors.js';
 import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
 import { databaseUnavailable } from './http/errors.js';
 import { frameworkErrorHandler } from './http/framework-errors.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { loggerOptions, RequestLogController } from './http/logging.js';
+import { BODY_LIMITS, limitedJsonParser, limitBodies } from './http/request-limits.js';
 import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
+import { schemaCompiler } from './http/schema-validator.js';
 import { answerUnmatchedRequests } from './http/unmatched-routes.js';
 import { registerConsole } from './console/serve.js';
 import { InvitationMailer } from './mail/invitation-mailer.js';
@@ -55,10 +55,6 @@ import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 import { UsageAggregator } from './usage/aggregator.js';
-
-// ajv-formats and ajv-errors are CommonJS with a default export; under NodeNext they arrive wrapped.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const addErrors = addErrorsModule as unknown as (ajv: Ajv) => Ajv;
 
 /** What one `vexil serve` process runs (design record 010): by default everything. */
 export type ServiceRole = 'management' | 'evaluation' | 'worker';
@@ -80,10 +76,7 @@ export interface Vexil {
   close(): Promise<void>;
 }
 
-/** The largest request body any route takes (bytes). */
-const BODY_LIMIT = 1024 * 1024;
-
-const JSON_TYPES = /^(text\/json|application\/[\w.+-]+\+json)\s*(;.*)?$/i;
+const JSON_TYPES = /^(text\/json|application\/json|application\/[\w.+-]+\+json)\s*(;.*)?$/i;
 
 /**
  * The composition root, used by the CLI and by the tests: opens the database, applies
@@ -151,30 +144,26 @@ export async function createVexil(
   };
 
   // Bodies are validated strictly (no coercion: a null `enabled` must not become false);
-  // query strings and path parameters are strings on the wire and are coerced. Every error is
-  // reported, with its schema (`verbose`), so http/validation-messages.ts can put it in words.
-  const validator = (coerceTypes: boolean) =>
-    addErrors(
-      addFormats(
-        new Ajv({ allErrors: true, verbose: true, coerceTypes, useDefaults: true, strict: false }),
-      ),
-    );
-  const bodyAjv = validator(false);
-  const queryAjv = validator(true);
+  // query strings and path parameters are strings on the wire and are coerced.
+  const compileBody = schemaCompiler({ coerceTypes: false, useDefaults: true });
+  const compileQuery = schemaCompiler({ coerceTypes: true, useDefaults: true });
 
   const app = Fastify({
     logger: options.logger === false ? false : loggerOptions(config.logLevel, options.logStream),
     logController: new RequestLogController(),
-    bodyLimit: BODY_LIMIT,
+    bodyLimit: BODY_LIMITS.management,
     frameworkErrors: frameworkErrorHandler(config.publicUrl),
+    clientErrorHandler: clientErrorHandler(config.publicUrl),
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema),
+    (httpPart === 'body' ? compileBody : compileQuery)(schema),
   );
+  // Every JSON body, `application/json` included, is checked against the JSON limits.
+  app.removeContentTypeParser('application/json');
   app.addContentTypeParser(
     JSON_TYPES,
     { parseAs: 'string' },
-    app.getDefaultJsonParser('error', 'error'),
+    limitedJsonParser(app.getDefaultJsonParser('error', 'error')),
   );
   app.decorateRequest('caller', null);
   const copies = config.snapshotCacheDir
@@ -308,6 +297,7 @@ export async function createVexil(
     const answers = evaluationAnswers(services, sdk);
     await app.register(
       async (evaluation) => {
+        limitBodies(evaluation, BODY_LIMITS.evaluation);
         await allowBrowserCalls(evaluation);
         registerEvaluationApi(evaluation, services, snapshots, sdk, bus, answers);
       },
@@ -315,12 +305,13 @@ export async function createVexil(
     );
     // The hot routes leave Fastify's request lifecycle (design record 030).
     listener = leanLane(
-      leanRoutes(answers, (schema) => bodyAjv.compile(schema), requestDurations),
-      { bodyLimit: BODY_LIMIT, accepting: () => ops.accepting, log: app.log },
+      leanRoutes(answers, compileBody, requestDurations),
+      { bodyLimit: BODY_LIMITS.evaluation, accepting: () => ops.accepting, log: app.log },
       fastifyListener,
     );
     await app.register(
       async (ofrep) => {
+        limitBodies(ofrep, BODY_LIMITS.evaluation);
         await allowBrowserCalls(ofrep);
         registerOfrepApi(ofrep, services, sdk);
       },

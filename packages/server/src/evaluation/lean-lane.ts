@@ -4,6 +4,7 @@ import type { ValidateFunction } from 'ajv';
 import { errorCodes, type FastifyBaseLogger } from 'fastify';
 import Router from 'find-my-way';
 import secureJson from 'secure-json-parse';
+import { checkJsonLimits } from '../http/request-limits.js';
 import { BROWSER_CALL_HEADERS } from './cors.js';
 import { problemBody, problemFor } from './problem.js';
 
@@ -120,7 +121,7 @@ class UnparsableBody extends Error {}
 /**
  * The parsed body, as Fastify's JSON parser and validator leave it.
  * @throws the errors they throw: Fastify's own for a body that is not JSON (wrapped in
- *   {@link UnparsableBody}), or a validation error with `validation`
+ *   {@link UnparsableBody}), JsonLimitExceeded, or a validation error with `validation`
  */
 function validBody(route: LeanRoute, text: string): unknown {
   let body: unknown;
@@ -131,6 +132,7 @@ function validBody(route: LeanRoute, text: string): unknown {
       cause: new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(),
     });
   }
+  checkJsonLimits(body);
   if (!route.validate(body)) {
     throw Object.assign(new Error('body validation failed'), {
       validation: route.validate.errors,

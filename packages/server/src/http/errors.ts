@@ -115,6 +115,16 @@ export const ERROR_CODES = {
     title: 'Payload too large',
     text: 'The request body is larger than the endpoint accepts.',
   },
+  request_timeout: {
+    status: 408,
+    title: 'Request timeout',
+    text: 'The request was not received in time; the connection is closed. Send it again.',
+  },
+  headers_too_large: {
+    status: 431,
+    title: 'Request header fields too large',
+    text: 'The request line and headers together exceed 16 KiB, for example a very long query string. Send less in the URL and headers (bodies take more).',
+  },
   unsupported_media_type: {
     status: 415,
     title: 'Unsupported media type',

@@ -4,20 +4,35 @@ import { ApiError, invalidField } from './errors.js';
 const NUL = '\u0000';
 const PROBLEM = 'must not contain the NUL character (U+0000)';
 
+/** A value met on the walk, with the name it has in its parent (the path is built on a find). */
+interface Visit {
+  value: unknown;
+  name: string;
+  parent: Visit | null;
+}
+
+function pathOf(visit: Visit | null): string {
+  const names: string[] = [];
+  for (let at = visit; at?.parent; at = at.parent) names.push(at.name);
+  return names.reverse().join('.');
+}
+
 /**
  * The path of the first string (or property name) in `value` that holds a NUL, or null.
- * Iterative, so a body nested thousands of levels deep cannot overflow the stack.
+ * Iterative and linear in the value's size: a body nested thousands of levels deep neither
+ * overflows the stack nor costs a copy of its path per level (issue 38).
  */
 function nulPath(value: unknown): string | null {
-  const stack: { value: unknown; path: string[] }[] = [{ value, path: [] }];
-  for (let item = stack.pop(); item; item = stack.pop()) {
-    const { value: current, path } = item;
+  const stack: Visit[] = [{ value, name: '', parent: null }];
+  for (let visit = stack.pop(); visit; visit = stack.pop()) {
+    const current = visit.value;
     if (typeof current === 'string') {
-      if (current.includes(NUL)) return path.join('.') || 'body';
+      if (current.includes(NUL)) return pathOf(visit) || 'body';
     } else if (current !== null && typeof current === 'object') {
       for (const [name, member] of Object.entries(current)) {
-        if (name.includes(NUL)) return [...path, name.replaceAll(NUL, '\\0')].join('.');
-        stack.push({ value: member, path: [...path, name] });
+        if (name.includes(NUL))
+          return [pathOf(visit), name.replaceAll(NUL, '\\0')].filter(Boolean).join('.');
+        stack.push({ value: member, name, parent: visit });
       }
     }
   }

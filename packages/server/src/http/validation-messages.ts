@@ -18,14 +18,19 @@ export interface FieldProblem {
   message: string;
 }
 
+/** The most fields one refusal names: a body can provoke thousands of errors (issue 38). */
+export const FIELD_PROBLEM_LIMIT = 20;
+
 /**
- * Turns ajv's errors for one part of a request into one problem per field, in schema order.
+ * Turns ajv's errors for one part of a request into one problem per field, in schema order, for
+ * the first {@link FIELD_PROBLEM_LIMIT} fields.
  * @param part `body`, `querystring`, `params` or `headers`; body fields are named bare,
  *   the others with the part as a prefix (`querystring.limit`).
  */
 export function fieldProblems(errors: readonly ErrorObject[], part: string): FieldProblem[] {
   const problems = new Map<string, string>();
-  for (const error of resolveUnions([...errors])) {
+  for (const error of resolveUnions(errors)) {
+    if (problems.size === FIELD_PROBLEM_LIMIT) break;
     const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
     const params = error.params as { missingProperty?: string; additionalProperty?: string };
     const property = params.missingProperty ?? params.additionalProperty;
@@ -37,7 +42,10 @@ export function fieldProblems(errors: readonly ErrorObject[], part: string): Fie
 
 /** The top-level message naming every invalid field: `name must be a string or null.` */
 export function validationSummary(problems: readonly FieldProblem[]): string {
-  return `${problems.map(({ field, message }) => `${field} ${message}`).join('; ')}.`;
+  const list = problems.map(({ field, message }) => `${field} ${message}`).join('; ');
+  return problems.length < FIELD_PROBLEM_LIMIT
+    ? `${list}.`
+    : `${list} (the first ${FIELD_PROBLEM_LIMIT} problems; there may be more).`;
 }
 
 const UNIONS = new Set(['anyOf', 'oneOf']);
@@ -49,48 +57,59 @@ const KIND = new Set(['type', 'const', 'enum']);
  * errors of the branch the value was meant for — the one whose kind it has, e.g. the string
  * branch of "string or null" for a string that is too long — or, when it has the kind of no
  * branch, by one error listing the branches ("must be a string or null").
+ *
+ * Ajv reports a union's branch errors together, just before the union's own error, so one pass
+ * resolves every union, inner ones before the unions around them: each error is moved once per
+ * union around it, however many errors a body provokes (issue 38).
  */
-function resolveUnions(errors: ErrorObject[]): ErrorObject[] {
-  const union = errors.find(
-    (candidate) =>
-      UNIONS.has(candidate.keyword) &&
-      !errors.some(
-        (outer) =>
-          outer !== candidate &&
-          UNIONS.has(outer.keyword) &&
-          candidate.schemaPath.startsWith(`${outer.schemaPath}/`),
-      ),
-  );
-  if (!union) return errors;
-  const prefix = `${union.schemaPath}/`;
-  const branches = new Map<string, ErrorObject[]>();
+function resolveUnions(errors: readonly ErrorObject[]): ErrorObject[] {
+  const resolved: ErrorObject[] = [];
   for (const error of errors) {
-    if (!error.schemaPath.startsWith(prefix)) continue;
-    const [branch = ''] = error.schemaPath.slice(prefix.length).split('/');
-    branches.set(branch, [...(branches.get(branch) ?? []), error]);
+    if (!UNIONS.has(error.keyword)) {
+      resolved.push(error);
+      continue;
+    }
+    const prefix = `${error.schemaPath}/`;
+    let first = resolved.length;
+    for (let before = resolved[first - 1]; before && belongsTo(before, error, prefix);)
+      before = resolved[--first - 1];
+    const branches = new Map<string, ErrorObject[]>();
+    for (const branchError of resolved.splice(first)) {
+      const [branch = ''] = branchError.schemaPath.slice(prefix.length).split('/');
+      const list = branches.get(branch);
+      if (list) list.push(branchError);
+      else branches.set(branch, [branchError]);
+    }
+    const fitting = [...branches]
+      .filter(([branch, branchErrors]) =>
+        branchErrors.every(
+          (branchError) =>
+            !(
+              KIND.has(branchError.keyword) &&
+              branchError.instancePath === error.instancePath &&
+              branchError.schemaPath === `${prefix}${branch}/${branchError.keyword}`
+            ),
+        ),
+      )
+      .map(([, branchErrors]) => branchErrors)
+      .sort((a, b) => a.length - b.length);
+    // `unionKinds` is ours, not ajv's: "must be" followed by what each branch accepts.
+    resolved.push(
+      ...(fitting[0] ?? [
+        { ...error, keyword: 'unionKinds', params: { kinds: error.schema as unknown[] } },
+      ]),
+    );
   }
-  const fitting = [...branches]
-    .filter(([branch, branchErrors]) =>
-      branchErrors.every(
-        (error) =>
-          !(
-            KIND.has(error.keyword) &&
-            error.instancePath === union.instancePath &&
-            error.schemaPath === `${prefix}${branch}/${error.keyword}`
-          ),
-      ),
-    )
-    .map(([, branchErrors]) => branchErrors)
-    .sort((a, b) => a.length - b.length);
-  // `unionKinds` is ours, not ajv's: "must be" followed by what each branch accepts.
-  const replacement: ErrorObject[] = fitting[0] ?? [
-    { ...union, keyword: 'unionKinds', params: { kinds: union.schema as unknown[] } },
-  ];
-  const ours = (error: ErrorObject) => error === union || error.schemaPath.startsWith(prefix);
-  // Everything before the union's first error is someone else's: the replacement goes there.
-  const at = errors.findIndex(ours);
-  const rest = errors.filter((error) => !ours(error));
-  return resolveUnions([...rest.slice(0, at), ...replacement, ...rest.slice(at)]);
+  return resolved;
+}
+
+/** Whether `error` is one of `union`'s branch errors (for the value the union checked). */
+function belongsTo(error: ErrorObject, union: ErrorObject, prefix: string): boolean {
+  return (
+    error.schemaPath.startsWith(prefix) &&
+    (error.instancePath === union.instancePath ||
+      error.instancePath.startsWith(`${union.instancePath}/`))
+  );
 }
 
 /** How one error reads after its field name. */

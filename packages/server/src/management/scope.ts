@@ -158,17 +158,17 @@ export function scopedRoutes(app: App, services: Services) {
     <S extends FastifySchema, A extends RequiredAccess<RouteRequest<S>['params']>>(
       url: string,
       access: A,
-      options: { schema: S; wholeOrganization?: true },
+      options: { schema: S; wholeOrganization?: true; bodyLimit?: number },
       handler: ScopedHandler<S, A>,
     ): void => {
-      const { schema, wholeOrganization = false } = options;
+      const { wholeOrganization = false, ...routeOptions } = options;
       const scopedHandler = async (request: RouteRequest<S>, reply: RouteReply<S>) => {
         const scope = await resolveScope(services, request, access, wholeOrganization);
         return handler(scope as ScopeOf<RouteRequest<S>['params'], A>, request, reply);
       };
       // The handler's own return is checked against the schema (ScopedHandler); TypeScript
       // cannot see through Fastify's conditional reply type once it is wrapped in a promise.
-      app.route({ method: verb, url, schema, handler: scopedHandler as RouteHandler<S> });
+      app.route({ method: verb, url, ...routeOptions, handler: scopedHandler as RouteHandler<S> });
     };
   return {
     get: method('GET'),

@@ -1,3 +1,4 @@
+import { BODY_LIMITS } from '../../http/request-limits.js';
 import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { Services } from '../../services.js';
@@ -118,6 +119,7 @@ function registerRoutes(app: App, services: Services): void {
         }),
         response: { 200: ApplyResultSchema },
       },
+      bodyLimit: BODY_LIMITS.document,
     },
     async ({ project, ...access }, request) => {
       const body: unknown = request.body;

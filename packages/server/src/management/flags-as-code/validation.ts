@@ -1,9 +1,9 @@
 import { findPrerequisiteProblem, type PrerequisiteGraphFlag } from '@vexil/engine';
-import { Ajv } from 'ajv';
-import addErrorsModule from 'ajv-errors';
-import addFormatsModule from 'ajv-formats';
 import { parse } from 'yaml';
 import { ApiError } from '../../http/errors.js';
+import { checkJsonLimits, JSON_LIMITS } from '../../http/request-limits.js';
+import type { ValidateFunction } from 'ajv';
+import { schemaCompiler } from '../../http/schema-validator.js';
 import { fieldProblems } from '../../http/validation-messages.js';
 import { checkVariationValue } from '../flags/configuration.js';
 import { FieldProblems, normalizeConditions } from '../targeting/conditions.js';
@@ -14,39 +14,46 @@ import {
   type ProjectDocument,
 } from './document.js';
 import type { ProjectState } from './project-state.js';
+import { yamlNestingBound } from './yaml-nesting.js';
 
-// ajv-formats and ajv-errors are CommonJS with a default export; under NodeNext they arrive wrapped.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const addErrors = addErrorsModule as unknown as (ajv: Ajv) => Ajv;
+const validateShape = schemaCompiler({ coerceTypes: false, useDefaults: false })(
+  ProjectDocumentSchema,
+) as ValidateFunction<ProjectDocument>;
 
-const validateShape = addErrors(
-  addFormats(new Ajv({ allErrors: true, verbose: true, strict: false })),
-).compile(ProjectDocumentSchema);
-
-/** Problems of a refused document, by path in the document (`flags[2].variations[0].value`). */
-export type DocumentProblems = Record<string, string[]>;
-
-/** The refusal of a whole document: 400 `validation_failed` with every problem in `fields`. */
-function refusal(problems: DocumentProblems): ApiError {
-  const entries = Object.entries(problems);
+/**
+ * The refusal of a whole document: 400 `validation_failed` with every problem in `fields`, by
+ * path in the document (`flags[2].variations[0].value`).
+ */
+function refusal(problems: FieldProblems): ApiError {
+  const entries = problems.entries();
   const list = entries.map(([path, messages]) => `${path}: ${messages.join('; ')}`);
   return new ApiError(
     'validation_failed',
     `The document was refused (${entries.length} problem${entries.length === 1 ? '' : 's'}): ${list.join(' | ')}`,
-    { fields: problems },
+    { fields: problems.record() },
   );
 }
 
 /**
  * Reads a document's text, YAML or JSON (JSON is YAML).
- * @throws ApiError 400 `validation_failed` on `document` when it is not well-formed.
+ * @throws ApiError 400 `validation_failed` on `document` when it is not well-formed or nests
+ *   deeper than JSON bodies may (JSON_LIMITS), on `body` when an array is longer than they may
  */
 export function parseDocumentText(text: string): unknown {
-  try {
-    return parse(text, { prettyErrors: true }) as unknown;
-  } catch (error) {
-    throw refusal({ document: [error instanceof Error ? error.message : String(error)] });
+  const problems = new FieldProblems();
+  if (yamlNestingBound(text) > JSON_LIMITS.depth) {
+    problems.add('document', `must not nest more than ${JSON_LIMITS.depth} levels deep`);
+    throw refusal(problems);
   }
+  let document: unknown;
+  try {
+    document = parse(text, { prettyErrors: true }) as unknown;
+  } catch (error) {
+    problems.add('document', error instanceof Error ? error.message : String(error));
+    throw refusal(problems);
+  }
+  checkJsonLimits(document);
+  return document;
 }
 
 /**
@@ -67,10 +74,10 @@ function documentPath(document: unknown, dotted: string): string {
     }
     let take = segments.length;
     const record = (value ?? {}) as Record<string, unknown>;
-    while (take > 1 && !(segments.slice(0, take).join('.') in record)) take -= 1;
+    while (take > 1 && !Object.hasOwn(record, segments.slice(0, take).join('.'))) take -= 1;
     const key = segments.splice(0, take).join('.');
     path += path === '' ? key : `.${key}`;
-    value = record[key];
+    value = Object.hasOwn(record, key) ? record[key] : undefined;
   }
   return path;
 }
@@ -81,10 +88,10 @@ function documentPath(document: unknown, dotted: string): string {
  */
 export function checkShape(input: unknown): ProjectDocument {
   if (validateShape(input)) return input;
-  const problems: DocumentProblems = {};
+  const problems = new FieldProblems();
   for (const { field, message } of fieldProblems(validateShape.errors ?? [], 'body')) {
     const path = field === '' ? 'document' : documentPath(input, field);
-    (problems[path] ??= []).push(message);
+    problems.add(path, message);
   }
   throw refusal(problems);
 }
@@ -236,8 +243,7 @@ export function checkDocument(
     if (existing) checkVariationsStillServed(flag, path, existing, state, problems);
   });
   checkPrerequisiteGraphs(document, state, problems);
-  const found = problems.entries();
-  if (found.length > 0) throw refusal(Object.fromEntries(found));
+  if (problems.entries().length > 0) throw refusal(problems);
 }
 
 /** A variation left out of the document must not be served where the document says nothing. */

@@ -71,13 +71,12 @@ export function readFlagEnvironment(
  * @throws ApiError 400 `validation_failed` naming `metadata.<key>`
  */
 export function storedMetadata(metadata: FlagMetadata): string {
-  const sorted: Record<string, string | number | boolean> = {};
-  for (const [key, value] of Object.entries(metadata).sort(([a], [b]) => (a < b ? -1 : 1))) {
+  const sorted = Object.entries(metadata).sort(([a], [b]) => (a < b ? -1 : 1));
+  for (const [key, value] of sorted)
     if (typeof value === 'number' && !Number.isFinite(value))
       throw invalidField(`metadata.${key}`, 'must be a finite number');
-    sorted[key] = value;
-  }
-  return JSON.stringify(sorted);
+  // fromEntries defines own members: a key `__proto__` (a YAML document can hold one) stays a key.
+  return JSON.stringify(Object.fromEntries(sorted));
 }
 
 /** The flag's stored metadata (`{}` when it has none). */

@@ -132,6 +132,9 @@ export function registerVariationRoutes(app: App, services: Services): void {
         ...(body.value !== undefined ? { value: body.value } : {}),
         ...(body.description !== undefined ? { description: body.description } : {}),
       };
+      // Nothing to set (`{}`) is a no-op: the variation as it is, no event (design record 035).
+      if (Object.keys(values).length === 0)
+        return { ...variationItem(variation), _actions: variationActions(access.role) };
       const changes = diffProperties(
         variationItem(variation),
         variationItem({ ...variation, ...values }),

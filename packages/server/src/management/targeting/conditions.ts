@@ -39,26 +39,33 @@ export const ConditionResponse = Type.Object({
 
 /** Collects per-field problems so that one response reports every invalid condition at once. */
 export class FieldProblems {
-  private readonly fields: Record<string, string[]> = {};
+  // A Map: field names hold user-chosen keys, such as `toString` (issue 38).
+  private readonly fields = new Map<string, string[]>();
 
   add(field: string, problem: string): void {
-    (this.fields[field] ??= []).push(problem);
+    const problems = this.fields.get(field);
+    if (problems) problems.push(problem);
+    else this.fields.set(field, [problem]);
   }
 
   /** Every problem so far, by field, in the order the fields were first reported. */
   entries(): [string, string[]][] {
-    return Object.entries(this.fields);
+    return [...this.fields];
+  }
+
+  /** The problems as the envelope's `fields` (own members only, `__proto__` included). */
+  record(): Record<string, string[]> {
+    return Object.fromEntries(this.fields);
   }
 
   /** @throws ApiError 400 `validation_failed` listing every problem, when there is any. */
   throwIfAny(): void {
-    const entries = Object.entries(this.fields);
-    const [first] = entries;
+    const [first] = this.fields;
     if (!first) return;
     const [field, problems] = first;
-    const more = entries.length > 1 ? ` (and ${entries.length - 1} more)` : '';
+    const more = this.fields.size > 1 ? ` (and ${this.fields.size - 1} more)` : '';
     throw new ApiError('validation_failed', `${field}: ${problems[0]}${more}`, {
-      fields: this.fields,
+      fields: this.record(),
     });
   }
 }
