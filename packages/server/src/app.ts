@@ -7,6 +7,7 @@ import addFormatsModule from 'ajv-formats';
 import Fastify from 'fastify';
 import { inject, type InjectOptions, type Response as InjectedResponse } from 'light-my-request';
 import type { RequestListener } from 'node:http';
+import { createAttemptCounter } from './auth/attempts.js';
 import { identifyCaller } from './auth/credentials.js';
 import { secretsKey } from './auth/secrets-key.js';
 import { systemClock, type Clock } from './clock.js';
@@ -144,6 +145,7 @@ export async function createVexil(
           ),
         )
       : null,
+    attempts: createAttemptCounter(config.signIn.attempts, database, config.redisUrl),
   };
 
   // Bodies are validated strictly (no coercion: a null `enabled` must not become false);
@@ -365,6 +367,7 @@ export async function createVexil(
       // After the last request, before the database closes: the final counts are written.
       await usage.close();
       await rateLimits.close();
+      services.attempts.close();
       await services.mailer?.close();
       await database.close();
     },

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { AttemptCounter } from './auth/attempts.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Dialect } from './db/database.js';
@@ -26,4 +27,6 @@ export interface Services {
   signingSecrets: SigningSecretVault;
   /** Sends invitation e-mails when `VEXIL_SMTP_URL` is set; otherwise null (design record 022). */
   mailer: InvitationMailer | null;
+  /** Password attempts and reset mails, counted per address and IP (design record 034). */
+  attempts: AttemptCounter;
 }

@@ -11,6 +11,7 @@ import * as people from './migrations/0004-people.js';
 import * as flagMetadata from './migrations/0005-flag-metadata.js';
 import * as environmentCritical from './migrations/0006-environment-critical.js';
 import * as ruleRolloutWeight from './migrations/0007-rule-rollout-weight.js';
+import * as passwords from './migrations/0009-passwords.js';
 import type { Schema } from './schema.js';
 
 export type { Dialect };
@@ -19,6 +20,12 @@ export type { Dialect };
 export interface Database {
   db: Kysely<Schema>;
   dialect: Dialect;
+  /**
+   * The driver's own handle under Kysely, for a library that speaks to it directly (the password
+   * attempt counts, design record 034). On SQLite it is Kysely's one connection: use it only
+   * while holding that connection (`db.connection()`), so that no Kysely transaction is open on it.
+   */
+  driver: { dialect: 'sqlite'; sqlite: SQLite.Database } | { dialect: 'postgres'; pool: pg.Pool };
   close(): Promise<void>;
 }
 
@@ -50,7 +57,12 @@ export function openDatabase(url: string): Database {
     // discards the client when it is released.
     pool.on('connect', (client) => client.on('error', () => undefined));
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
-    return { db, dialect: 'postgres', close: () => db.destroy() };
+    return {
+      db,
+      dialect: 'postgres',
+      driver: { dialect: 'postgres', pool },
+      close: () => db.destroy(),
+    };
   }
   if (url !== ':memory:') mkdirSync(dirname(url), { recursive: true });
   const sqlite = new SQLite(url);
@@ -59,7 +71,12 @@ export function openDatabase(url: string): Database {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'sqlite',
+    driver: { dialect: 'sqlite', sqlite },
+    close: () => db.destroy(),
+  };
 }
 
 /** Migrations in order. Each file is frozen once landed; new changes are new files. */
@@ -71,6 +88,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0005-flag-metadata': flagMetadata.up,
   '0006-environment-critical': environmentCritical.up,
   '0007-rule-rollout-weight': ruleRolloutWeight.up,
+  '0009-passwords': passwords.up,
 };
 
 /** The names of the migrations this version knows, in order (a restore refuses a backup with others). */

@@ -350,6 +350,16 @@ export interface SsoSignInsTable {
   expires_at: string;
 }
 
+/** A password reset link (design record 034), found by its token's hash; it works once. */
+export interface PasswordResetsTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
 export interface Schema {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -375,4 +385,5 @@ export interface Schema {
   sessions: SessionsTable;
   invitations: InvitationsTable;
   sso_sign_ins: SsoSignInsTable;
+  password_resets: PasswordResetsTable;
 }

@@ -1,7 +1,6 @@
 import Negotiator from 'negotiator';
 import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { App } from '../http/app-instance.js';
 import {
   beginSignIn,
@@ -17,9 +16,6 @@ import type { SsoConnectionsTable } from '../db/schema.js';
 import { ApiError, type ErrorCode, type ErrorDetail } from '../http/errors.js';
 import { isUuid } from '../management/access.js';
 import type { Services } from '../services.js';
-
-/** A client IP may fail this many times the per-address allowance (many people share one NAT). */
-const IP_ALLOWANCE = 10;
 
 /** How long a started OpenID Connect sign-in may take at the provider (ms). */
 const SSO_SIGN_IN_WINDOW_MS = 10 * 60_000;
@@ -75,36 +71,7 @@ function prefersJson(request: { raw: ConstructorParameters<typeof Negotiator>[0]
  * OpenID Connect through an organization's connection, and sign-out.
  */
 export function registerSignInRoutes(app: App, services: Services): void {
-  const { attempts } = services.config.signIn;
-  // Failed attempts only: per address, and per client IP with room for a shared office address.
-  const failures = {
-    email: new RateLimiterMemory({ points: attempts.points, duration: attempts.windowSeconds }),
-    ip: new RateLimiterMemory({
-      points: attempts.points * IP_ALLOWANCE,
-      duration: attempts.windowSeconds,
-    }),
-  };
   const callbackUrl = `${services.config.publicUrl}/auth/sso/callback`;
-
-  /** @throws ApiError `rate_limited` (429) while the address or the IP has no attempts left. */
-  async function checkAttemptsLeft(email: string, ip: string): Promise<void> {
-    for (const [limiter, key, points] of [
-      [failures.email, email, attempts.points],
-      [failures.ip, ip, attempts.points * IP_ALLOWANCE],
-    ] as const) {
-      const spent = await limiter.get(key);
-      if (spent && spent.consumedPoints >= points) {
-        const retryAfter = Math.max(1, Math.ceil(spent.msBeforeNext / 1000));
-        throw new ApiError('rate_limited', `Too many failed sign-ins. Retry in ${retryAfter} s.`, {
-          retryAfter,
-        });
-      }
-    }
-  }
-
-  async function countFailure(email: string, ip: string): Promise<void> {
-    await Promise.all([failures.email.penalty(email, 1), failures.ip.penalty(ip, 1)]);
-  }
 
   app.post(
     '/password',
@@ -127,16 +94,16 @@ export function registerSignInRoutes(app: App, services: Services): void {
           'Password sign-in is switched off on this instance.',
         );
       const email = request.body.email.toLowerCase();
-      await checkAttemptsLeft(email, request.ip);
+      // Counted before the check, so that parallel guesses cannot pass the limit.
+      await services.attempts.take('password', email, request.ip);
       const user = await services.db
         .selectFrom('users')
         .select(['id', 'password_hash'])
         .where('email', '=', email)
         .executeTakeFirst();
-      if (!(await passwordMatches(request.body.password, user?.password_hash ?? null)) || !user) {
-        await countFailure(email, request.ip);
+      if (!(await passwordMatches(request.body.password, user?.password_hash ?? null)) || !user)
         throw new ApiError('unauthorized', 'The e-mail address or the password is wrong.');
-      }
+      await services.attempts.forgive('password', email);
       const now = services.clock.now();
       await services.db.transaction().execute(async (trx) => {
         await startSession(trx, services.config, reply, {
