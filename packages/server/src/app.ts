@@ -39,6 +39,7 @@ import { registerIdempotency } from './http/idempotency.js';
 import { loggerOptions, RequestLogController } from './http/logging.js';
 import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
+import { forbidSniffing, forbidStoring } from './http/response-headers.js';
 import { answerUnmatchedRequests } from './http/unmatched-routes.js';
 import { registerConsole } from './console/serve.js';
 import { InvitationMailer } from './mail/invitation-mailer.js';
@@ -175,6 +176,7 @@ export async function createVexil(
     app.getDefaultJsonParser('error', 'error'),
   );
   app.decorateRequest('caller', null);
+  forbidSniffing(app);
   const copies = config.snapshotCacheDir
     ? new SnapshotCopies(config.snapshotCacheDir, config.databaseUrl, app.log)
     : undefined;
@@ -251,6 +253,7 @@ export async function createVexil(
     await app.register(
       (management, _options, done) => {
         management.setErrorHandler(managementErrorHandler(config.publicUrl));
+        forbidStoring(management);
         // Management bodies are JSON only (spec: Conventions): text/plain is a 415, not a string.
         management.removeContentTypeParser('text/plain');
         answerUnmatchedRequests(management);
@@ -279,6 +282,7 @@ export async function createVexil(
     await app.register(
       (signIn, _options, done) => {
         signIn.setErrorHandler(managementErrorHandler(config.publicUrl));
+        forbidStoring(signIn);
         // JSON only, as the management API: a cross-site form cannot post a sign-in.
         signIn.removeContentTypeParser('text/plain');
         signIn.addHook('preValidation', rejectNulCharacters);

@@ -40,7 +40,6 @@ export async function registerConsole(app: App, directory = CONSOLE_DIST): Promi
   await app.register(async (console) => {
     console.addHook('onSend', async (_request, reply) => {
       reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
-      reply.header('x-content-type-options', 'nosniff');
       reply.header('referrer-policy', 'no-referrer');
     });
     await console.register(fastifyStatic, {
