@@ -42,13 +42,14 @@ import { createManagementRateLimiter } from './http/rate-limit.js';
 import { forbidSniffing, forbidStoring } from './http/response-headers.js';
 import { answerUnmatchedRequests } from './http/unmatched-routes.js';
 import { registerConsole } from './console/serve.js';
-import { InvitationMailer } from './mail/invitation-mailer.js';
+import { Mailer } from './mail/mailer.js';
 import { documentJsonSchema, DOCUMENT_SCHEMA_PATH } from './management/flags-as-code/document.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
 import { trackUnusedConnections } from './ops/unused-connections.js';
 import type { Services } from './services.js';
+import { registerPasswordResetRoutes } from './sign-in/password-reset.js';
 import { registerSignInRoutes } from './sign-in/routes.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
@@ -137,12 +138,10 @@ export async function createVexil(
     usage,
     signingSecrets,
     mailer: config.smtpUrl
-      ? new InvitationMailer(config.smtpUrl, config.smtpFrom, (failure, error) =>
+      ? new Mailer(config.smtpUrl, config.smtpFrom, (failure, error) =>
           app.log[failure.willRetry ? 'warn' : 'error'](
             { ...failure, err: error },
-            failure.willRetry
-              ? 'invitation e-mail not sent; will retry'
-              : 'invitation e-mail not sent; giving up (the inviter has the link)',
+            failure.willRetry ? 'e-mail not sent; will retry' : 'e-mail not sent; giving up',
           ),
         )
       : null,
@@ -287,6 +286,7 @@ export async function createVexil(
         signIn.removeContentTypeParser('text/plain');
         signIn.addHook('preValidation', rejectNulCharacters);
         registerSignInRoutes(signIn, services);
+        registerPasswordResetRoutes(signIn, services);
         done();
       },
       { prefix: '/auth' },

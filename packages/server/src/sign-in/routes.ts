@@ -8,7 +8,7 @@ import {
   finishSignIn,
   providerConfiguration,
 } from '../auth/oidc.js';
-import { passwordMatches } from '../auth/passwords.js';
+import { checkPasswordsEnabled, passwordMatches } from '../auth/passwords.js';
 import { hashSecret } from '../auth/secrets.js';
 import { checkCsrf, clearSessionCookies, SESSION_COOKIE, startSession } from '../auth/sessions.js';
 import { mutate } from '../db/mutate.js';
@@ -88,11 +88,7 @@ export function registerSignInRoutes(app: App, services: Services): void {
       },
     },
     async (request, reply) => {
-      if (!services.config.signIn.passwordEnabled)
-        throw new ApiError(
-          'sign_in_disabled',
-          'Password sign-in is switched off on this instance.',
-        );
+      checkPasswordsEnabled(services.config);
       const email = request.body.email.toLowerCase();
       // Counted before the check, so that parallel guesses cannot pass the limit.
       await services.attempts.take('password', email, request.ip);
