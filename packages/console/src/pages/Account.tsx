@@ -5,6 +5,7 @@ import { api, unwrap } from '../api/client';
 import { ActionsTableHead } from '../components/ActionsTableHead';
 import { ConfirmButton } from '../components/ConfirmButton';
 import { Field } from '../components/Field';
+import { NewPasswordField } from '../components/people/NewPasswordField';
 import { when } from '../components/people/organization';
 import { SecretOnce } from '../components/SecretOnce';
 import { useFormMutation } from '../components/useFormMutation';
@@ -84,16 +85,11 @@ function ChangePassword() {
           error={change.problemAt('currentPassword')}
           onChange={(event) => setCurrentPassword(event.target.value)}
         />
-        <Field
+        <NewPasswordField
           label="New password"
-          type="password"
-          autoComplete="new-password"
-          required
-          minLength={12}
-          hint="At least 12 characters, not a common password: a few unrelated words work well."
           value={newPassword}
           error={change.problemAt('newPassword')}
-          onChange={(event) => setNewPassword(event.target.value)}
+          onChange={setNewPassword}
         />
         <button type="submit" disabled={change.isPending}>
           Change password

@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { Field } from '../components/Field';
+import { NewPasswordField } from '../components/people/NewPasswordField';
 import { useFormMutation } from '../components/useFormMutation';
 
 /**
@@ -85,16 +86,11 @@ export function ResetPassword() {
               <Link href="/forgot-password">ask for a new one</Link>.
             </p>
           )}
-          <Field
+          <NewPasswordField
             label="New password"
-            type="password"
-            autoComplete="new-password"
-            required
-            minLength={12}
-            hint="At least 12 characters, not a common password: a few unrelated words work well."
             value={newPassword}
             error={complete.problemAt('newPassword')}
-            onChange={(event) => setNewPassword(event.target.value)}
+            onChange={setNewPassword}
           />
           <button type="submit" disabled={complete.isPending}>
             Set new password
