@@ -1,4 +1,6 @@
 import AxeBuilder from '@axe-core/playwright';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 
 /** True inside a test of the `postgres` project (playwright.config.ts). */
@@ -78,6 +80,23 @@ export async function signInWithPassword(
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await expect(page.getByRole('heading', { name: 'Flags' })).toBeVisible();
+}
+
+/**
+ * The text of the newest e-mail the servers sent to `to` (global setup's SMTP server keeps them
+ * as files), waiting for it to arrive; quoted-printable is undone.
+ */
+export async function mailTo(to: string): Promise<string> {
+  const directory = process.env.VEXIL_E2E_MAIL_DIR!;
+  const newest = () =>
+    readdirSync(directory)
+      .sort((a, b) => parseInt(b) - parseInt(a))
+      .map((file) => readFileSync(join(directory, file), 'utf8'))
+      .find((mail) => mail.includes(`\nTo: ${to}\r\n`));
+  await expect.poll(newest).toBeDefined();
+  return newest()!
+    .replace(/=\r\n/g, '')
+    .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 }
 
 export { expect, test };

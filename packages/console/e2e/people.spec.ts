@@ -1,6 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { apiCall, expect, expectAccessible, server, signInWithPassword, test } from './fixtures';
+import {
+  apiCall,
+  expect,
+  expectAccessible,
+  mailTo,
+  server,
+  signInWithPassword,
+  test,
+} from './fixtures';
 
 const CLI = fileURLToPath(new URL('../../server/dist/cli.js', import.meta.url));
 const IMAGES = fileURLToPath(new URL('../../../docs/images/console/', import.meta.url));
@@ -72,9 +80,10 @@ test('an invited Member accepts in another browser and sees no Admin page', asyn
   await page.getByLabel('Role', { exact: true }).selectOption('Member');
   await page.getByRole('button', { name: 'Invite', exact: true }).click();
   const link = page.getByLabel('Invitation link for mia@example.com');
-  await expect(link).toHaveAccessibleDescription(/This server sends no e-mail/);
+  await expect(link).toHaveAccessibleDescription(/It was also e-mailed to mia@example\.com/);
   const acceptUrl = await link.inputValue();
   expect(acceptUrl).toMatch(/\/invitations\/accept#token=vxl_inv_/);
+  expect(await mailTo('mia@example.com')).toContain(acceptUrl);
   await expect(page.getByRole('cell', { name: 'mia@example.com', exact: true })).toBeVisible();
   await expectAccessible(page);
 

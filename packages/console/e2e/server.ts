@@ -1,11 +1,13 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { SMTPServer } from 'smtp-server';
 
 const CLI = fileURLToPath(new URL('../../server/dist/cli.js', import.meta.url));
 /** The PostgreSQL server the Postgres run creates its database in (as the server's own tests). */
@@ -54,6 +56,30 @@ function identityProviderCertificate(directory: string): { keyPath: string; cert
     certPath,
   ]);
   return { keyPath, certPath };
+}
+
+/**
+ * A real SMTP server for the servers' e-mails (invitations, password resets): each message lands
+ * as a file in `directory`, where the tests, in other processes, read it (fixtures.ts `mailTo`).
+ */
+async function startMailServer(directory: string): Promise<{ url: string; stop: () => void }> {
+  let count = 0;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    onData(stream, _session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        writeFileSync(join(directory, `${++count}.eml`), Buffer.concat(chunks));
+        callback();
+      });
+    },
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server.server, 'listening');
+  const { port } = server.server.address() as AddressInfo;
+  return { url: `smtp://127.0.0.1:${port}`, stop: () => server.close() };
 }
 
 async function onPostgres(query: string): Promise<void> {
@@ -129,6 +155,7 @@ export async function serve(
 async function startVexil(
   kind: 'sqlite' | 'postgres',
   idp: { certPath: string },
+  smtpUrl: string,
 ): Promise<{ url: string; token: string; databaseUrl: string; stop: () => Promise<void> }> {
   const database = await freshDatabase(kind);
   const port = await freePort();
@@ -138,6 +165,7 @@ async function startVexil(
     NODE_EXTRA_CA_CERTS: idp.certPath,
     // The test identity provider listens on loopback, which the SSRF guard otherwise refuses.
     VEXIL_SSO_ALLOW_PRIVATE_ISSUERS: 'true',
+    VEXIL_SMTP_URL: smtpUrl,
     VEXIL_PORT: String(port),
     VEXIL_LOG_LEVEL: 'warn',
     // Every journey calls the API with the same Owner token, and each open page holds an event
@@ -186,13 +214,16 @@ async function startVexil(
  * `postgres` project (playwright.config.ts). Tests read them through `server` in fixtures.ts:
  * VEXIL_E2E_URL/_TOKEN (and _POSTGRES_ ones), VEXIL_E2E_DATABASE_URL (SQLite),
  * VEXIL_E2E_EMAIL/_PASSWORD (the Owner's), VEXIL_E2E_IDP_KEY/_CERT (the certificate the servers
- * trust for an identity provider on 127.0.0.1). Returns the teardown.
+ * trust for an identity provider on 127.0.0.1), VEXIL_E2E_MAIL_DIR (the e-mails the servers
+ * sent). Returns the teardown.
  */
 export default async function startServers(): Promise<() => Promise<void>> {
   const directory = mkdtempSync(join(tmpdir(), 'vexil-idp-'));
   const idp = identityProviderCertificate(directory);
-  const sqlite = await startVexil('sqlite', idp);
-  const postgres = await startVexil('postgres', idp);
+  const mailDirectory = mkdtempSync(join(tmpdir(), 'vexil-mail-'));
+  const mail = await startMailServer(mailDirectory);
+  const sqlite = await startVexil('sqlite', idp, mail.url);
+  const postgres = await startVexil('postgres', idp, mail.url);
   process.env.VEXIL_E2E_URL = sqlite.url;
   process.env.VEXIL_E2E_TOKEN = sqlite.token;
   process.env.VEXIL_E2E_POSTGRES_URL = postgres.url;
@@ -202,8 +233,11 @@ export default async function startServers(): Promise<() => Promise<void>> {
   process.env.VEXIL_E2E_PASSWORD = OWNER_PASSWORD;
   process.env.VEXIL_E2E_IDP_KEY = idp.keyPath;
   process.env.VEXIL_E2E_IDP_CERT = idp.certPath;
+  process.env.VEXIL_E2E_MAIL_DIR = mailDirectory;
   return async () => {
     await Promise.all([sqlite.stop(), postgres.stop()]);
+    mail.stop();
     rmSync(directory, { recursive: true, force: true });
+    rmSync(mailDirectory, { recursive: true, force: true });
   };
 }

@@ -13,6 +13,7 @@ import { Members } from './pages/Members';
 import { OrgSettings } from './pages/OrgSettings';
 import { RemovalCandidates } from './pages/RemovalCandidates';
 import { SignIn } from './pages/SignIn';
+import { ForgotPassword, ResetPassword } from './pages/PasswordReset';
 import { AuditLog } from './pages/admin/AuditLog';
 import { Environments } from './pages/admin/Environments';
 import { SdkKeys } from './pages/admin/SdkKeys';
@@ -28,6 +29,8 @@ export function App() {
     <Switch>
       <Route path="/sign-in" component={SignIn} />
       <Route path="/invitations/accept" component={AcceptInvitation} />
+      <Route path="/forgot-password" component={ForgotPassword} />
+      <Route path="/reset-password" component={ResetPassword} />
       <Route path="/orgs/:org/members">
         {(params) => (
           <Signed>

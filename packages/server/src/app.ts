@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
 import { inject, type InjectOptions, type Response as InjectedResponse } from 'light-my-request';
 import type { RequestListener } from 'node:http';
+import { createAttemptCounter } from './auth/attempts.js';
 import { identifyCaller } from './auth/credentials.js';
 import { IdentityProviders } from './auth/oidc.js';
 import { secretsKey } from './auth/secrets-key.js';
@@ -39,9 +40,10 @@ import { BODY_LIMITS, limitedJsonParser, limitBodies } from './http/request-limi
 import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
 import { schemaCompiler } from './http/schema-validator.js';
+import { forbidSniffing, forbidStoring } from './http/response-headers.js';
 import { answerUnmatchedRequests } from './http/unmatched-routes.js';
 import { registerConsole } from './console/serve.js';
-import { InvitationMailer } from './mail/invitation-mailer.js';
+import { Mailer } from './mail/mailer.js';
 import { documentJsonSchema, DOCUMENT_SCHEMA_PATH } from './management/flags-as-code/document.js';
 import { registerManagementApi } from './management/routes.js';
 import { registerMcpApi } from './mcp/routes.js';
@@ -49,6 +51,7 @@ import { registerOpsRoutes, type OpsState } from './ops/routes.js';
 import { trackUnusedConnections } from './ops/unused-connections.js';
 import type { Services } from './services.js';
 import { registerFirstRunRoutes } from './sign-in/first-run.js';
+import { registerPasswordResetRoutes } from './sign-in/password-reset.js';
 import { registerSignInRoutes } from './sign-in/routes.js';
 import { registerSsoRoutes } from './sign-in/sso.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
@@ -132,15 +135,14 @@ export async function createVexil(
     signingSecrets,
     identityProviders: new IdentityProviders(config.signIn.allowPrivateIssuers),
     mailer: config.smtpUrl
-      ? new InvitationMailer(config.smtpUrl, config.smtpFrom, (failure, error) =>
+      ? new Mailer(config.smtpUrl, config.smtpFrom, (failure, error) =>
           app.log[failure.willRetry ? 'warn' : 'error'](
             { ...failure, err: error },
-            failure.willRetry
-              ? 'invitation e-mail not sent; will retry'
-              : 'invitation e-mail not sent; giving up (the inviter has the link)',
+            failure.willRetry ? 'e-mail not sent; will retry' : 'e-mail not sent; giving up',
           ),
         )
       : null,
+    attempts: createAttemptCounter(config.signIn.attempts, database, config.redisUrl),
   };
 
   // Bodies are validated strictly (no coercion: a null `enabled` must not become false);
@@ -166,6 +168,7 @@ export async function createVexil(
     limitedJsonParser(app.getDefaultJsonParser('error', 'error')),
   );
   app.decorateRequest('caller', null);
+  forbidSniffing(app);
   const copies = config.snapshotCacheDir
     ? new SnapshotCopies(config.snapshotCacheDir, config.databaseUrl, app.log)
     : undefined;
@@ -242,6 +245,7 @@ export async function createVexil(
     await app.register(
       (management, _options, done) => {
         management.setErrorHandler(managementErrorHandler(config.publicUrl));
+        forbidStoring(management);
         // Management bodies are JSON only (spec: Conventions): text/plain is a 415, not a string.
         management.removeContentTypeParser('text/plain');
         answerUnmatchedRequests(management);
@@ -270,12 +274,14 @@ export async function createVexil(
     await app.register(
       (signIn, _options, done) => {
         signIn.setErrorHandler(managementErrorHandler(config.publicUrl));
+        forbidStoring(signIn);
         // JSON only, as the management API: a cross-site form cannot post a sign-in.
         signIn.removeContentTypeParser('text/plain');
         signIn.addHook('preValidation', rejectNulCharacters);
         registerSignInRoutes(signIn, services);
         registerFirstRunRoutes(signIn, services);
         registerSsoRoutes(signIn, services);
+        registerPasswordResetRoutes(signIn, services);
         done();
       },
       { prefix: '/auth' },
@@ -362,6 +368,7 @@ export async function createVexil(
       // After the last request, before the database closes: the final counts are written.
       await usage.close();
       await rateLimits.close();
+      services.attempts.close();
       await services.mailer?.close();
       await services.identityProviders.close();
       await database.close();

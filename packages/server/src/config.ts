@@ -82,9 +82,12 @@ export interface Config {
     sessionLifetimeMs: number;
     /** `VEXIL_INVITATION_LIFETIME`: how long an invitation link works (ms). */
     invitationLifetimeMs: number;
+    /** `VEXIL_PASSWORD_RESET_LIFETIME`: how long a password reset link works (ms). */
+    passwordResetLifetimeMs: number;
     /**
-     * `VEXIL_SIGN_IN_RATE_LIMIT`: failed password sign-ins per e-mail address per window (a client
-     * IP gets ten times as many).
+     * `VEXIL_SIGN_IN_RATE_LIMIT`: password attempts per e-mail address per window, counted before
+     * the check (a correct one starts the address afresh), and as many reset mails; a client IP
+     * gets ten times as many (design record 034).
      */
     attempts: { points: number; windowSeconds: number };
     /**
@@ -93,9 +96,12 @@ export interface Config {
      */
     allowPrivateIssuers: boolean;
   };
-  /** `VEXIL_SMTP_URL` (`smtp://user:pass@host:587`, `smtps://…`): invitations are e-mailed when set. */
+  /**
+   * `VEXIL_SMTP_URL` (`smtp://user:pass@host:587`, `smtps://…`): invitations are e-mailed when set,
+   * and password reset links can be sent only then.
+   */
   smtpUrl: string | null;
-  /** `VEXIL_SMTP_FROM`: the sender of invitation e-mails. */
+  /** `VEXIL_SMTP_FROM`: the sender of invitation and password reset e-mails. */
   smtpFrom: string;
   lifecycle: {
     /** Archiving without `force` is refused when the flag was evaluated this recently (ms). */
@@ -227,6 +233,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       invitationLifetimeMs: parseDuration(
         env.VEXIL_INVITATION_LIFETIME || '7d',
         'VEXIL_INVITATION_LIFETIME',
+      ),
+      passwordResetLifetimeMs: parseDuration(
+        env.VEXIL_PASSWORD_RESET_LIFETIME || '1h',
+        'VEXIL_PASSWORD_RESET_LIFETIME',
       ),
       attempts: {
         points: integer(env.VEXIL_SIGN_IN_RATE_LIMIT, 10, 'VEXIL_SIGN_IN_RATE_LIMIT'),

@@ -1,11 +1,12 @@
 import type { Kysely } from 'kysely';
+import type { AttemptCounter } from './auth/attempts.js';
 import type { Clock } from './clock.js';
 import type { IdentityProviders } from './auth/oidc.js';
 import type { Config } from './config.js';
 import type { Dialect } from './db/database.js';
 import type { Schema } from './db/schema.js';
 import type { EventHub } from './events/hub.js';
-import type { InvitationMailer } from './mail/invitation-mailer.js';
+import type { Mailer } from './mail/mailer.js';
 import type { UsageAggregator } from './usage/aggregator.js';
 import type { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 
@@ -27,6 +28,8 @@ export interface Services {
   signingSecrets: SigningSecretVault;
   /** Requests to SSO connections' identity providers, through the SSRF guard (record 032). */
   identityProviders: IdentityProviders;
-  /** Sends invitation e-mails when `VEXIL_SMTP_URL` is set; otherwise null (design record 022). */
-  mailer: InvitationMailer | null;
+  /** Sends e-mails when `VEXIL_SMTP_URL` is set; otherwise null (design records 022, 034). */
+  mailer: Mailer | null;
+  /** Password attempts and reset mails, counted per address and IP (design record 034). */
+  attempts: AttemptCounter;
 }

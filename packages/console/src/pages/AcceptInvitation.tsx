@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { useLocation } from 'wouter';
 import { ApiProblem, api, unwrap } from '../api/client';
 import { Field } from '../components/Field';
+import { NewPasswordField } from '../components/people/NewPasswordField';
 import { PasswordForm } from '../components/people/PasswordForm';
 
 /** The invitation secret from the link `/invitations/accept#token=vxl_inv_…` (design record 022). */
@@ -102,15 +103,11 @@ function NewAccount(props: {
           error={props.problem?.field('name')}
           onChange={(event) => setName(event.target.value)}
         />
-        <Field
+        <NewPasswordField
           label="Choose a password"
-          type="password"
-          autoComplete="new-password"
-          required
-          hint="12 characters or more."
           value={password}
           error={props.problem?.field('password')}
-          onChange={(event) => setPassword(event.target.value)}
+          onChange={setPassword}
         />
         <button type="submit" disabled={props.pending}>
           Create account and accept

@@ -5,13 +5,15 @@ import { api, unwrap } from '../api/client';
 import { ActionsTableHead } from '../components/ActionsTableHead';
 import { ConfirmButton } from '../components/ConfirmButton';
 import { Field } from '../components/Field';
+import { NewPasswordField } from '../components/people/NewPasswordField';
 import { when } from '../components/people/organization';
 import { SecretOnce } from '../components/SecretOnce';
 import { useFormMutation } from '../components/useFormMutation';
 
 /**
- * One's own account (console.md journey 1): who one is signed in as, the sessions one has open
- * (revoke any; revoking this one signs out) and personal access tokens (the secret shown once).
+ * One's own account (console.md journey 1): who one is signed in as, a password change (design
+ * record 034), the sessions one has open (revoke any; revoking this one signs out) and personal
+ * access tokens (the secret shown once).
  */
 export function Account(props: { org: string }) {
   const { org } = props;
@@ -46,11 +48,57 @@ export function Account(props: { org: string }) {
         </p>
       ) : (
         <>
+          <ChangePassword />
           <Sessions />
           <PersonalTokens />
         </>
       )}
     </>
+  );
+}
+
+/** `POST /me/password`: the other sessions end, so the list below is read again. */
+function ChangePassword() {
+  const queryClient = useQueryClient();
+  const [currentPassword, setCurrentPassword] = useState('');
+  const [newPassword, setNewPassword] = useState('');
+  const change = useFormMutation({
+    messageAt: 'currentPassword',
+    mutationFn: () =>
+      unwrap(api.POST('/api/v1/me/password', { body: { currentPassword, newPassword } })),
+    onSuccess: () => {
+      setCurrentPassword('');
+      setNewPassword('');
+      void queryClient.invalidateQueries({ queryKey: ['me', 'sessions'] });
+    },
+  });
+  return (
+    <section aria-labelledby="password-heading">
+      <h2 id="password-heading">Password</h2>
+      <form aria-label="Change password" onSubmit={change.submit}>
+        <Field
+          label="Current password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={currentPassword}
+          error={change.problemAt('currentPassword')}
+          onChange={(event) => setCurrentPassword(event.target.value)}
+        />
+        <NewPasswordField
+          label="New password"
+          value={newPassword}
+          error={change.problemAt('newPassword')}
+          onChange={setNewPassword}
+        />
+        <button type="submit" disabled={change.isPending}>
+          Change password
+        </button>
+      </form>
+      {change.isSuccess && (
+        <p role="status">Password changed. Your other sessions have ended; this one goes on.</p>
+      )}
+    </section>
   );
 }
 

@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { useLocation, useSearch } from 'wouter';
+import { Link, useLocation, useSearch } from 'wouter';
 import { ApiProblem, api, unwrap } from '../api/client';
 import { forgetToken, saveToken } from '../api/token';
 import { Field } from '../components/Field';
@@ -57,6 +57,9 @@ export function SignIn() {
     <main className="sign-in">
       <h1>Sign in to Vexil</h1>
       <PasswordForm submitLabel="Sign in" onSignedIn={signedIn} />
+      <p>
+        <Link href="/forgot-password">Forgot password?</Link>
+      </p>
       <section aria-labelledby="sso-heading">
         <h2 id="sso-heading">Single sign-on</h2>
         {refusal !== null && <p role="alert">{SSO_REFUSALS[refusal] ?? SSO_REFUSALS.sso_failed}</p>}

@@ -12,7 +12,9 @@ export type SecretPrefix =
   | 'vxl_cli'
   /** A browser session (the cookie) and an invitation link (design record 022). */
   | 'vxl_ses'
-  | 'vxl_inv';
+  | 'vxl_inv'
+  /** A password reset link (design record 034). */
+  | 'vxl_pwr';
 
 /** A fresh secret: `<prefix>_<43 chars of base64url>` (32 random bytes). */
 export function generateSecret(prefix: SecretPrefix): string {

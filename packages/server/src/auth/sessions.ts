@@ -69,6 +69,25 @@ export async function startSession(
   return row;
 }
 
+/**
+ * Ends `userId`'s open sessions, all but `keep` (the session that made the change): a new
+ * password must shut out whoever knew the old one (issue 31, finding 6).
+ */
+export async function endSessions(
+  db: Kysely<Schema> | Transaction<Schema>,
+  userId: string,
+  now: Date,
+  keep: string | null = null,
+): Promise<void> {
+  let query = db
+    .updateTable('sessions')
+    .set({ revoked_at: now.toISOString() })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null);
+  if (keep !== null) query = query.where('id', '!=', keep);
+  await query.execute();
+}
+
 /** Clears the session cookies on `reply`. */
 export function clearSessionCookies(reply: FastifyReply): void {
   void reply.clearCookie(SESSION_COOKIE, { path: '/' });

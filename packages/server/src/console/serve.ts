@@ -24,7 +24,14 @@ const CONTENT_SECURITY_POLICY = [
 ].join('; ');
 
 /** The paths the console routes on the client; each is answered with its index.html. */
-const CLIENT_ROUTES = ['/', '/sign-in', '/orgs/*', '/invitations/*'];
+const CLIENT_ROUTES = [
+  '/',
+  '/sign-in',
+  '/forgot-password',
+  '/reset-password',
+  '/orgs/*',
+  '/invitations/*',
+];
 
 /**
  * Serves the built web console at `/` (design record 023): hashed `/assets/*` files cached for a
@@ -40,7 +47,6 @@ export async function registerConsole(app: App, directory = CONSOLE_DIST): Promi
   await app.register(async (console) => {
     console.addHook('onSend', async (_request, reply) => {
       reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
-      reply.header('x-content-type-options', 'nosniff');
       reply.header('referrer-policy', 'no-referrer');
     });
     await console.register(fastifyStatic, {

@@ -12,6 +12,7 @@ import * as flagMetadata from './migrations/0005-flag-metadata.js';
 import * as environmentCritical from './migrations/0006-environment-critical.js';
 import * as ruleRolloutWeight from './migrations/0007-rule-rollout-weight.js';
 import * as ssoBinding from './migrations/0008-sso-binding.js';
+import * as passwords from './migrations/0009-passwords.js';
 import * as environmentVersionBumps from './migrations/0010-environment-version-bumps.js';
 import * as webhookProjectScope from './migrations/0013-webhook-project-scope.js';
 import * as firstRunSetup from './migrations/0014-first-run-setup.js';
@@ -23,6 +24,12 @@ export type { Dialect };
 export interface Database {
   db: Kysely<Schema>;
   dialect: Dialect;
+  /**
+   * The driver's own handle under Kysely, for a library that speaks to it directly (the password
+   * attempt counts, design record 034). On SQLite it is Kysely's one connection: use it only
+   * while holding that connection (`db.connection()`), so that no Kysely transaction is open on it.
+   */
+  driver: { dialect: 'sqlite'; sqlite: SQLite.Database } | { dialect: 'postgres'; pool: pg.Pool };
   close(): Promise<void>;
 }
 
@@ -68,7 +75,12 @@ export function openDatabase(url: string): Database {
     // discards the client when it is released.
     pool.on('connect', (client) => client.on('error', () => undefined));
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
-    return { db, dialect: 'postgres', close: () => db.destroy() };
+    return {
+      db,
+      dialect: 'postgres',
+      driver: { dialect: 'postgres', pool },
+      close: () => db.destroy(),
+    };
   }
   if (url !== ':memory:') mkdirSync(dirname(url), { recursive: true });
   const sqlite = new SQLite(url);
@@ -77,7 +89,12 @@ export function openDatabase(url: string): Database {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'sqlite',
+    driver: { dialect: 'sqlite', sqlite },
+    close: () => db.destroy(),
+  };
 }
 
 /** Migrations in order. Each file is frozen once landed; new changes are new files. */
@@ -90,6 +107,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0006-environment-critical': environmentCritical.up,
   '0007-rule-rollout-weight': ruleRolloutWeight.up,
   '0008-sso-binding': ssoBinding.up,
+  '0009-passwords': passwords.up,
   '0010-environment-version-bumps': environmentVersionBumps.up,
   '0013-webhook-project-scope': webhookProjectScope.up,
   '0014-first-run-setup': firstRunSetup.up,

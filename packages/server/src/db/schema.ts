@@ -381,6 +381,16 @@ export interface SsoIdentitiesTable {
   created_at: string;
 }
 
+/** A password reset link (design record 034), found by its token's hash; it works once. */
+export interface PasswordResetsTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
 export interface Schema {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -409,4 +419,5 @@ export interface Schema {
   sso_sign_ins: SsoSignInsTable;
   setup_codes: SetupCodesTable;
   sso_identities: SsoIdentitiesTable;
+  password_resets: PasswordResetsTable;
 }

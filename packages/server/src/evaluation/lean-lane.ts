@@ -5,6 +5,7 @@ import { errorCodes, type FastifyBaseLogger } from 'fastify';
 import Router from 'find-my-way';
 import secureJson from 'secure-json-parse';
 import { checkJsonLimits } from '../http/request-limits.js';
+import { NO_SNIFF } from '../http/response-headers.js';
 import { BROWSER_CALL_HEADERS } from './cors.js';
 import { problemBody, problemFor } from './problem.js';
 
@@ -145,7 +146,13 @@ function validBody(route: LeanRoute, text: string): unknown {
 /** Sends a 200 JSON answer; returns its status. */
 function send(request: IncomingMessage, response: ServerResponse, body: string | Buffer): number {
   // A flat list of names and values is the cheapest form of headers for Node to write.
-  const headers = ['content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body))];
+  const headers = [
+    'content-type',
+    JSON_TYPE,
+    'content-length',
+    String(Buffer.byteLength(body)),
+    ...NO_SNIFF,
+  ];
   if (request.headers.origin !== undefined) headers.push(...BROWSER_CALL_HEADERS);
   response.writeHead(200, headers);
   response.end(body);
@@ -162,7 +169,13 @@ function sendProblem(
   const unparsable = error instanceof UnparsableBody;
   const problem = problemFor(unparsable ? error.cause : error, log);
   const body = JSON.stringify(problemBody(problem, request.url ?? ''));
-  const headers = ['content-type', PROBLEM_TYPE, 'content-length', String(Buffer.byteLength(body))];
+  const headers = [
+    'content-type',
+    PROBLEM_TYPE,
+    'content-length',
+    String(Buffer.byteLength(body)),
+    ...NO_SNIFF,
+  ];
   // Fastify closes the connection after a body it could not parse, as the client may send more.
   if (unparsable) headers.push('connection', 'close');
   if (problem.retryAfterSeconds !== undefined)

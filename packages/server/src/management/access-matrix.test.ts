@@ -184,6 +184,10 @@ const ROUTES: Record<string, RouteClass> = {
   // People and sign-in (design record 022).
   'GET /api/v1/me/sessions': { minimum: 'user' },
   'DELETE /api/v1/me/sessions/{id}': { minimum: 'user' },
+  'POST /api/v1/me/password': {
+    minimum: 'user',
+    body: { currentPassword: 'not the password', newPassword: 'a fresh and long passphrase' },
+  },
   'GET /api/v1/orgs/{org}/members': { minimum: 'Viewer' },
   'GET /api/v1/orgs/{org}/members/{userId}': { minimum: 'Viewer' },
   'PATCH /api/v1/orgs/{org}/members/{userId}': { minimum: 'Admin', body: { role: 'Viewer' } },

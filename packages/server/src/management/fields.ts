@@ -18,6 +18,17 @@ export const KeySchema = Type.String({
   },
 });
 
+/**
+ * A link a person opens from the console (e.g. a flag's removal pull request): `http:` or
+ * `https:` only, so that no `javascript:` or `data:` link is ever stored.
+ */
+export const WebLinkSchema = Type.String({
+  format: 'uri',
+  maxLength: 2000,
+  pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+  errorMessage: { pattern: 'must be an http:// or https:// URL' },
+});
+
 export const NameSchema = Type.String({ minLength: 1, maxLength: 200 });
 export const DescriptionSchema = Type.Union([Type.String({ maxLength: 2000 }), Type.Null()]);
 export const NullableString = Type.Union([Type.String(), Type.Null()]);

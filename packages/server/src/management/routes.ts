@@ -13,6 +13,7 @@ import { registerVariationRoutes } from './flags/variations.js';
 import { registerInvitationRoutes } from './invitations/routes.js';
 import { registerMemberRoutes } from './members/routes.js';
 import { registerMeRoutes } from './me/routes.js';
+import { registerMyPasswordRoutes } from './me/password.js';
 import { registerMySessionRoutes } from './me/sessions.js';
 import { registerOrgRoutes } from './orgs/routes.js';
 import { registerProjectRoutes } from './projects/routes.js';
@@ -54,6 +55,7 @@ export function registerManagementApi(
   registerFlagsAsCodeRoutes(app, services);
   // People and sign-in (design record 022).
   registerMySessionRoutes(app, services);
+  registerMyPasswordRoutes(app, services);
   registerMemberRoutes(app, services);
   registerInvitationRoutes(app, services);
   registerSsoConnectionRoutes(app, services);

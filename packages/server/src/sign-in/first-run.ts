@@ -122,7 +122,11 @@ export function registerFirstRunRoutes(app: App, services: Services): void {
         );
       }
       const body = request.body;
-      const passwordHash = await hashPassword(body.password);
+      const passwordHash = await hashPassword(body.password, 'password', [
+        body.email,
+        body.name,
+        body.orgName,
+      ]);
       const now = services.clock.now();
       const org = { id: uuid(), slug: body.orgSlug };
       const outcome = await services.db.transaction().execute(async (trx) => {

@@ -1,50 +1,16 @@
 import { Type } from 'typebox';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { App } from '../http/app-instance.js';
-import { passwordMatches } from '../auth/passwords.js';
+import { checkPasswordsEnabled, passwordMatches } from '../auth/passwords.js';
 import { hashSecret } from '../auth/secrets.js';
 import { checkCsrf, clearSessionCookies, SESSION_COOKIE, startSession } from '../auth/sessions.js';
 import { ApiError } from '../http/errors.js';
 import type { Services } from '../services.js';
 
-/** A client IP may fail this many times the per-address allowance (many people share one NAT). */
-const IP_ALLOWANCE = 10;
-
 /**
  * Browser sign-in under `/auth` (people-and-sign-in.md, Sign-in; design record 022): password
- * and sign-out; single sign-on is in `sso.ts`.
+ * and sign-out; single sign-on is in `sso.ts`, password reset in `password-reset.ts`.
  */
 export function registerSignInRoutes(app: App, services: Services): void {
-  const { attempts } = services.config.signIn;
-  // Failed attempts only: per address, and per client IP with room for a shared office address.
-  const failures = {
-    email: new RateLimiterMemory({ points: attempts.points, duration: attempts.windowSeconds }),
-    ip: new RateLimiterMemory({
-      points: attempts.points * IP_ALLOWANCE,
-      duration: attempts.windowSeconds,
-    }),
-  };
-
-  /** @throws ApiError `rate_limited` (429) while the address or the IP has no attempts left. */
-  async function checkAttemptsLeft(email: string, ip: string): Promise<void> {
-    for (const [limiter, key, points] of [
-      [failures.email, email, attempts.points],
-      [failures.ip, ip, attempts.points * IP_ALLOWANCE],
-    ] as const) {
-      const spent = await limiter.get(key);
-      if (spent && spent.consumedPoints >= points) {
-        const retryAfter = Math.max(1, Math.ceil(spent.msBeforeNext / 1000));
-        throw new ApiError('rate_limited', `Too many failed sign-ins. Retry in ${retryAfter} s.`, {
-          retryAfter,
-        });
-      }
-    }
-  }
-
-  async function countFailure(email: string, ip: string): Promise<void> {
-    await Promise.all([failures.email.penalty(email, 1), failures.ip.penalty(ip, 1)]);
-  }
-
   app.post(
     '/password',
     {
@@ -60,22 +26,18 @@ export function registerSignInRoutes(app: App, services: Services): void {
       },
     },
     async (request, reply) => {
-      if (!services.config.signIn.passwordEnabled)
-        throw new ApiError(
-          'sign_in_disabled',
-          'Password sign-in is switched off on this instance.',
-        );
+      checkPasswordsEnabled(services.config);
       const email = request.body.email.toLowerCase();
-      await checkAttemptsLeft(email, request.ip);
+      // Counted before the check, so that parallel guesses cannot pass the limit.
+      await services.attempts.take('password', email, request.ip);
       const user = await services.db
         .selectFrom('users')
         .select(['id', 'password_hash'])
         .where('email', '=', email)
         .executeTakeFirst();
-      if (!(await passwordMatches(request.body.password, user?.password_hash ?? null)) || !user) {
-        await countFailure(email, request.ip);
+      if (!(await passwordMatches(request.body.password, user?.password_hash ?? null)) || !user)
         throw new ApiError('unauthorized', 'The e-mail address or the password is wrong.');
-      }
+      await services.attempts.forgive('password', email);
       const now = services.clock.now();
       await services.db.transaction().execute(async (trx) => {
         await startSession(trx, services.config, reply, {

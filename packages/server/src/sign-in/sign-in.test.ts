@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { bootstrap } from '../management/orgs/bootstrap.js';
 import {
   call,
@@ -225,6 +227,43 @@ describe('sign-in input', () => {
       body: { email: 'a\u0000@b.test', password: 'whatever whatever' },
     });
     expect(nul.status).toBe(400);
+    await vexil.close();
+  });
+});
+
+const REDIS_URL = process.env.VEXIL_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+describe.each([
+  { store: 'sqlite', dialect: 'sqlite', redisUrl: null },
+  { store: 'postgres', dialect: 'postgres', redisUrl: null },
+  { store: 'redis', dialect: 'sqlite', redisUrl: REDIS_URL },
+] as const)('password attempts in parallel, counted in $store', ({ dialect, redisUrl }) => {
+  it('cannot pass the limit: some are 429, and the right password after the limit does not sign in', async () => {
+    if (redisUrl) {
+      // Redis keeps its counts between runs: this test's client IP starts afresh.
+      const redis = new Redis(redisUrl);
+      await redis.del('vexil:attempts:ip:password:127.0.0.1');
+      redis.disconnect();
+    }
+    const vexil = await createTestVexil(dialect, { config: { redisUrl } });
+    const email = `victim-${randomUUID()}@acme.test`;
+    await bootstrap(vexil.services.db, {
+      slug: 'acme',
+      email,
+      password: PASSWORD,
+      plan: 'Enterprise',
+      now: new Date(),
+    });
+    const attempts = Array.from({ length: 30 }, (_, i) =>
+      call(vexil, 'POST', '/auth/password', {
+        body: { email, password: i === 29 ? PASSWORD : `wrong guess number ${i}` },
+      }),
+    );
+    const statuses = (await Promise.all(attempts)).map((response) => response.status);
+    expect(statuses.filter((status) => status === 401)).toHaveLength(10);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(20);
+    expect(statuses[29]).toBe(429);
+    expect(await vexil.services.db.selectFrom('sessions').selectAll().execute()).toEqual([]);
     await vexil.close();
   });
 });

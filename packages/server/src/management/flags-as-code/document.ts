@@ -1,6 +1,13 @@
 import { CONDITION_OPERATORS } from '@vexil/engine';
 import { Type, type Static } from 'typebox';
-import { ColorSchema, DescriptionSchema, KeySchema, NameSchema, Timestamp } from '../fields.js';
+import {
+  ColorSchema,
+  DescriptionSchema,
+  KeySchema,
+  NameSchema,
+  Timestamp,
+  WebLinkSchema,
+} from '../fields.js';
 import { FLAG_TYPES, FlagMetadataSchema, STRATEGIES } from '../flags/schemas.js';
 import { LOGICAL_OPERATORS } from '../targeting/conditions.js';
 
@@ -133,7 +140,7 @@ export const DocumentFlag = Type.Object(
     ),
     metadata: Type.Optional(FlagMetadataSchema),
     expiresAtUtc: Nullable(Timestamp),
-    removalPrUrl: Nullable(Type.String({ format: 'uri', maxLength: 2000 })),
+    removalPrUrl: Nullable(WebLinkSchema),
     salt: Type.Optional(
       Type.String({
         minLength: 1,

@@ -66,6 +66,29 @@ describe.each(testDialects())('flags on %s', (dialect) => {
     }
   });
 
+  it('removalPrUrl takes http(s) links only: javascript: and data: are 400 naming the field', async () => {
+    for (const url of ['javascript:alert(1)', 'JavaScript://%0aalert(1)', 'data:text/html,x']) {
+      const created = await call(vexil, 'POST', `${base}/flags`, {
+        token: org.token,
+        body: { key: 'link-flag', name: 'Link', removalPrUrl: url },
+      });
+      expect(created.status, url).toBe(400);
+      expect(created.body.fields.removalPrUrl).toContain('must be an http:// or https:// URL');
+      const patched = await call(vexil, 'PATCH', `${base}/flags/new-checkout`, {
+        token: org.token,
+        body: { removalPrUrl: url },
+      });
+      expect(patched.status, url).toBe(400);
+      expect(patched.body.fields).toHaveProperty('removalPrUrl');
+    }
+    const linked = await call(vexil, 'PATCH', `${base}/flags/new-checkout`, {
+      token: org.token,
+      body: { removalPrUrl: 'https://github.com/acme/web/pull/42' },
+    });
+    expect(linked.status, linked.text).toBe(200);
+    expect(linked.body.removalPrUrl).toBe('https://github.com/acme/web/pull/42');
+  });
+
   it('a duplicate flag key is 409 conflict naming the field', async () => {
     const response = await call(vexil, 'POST', `${base}/flags`, {
       token: org.token,

@@ -6,7 +6,14 @@ import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs, type OrgAccess } from '../access.js';
 import { actionsFor } from '../actions.js';
-import { DescriptionSchema, KeySchema, NameSchema, Timestamp, Uuid } from '../fields.js';
+import {
+  DescriptionSchema,
+  KeySchema,
+  NameSchema,
+  Timestamp,
+  Uuid,
+  WebLinkSchema,
+} from '../fields.js';
 import { deleteUnlessReferenced } from '../deletion.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { checkVariationValue, defaultOffVariation } from './configuration.js';
@@ -30,7 +37,7 @@ const TagsSchema = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
   maxItems: 50,
   uniqueItems: true,
 });
-const UrlSchema = Type.Union([Type.String({ format: 'uri', maxLength: 2000 }), Type.Null()]);
+const UrlSchema = Type.Union([WebLinkSchema, Type.Null()]);
 
 const VariationInput = Type.Object(
   {

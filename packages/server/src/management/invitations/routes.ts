@@ -126,14 +126,19 @@ export function registerInvitationRoutes(app: App, services: Services): void {
         return invitation;
       });
       const url = acceptUrl(services, token);
+      const inviter =
+        access.caller.name ?? (access.caller.type === 'user' ? access.caller.email : '');
       services.mailer?.send({
-        invitationId: row.id,
+        about: `invitation ${row.id}`,
         to: email,
-        organizationName: access.org.name,
-        inviter: access.caller.name ?? (access.caller.type === 'user' ? access.caller.email : ''),
-        role,
-        acceptUrl: url,
-        expiresAt: row.expires_at,
+        subject: `You are invited to ${access.org.name} on Vexil`,
+        text: [
+          `${inviter} invited you to the organization ${access.org.name} on Vexil, as ${role}.`,
+          '',
+          `Accept the invitation: ${url}`,
+          '',
+          `The link works once and expires at ${row.expires_at}.`,
+        ].join('\n'),
       });
       return reply.status(201).send({
         ...invitationBody(access.role, row),
@@ -271,7 +276,10 @@ export function registerInvitationRoutes(app: App, services: Services): void {
         if (request.body.name === undefined) throw invalidField('name', 'is required to sign up');
         if (request.body.password === undefined)
           throw invalidField('password', 'is required to sign up');
-        passwordHash = await hashPassword(request.body.password);
+        passwordHash = await hashPassword(request.body.password, 'password', [
+          invitation.email,
+          request.body.name,
+        ]);
       }
       const userId = caller?.id ?? uuid();
       const actor = caller

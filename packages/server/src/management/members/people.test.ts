@@ -1,6 +1,3 @@
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   call,
@@ -13,6 +10,7 @@ import {
   type TestResponse,
   type TestVexil,
 } from '../../test-support/harness.js';
+import { startMailbox, type Mailbox } from '../../test-support/mailbox.js';
 
 /** The session cookie a response set, as a console request sends it back (with its Origin). */
 function sessionOf(vexil: TestVexil, response: TestResponse): Record<string, string> {
@@ -28,45 +26,21 @@ describe.each(testDialects())('members and invitations on %s', (dialect) => {
   const clock = new TestClock();
   let vexil: TestVexil;
   let org: Awaited<ReturnType<typeof createOrg>>;
-  const mails: { to: string; body: string }[] = [];
-  let smtp: SMTPServer;
+  let mailbox: Mailbox;
 
   beforeAll(async () => {
     // A real SMTP server receives the invitations.
-    smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS'],
-      onData(stream, session, callback) {
-        const chunks: Buffer[] = [];
-        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-        stream.on('end', () => {
-          mails.push({
-            to: session.envelope.rcptTo.map((rcpt) => rcpt.address).join(','),
-            // The text part is quoted-printable: undo soft line breaks and escapes.
-            body: Buffer.concat(chunks)
-              .toString('utf8')
-              .replace(/=\r\n/g, '')
-              .replace(/=([0-9A-F]{2})/g, (_, hex: string) =>
-                String.fromCharCode(parseInt(hex, 16)),
-              ),
-          });
-          callback();
-        });
-      },
-    });
-    smtp.listen(0, '127.0.0.1');
-    await once(smtp.server, 'listening');
-    const { port } = smtp.server.address() as AddressInfo;
+    mailbox = await startMailbox();
     vexil = await createTestVexil(dialect, {
       clock,
-      env: { VEXIL_SMTP_URL: `smtp://127.0.0.1:${port}`, VEXIL_SMTP_FROM: 'vexil@acme.test' },
+      env: { VEXIL_SMTP_URL: mailbox.url, VEXIL_SMTP_FROM: 'vexil@acme.test' },
     });
     org = await createOrg(vexil);
     await createProjectWithFlag(vexil, org);
   });
   afterAll(async () => {
     await vexil.close();
-    await new Promise<void>((resolve) => smtp.close(() => resolve()));
+    await mailbox.close();
   });
 
   const invite = (body: Record<string, unknown>, token = org.token) =>
@@ -86,8 +60,10 @@ describe.each(testDialects())('members and invitations on %s', (dialect) => {
     expect(pending.text).not.toContain(token);
 
     // The e-mail arrives off the request path, with the link in it.
-    await expect.poll(() => mails.find((mail) => mail.to === 'ada@acme.test')).toBeDefined();
-    expect(mails.find((mail) => mail.to === 'ada@acme.test')!.body).toContain(token);
+    await expect
+      .poll(() => mailbox.mails.find((mail) => mail.to === 'ada@acme.test'))
+      .toBeDefined();
+    expect(mailbox.mails.find((mail) => mail.to === 'ada@acme.test')!.body).toContain(token);
 
     const shortPassword = await call(vexil, 'POST', '/api/v1/invitations/accept', {
       body: { token, name: 'Ada', password: 'short' },

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import { hashPassword } from '../../auth/passwords.js';
+import { endSessions } from '../../auth/sessions.js';
 import { issueToken } from '../../auth/tokens.js';
 import type { Plan, Schema } from '../../db/schema.js';
 
@@ -14,8 +15,8 @@ export interface BootstrapResult {
 /**
  * Creates the organization (if absent, with `plan`), the user (if absent), makes the user the
  * org's Owner and issues them a new personal access token; with `password`, also sets the user's
- * password for browser sign-in. Idempotent apart from the token.
- * @throws ApiError `validation_failed` when the password is too short.
+ * password for browser sign-in, which ends their sessions. Idempotent apart from the token.
+ * @throws ApiError `validation_failed` when the password is too short or too easy to guess.
  */
 export async function bootstrap(
   db: Kysely<Schema>,
@@ -25,7 +26,7 @@ export async function bootstrap(
   const passwordHash =
     input.password === undefined
       ? undefined
-      : await hashPassword(input.password, '--password-stdin');
+      : await hashPassword(input.password, '--password-stdin', [input.email, input.name]);
   return db.transaction().execute(async (trx) => {
     let org = await trx
       .selectFrom('organizations')
@@ -60,12 +61,14 @@ export async function bootstrap(
         .values({ ...user, name: input.name ?? null, email_verified: 0, created_at: now })
         .execute();
     }
-    if (passwordHash !== undefined)
+    if (passwordHash !== undefined) {
       await trx
         .updateTable('users')
         .set({ password_hash: passwordHash })
         .where('id', '=', user.id)
         .execute();
+      await endSessions(trx, user.id, input.now);
+    }
     const membership = await trx
       .selectFrom('memberships')
       .select('role')

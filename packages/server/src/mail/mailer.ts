@@ -1,26 +1,26 @@
 import { createTransport, type Transporter } from 'nodemailer';
 
-/** One invitation e-mail. `acceptUrl` holds the secret: it goes into the message and nowhere else. */
-export interface InvitationMail {
-  invitationId: string;
+/**
+ * One e-mail. Its text may hold a secret link (an invitation, a password reset): it goes into the
+ * message and nowhere else; `about` names it in logs instead (e.g. `invitation <id>`).
+ */
+export interface Mail {
+  about: string;
   to: string;
-  organizationName: string;
-  inviter: string;
-  role: string;
-  acceptUrl: string;
-  expiresAt: string;
+  subject: string;
+  text: string;
 }
 
 /** Delays before each retry of a failed send (ms): four attempts over about six minutes. */
 const RETRY_DELAYS_MS = [5_000, 60_000, 300_000];
 
 /**
- * Sends invitation e-mails over SMTP (`VEXIL_SMTP_URL`) with nodemailer, off the request path:
- * {@link send} returns at once, and a failed send is retried, then logged (without the link).
- * Pending retries live in memory: a restart drops them, and the inviter still holds the link
- * (design record 022).
+ * Sends e-mails (invitations, password resets) over SMTP (`VEXIL_SMTP_URL`) with nodemailer, off
+ * the request path: {@link send} returns at once, and a failed send is retried, then logged
+ * (without the text). Pending retries live in memory: a restart drops them (design records 022
+ * and 034).
  */
-export class InvitationMailer {
+export class Mailer {
   private readonly transport: Transporter;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly sending = new Set<Promise<void>>();
@@ -28,9 +28,9 @@ export class InvitationMailer {
   constructor(
     smtpUrl: string,
     private readonly from: string,
-    /** Told of each failed attempt (`willRetry` false after the last); never given the link. */
+    /** Told of each failed attempt (`willRetry` false after the last); never given the text. */
     private readonly onFailure: (
-      failure: { invitationId: string; attempt: number; willRetry: boolean },
+      failure: { about: string; attempt: number; willRetry: boolean },
       error: unknown,
     ) => void,
     private readonly retryDelaysMs: readonly number[] = RETRY_DELAYS_MS,
@@ -39,28 +39,22 @@ export class InvitationMailer {
   }
 
   /** Queues `mail`; never throws. */
-  send(mail: InvitationMail, attempt = 0): void {
+  send(mail: Mail, attempt = 0): void {
     const sending = this.attempt(mail, attempt).finally(() => this.sending.delete(sending));
     this.sending.add(sending);
   }
 
-  private async attempt(mail: InvitationMail, attempt: number): Promise<void> {
+  private async attempt(mail: Mail, attempt: number): Promise<void> {
     try {
       await this.transport.sendMail({
         from: this.from,
         to: mail.to,
-        subject: `You are invited to ${mail.organizationName} on Vexil`,
-        text: [
-          `${mail.inviter} invited you to the organization ${mail.organizationName} on Vexil, as ${mail.role}.`,
-          '',
-          `Accept the invitation: ${mail.acceptUrl}`,
-          '',
-          `The link works once and expires at ${mail.expiresAt}.`,
-        ].join('\n'),
+        subject: mail.subject,
+        text: mail.text,
       });
     } catch (error) {
       const delay = this.retryDelaysMs[attempt];
-      const failure = { invitationId: mail.invitationId, attempt: attempt + 1 };
+      const failure = { about: mail.about, attempt: attempt + 1 };
       this.onFailure({ ...failure, willRetry: delay !== undefined }, error);
       if (delay === undefined) return;
       const timer = setTimeout(() => {
