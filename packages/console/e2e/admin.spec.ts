@@ -162,19 +162,39 @@ test('segments: the rule editor’s conditions, where each is used, refusal in w
   const dialog = page.getByRole('dialog', { name: 'New segment' });
   await dialog.getByLabel('Key').fill('beta testers');
   await dialog.getByLabel('Name').fill('Beta testers');
-  await dialog.getByLabel('Attribute, condition 1').fill('email');
-  await dialog.getByLabel('Operator, condition 1').selectOption('EndsWith');
-  await dialog.getByLabel('Values, condition 1').fill('@acme.test');
+  await dialog
+    .getByRole('group', { name: 'Condition 1', exact: true })
+    .getByLabel('Attribute')
+    .fill('email');
+  await dialog
+    .getByRole('group', { name: 'Condition 1', exact: true })
+    .getByLabel('Operator')
+    .selectOption('EndsWith');
+  await dialog
+    .getByRole('group', { name: 'Condition 1', exact: true })
+    .getByLabel('Values')
+    .fill('@acme.test');
   await dialog.getByRole('button', { name: 'Add condition' }).click();
-  await dialog.getByLabel('Attribute, condition 2').fill('plan');
-  await dialog.getByLabel('Operator, condition 2').selectOption('In');
-  await dialog.getByLabel('Values, condition 2').fill('pro\nteam');
+  await dialog
+    .getByRole('group', { name: 'Condition 2', exact: true })
+    .getByLabel('Attribute')
+    .fill('plan');
+  await dialog
+    .getByRole('group', { name: 'Condition 2', exact: true })
+    .getByLabel('Operator')
+    .selectOption('In');
+  await dialog
+    .getByRole('group', { name: 'Condition 2', exact: true })
+    .getByLabel('Values')
+    .fill('pro\nteam');
   await dialog.getByLabel('The segment matches when').selectOption('Or');
   await expectAccessible(page);
   await dialog.getByRole('button', { name: 'Create segment' }).click();
   // The key's mistake is shown at the key; the conditions typed stay.
   await expect(dialog.getByLabel('Key')).toHaveAccessibleDescription(/must/);
-  await expect(dialog.getByLabel('Values, condition 2')).toHaveValue('pro\nteam');
+  await expect(
+    dialog.getByRole('group', { name: 'Condition 2', exact: true }).getByLabel('Values'),
+  ).toHaveValue('pro\nteam');
   await dialog.getByLabel('Key').fill('beta-testers');
   await dialog.getByRole('button', { name: 'Create segment' }).click();
   await expect(dialog).toBeHidden();
@@ -210,7 +230,9 @@ test('segments: the rule editor’s conditions, where each is used, refusal in w
 
   await page.getByRole('button', { name: 'Edit segment' }).click();
   const edit = page.getByRole('dialog', { name: 'Edit Beta testers' });
-  await expect(edit.getByLabel('Values, condition 2')).toHaveValue('pro\nteam');
+  await expect(
+    edit.getByRole('group', { name: 'Condition 2', exact: true }).getByLabel('Values'),
+  ).toHaveValue('pro\nteam');
   await edit.getByLabel('Name').fill('Early adopters');
   await edit.getByRole('button', { name: 'Remove condition 2' }).click();
   await edit.getByRole('button', { name: 'Save segment' }).click();

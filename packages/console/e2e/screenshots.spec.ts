@@ -96,7 +96,9 @@ test('screenshots of the administration pages, light and dark', async ({ page })
     await page.goto(`${base}/segments/staff`);
     await expect(page.getByRole('heading', { name: 'Staff', level: 1 })).toBeVisible();
     await page.getByRole('button', { name: 'Edit segment' }).click();
-    await expect(page.getByLabel('Attribute, condition 1')).toHaveValue('email');
+    await expect(
+      page.getByRole('group', { name: 'Condition 1', exact: true }).getByLabel('Attribute'),
+    ).toHaveValue('email');
     await page.screenshot({ path: `${IMAGES}segment-${scheme}.png` });
     await page.keyboard.press('Escape');
 

@@ -4,22 +4,7 @@ import { api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { percentageOf } from './PercentageControl';
 import { RuleEditor } from './RuleEditor';
-
-/** How a rule reads in the list: "country In DE, AT and plan Equals pro". */
-export function describeRule(rule: Rule, segments: readonly Segment[]): string {
-  const groups = rule.conditionGroups.map((group) =>
-    group.conditions
-      .map((c) => `${c.attribute} ${c.negate ? 'not ' : ''}${c.operator} ${c.values.join(', ')}`)
-      .join(group.operator === 'And' ? ' and ' : ' or '),
-  );
-  const segment = segments.find((s) => s.id === rule.userSegmentId);
-  return [
-    segment ? `in segment ${segment.name ?? segment.key}` : '',
-    ...groups.map((g) => `(${g})`),
-  ]
-    .filter(Boolean)
-    .join(' and ');
-}
+import { describeRule } from './sentence';
 
 /**
  * The environment's targeting rules in evaluation order (journey 3): drag a rule, or use its

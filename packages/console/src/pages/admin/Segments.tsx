@@ -267,8 +267,7 @@ function SegmentDialog(props: { org: string; project: string; segment?: Segment 
           onChange={(group) => setDraft({ ...draft, group })}
           path="conditions"
           operatorLabel="The segment matches when"
-          describe={(c) => `condition ${c + 1}`}
-          conditionGroupLabel={(c) => `Condition ${c + 1}`}
+          conditionLabel={(c) => `Condition ${c + 1}`}
           addLabel="Add condition"
           problemAt={save.problemAt}
         />
