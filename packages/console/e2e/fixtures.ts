@@ -41,9 +41,15 @@ export async function apiCall<T>(method: string, path: string, body?: unknown): 
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
-/** Fails on serious or critical axe-core violations of the page as it is now. */
+/**
+ * Fails on serious or critical axe-core violations of the page as it is now, with the
+ * experimental `label-content-name-mismatch` (WCAG 2.5.3: a control's name contains its visible
+ * text, so speech users can say what they see) enabled.
+ */
 export async function expectAccessible(page: Page): Promise<void> {
-  const { violations } = await new AxeBuilder({ page }).analyze();
+  const { violations } = await new AxeBuilder({ page })
+    .options({ rules: { 'label-content-name-mismatch': { enabled: true } } })
+    .analyze();
   const severe = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   expect(
     severe.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),

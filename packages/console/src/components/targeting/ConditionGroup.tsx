@@ -134,23 +134,25 @@ export function ConditionGroupEditor(props: {
                 />
               )}
             </Labelled>
-            <label className="check">
-              <input
-                type="checkbox"
-                checked={condition.negate}
-                onChange={(event) => set({ negate: event.target.checked })}
-              />
-              Negate
-            </label>
-            <button
-              type="button"
-              className="quiet"
-              onClick={() =>
-                onChange({ ...group, conditions: group.conditions.filter((_, i) => i !== c) })
-              }
-            >
-              Remove {name.toLowerCase()}
-            </button>
+            <div className="row">
+              <label className="check">
+                <input
+                  type="checkbox"
+                  checked={condition.negate}
+                  onChange={(event) => set({ negate: event.target.checked })}
+                />
+                Negate
+              </label>
+              <button
+                type="button"
+                className="quiet"
+                onClick={() =>
+                  onChange({ ...group, conditions: group.conditions.filter((_, i) => i !== c) })
+                }
+              >
+                Remove {name.toLowerCase()}
+              </button>
+            </div>
           </div>
         );
       })}

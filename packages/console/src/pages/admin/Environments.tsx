@@ -5,6 +5,7 @@ import type { Environment } from '../../api/types';
 import { ActionsTableHead } from '../../components/ActionsTableHead';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { Field } from '../../components/Field';
+import { KeyNameFields } from '../../components/KeyNameFields';
 import { FormDialog } from '../../components/FormDialog';
 import { useFormMutation } from '../../components/useFormMutation';
 import { useResourceActions } from '../../components/useResourceActions';
@@ -141,7 +142,7 @@ function EnvironmentRow(props: {
                 disabled={props.first || props.moving}
                 onClick={() => props.onMove(-1)}
               >
-                Move up
+                Up
               </button>
               <button
                 type="button"
@@ -150,7 +151,7 @@ function EnvironmentRow(props: {
                 disabled={props.last || props.moving}
                 onClick={() => props.onMove(1)}
               >
-                Move down
+                Down
               </button>
               <EnvironmentDialog org={org} project={project} environment={environment} />
             </>
@@ -221,22 +222,12 @@ function EnvironmentDialog(props: {
       confirmLabel={environment ? 'Save environment' : 'Create environment'}
       onOpen={() => setDraft(initial())}
     >
-      {!environment && (
-        <Field
-          label="Key"
-          required
-          autoComplete="off"
-          value={draft.key}
-          onChange={(event) => setDraft({ ...draft, key: event.target.value })}
-          hint="Letters, digits, '.', '_' and '-'; what SDK configuration names."
-          error={save.problemAt('key')}
-        />
-      )}
-      <Field
-        label="Name"
-        value={draft.name}
-        onChange={(event) => setDraft({ ...draft, name: event.target.value })}
-        error={save.problemAt('name')}
+      <KeyNameFields
+        withKey={!environment}
+        keyHint="Letters, digits, '.', '_' and '-'; what SDK configuration names."
+        draft={draft}
+        onChange={setDraft}
+        problemAt={save.problemAt}
       />
       <Field
         label="Colour"

@@ -4,7 +4,7 @@ import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../../api/client';
 import type { Segment } from '../../api/types';
 import { ConfirmButton } from '../../components/ConfirmButton';
-import { Field } from '../../components/Field';
+import { KeyNameFields } from '../../components/KeyNameFields';
 import { FormDialog } from '../../components/FormDialog';
 import {
   ConditionGroupEditor,
@@ -240,26 +240,7 @@ function SegmentDialog(props: { org: string; project: string; segment?: Segment 
       confirmLabel={segment ? 'Save segment' : 'Create segment'}
       onOpen={() => setDraft(draftOf(segment))}
     >
-      <Field
-        label="Key"
-        required
-        autoComplete="off"
-        value={draft.key}
-        onChange={(event) => setDraft({ ...draft, key: event.target.value })}
-        error={save.problemAt('key')}
-      />
-      <Field
-        label="Name"
-        value={draft.name}
-        onChange={(event) => setDraft({ ...draft, name: event.target.value })}
-        error={save.problemAt('name')}
-      />
-      <Field
-        label="Description"
-        value={draft.description}
-        onChange={(event) => setDraft({ ...draft, description: event.target.value })}
-        error={save.problemAt('description')}
-      />
+      <KeyNameFields draft={draft} onChange={setDraft} problemAt={save.problemAt} />
       <fieldset className="group">
         <legend>Conditions</legend>
         <ConditionGroupEditor
