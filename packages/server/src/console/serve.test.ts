@@ -18,6 +18,7 @@ describe('the console is served pre-compressed (design record 037)', () => {
   const script = 'console.log("a script long enough to be worth compressing");\n'.repeat(50);
   mkdirSync(join(directory, 'assets'));
   writeFileSync(join(directory, 'index.html'), '<!doctype html><title>Vexil</title>');
+  writeFileSync(join(directory, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
   writeFileSync(join(directory, 'assets/index-abc123.js'), script);
   writeFileSync(join(directory, 'assets/index-abc123.js.br'), brotliCompressSync(script));
   writeFileSync(join(directory, 'assets/index-abc123.js.gz'), gzipSync(script));
@@ -62,6 +63,16 @@ describe('the console is served pre-compressed (design record 037)', () => {
     expect(response.headers['cache-control']).toBe('no-cache');
     expect(response.headers['content-encoding']).toBeUndefined();
     expect(response.body).toContain('<title>Vexil</title>');
+  });
+
+  it('answers /favicon.ico with the SVG icon', async () => {
+    const app = await consoleApp(directory);
+    const ico = await app.inject({ url: '/favicon.ico' });
+    expect(ico.statusCode).toBe(301);
+    expect(ico.headers['location']).toBe('/favicon.svg');
+    const svg = await app.inject({ url: '/favicon.svg' });
+    expect(svg.statusCode).toBe(200);
+    expect(svg.headers['content-type']).toMatch(/^image\/svg\+xml/);
   });
 
   // The built console (the root `npm test` builds it first): what a first visit downloads.

@@ -60,6 +60,10 @@ export async function registerConsole(app: App, directory = CONSOLE_DIST): Promi
         if (asset) response.setHeader('vary', 'accept-encoding');
       },
     });
+    // Browsers and crawlers that ask for the conventional icon get the console's SVG one.
+    console.get('/favicon.ico', { schema: { hide: true } }, (_request, reply) =>
+      reply.redirect('/favicon.svg', 301),
+    );
     for (const route of CLIENT_ROUTES)
       console.get(route, { schema: { hide: true } }, (_request, reply) =>
         reply.sendFile('index.html'),
