@@ -1,6 +1,11 @@
+import type { Locator } from '@playwright/test';
 import { apiCall, expect, expectAccessible, server, signIn, test } from './fixtures';
 
 const PROJECT = '/api/v1/orgs/acme/projects/web';
+
+/** Condition `c` of group `g` in a rule editor (both 1-based), as its group is named. */
+const condition = (editor: Locator, g: number, c: number) =>
+  editor.getByRole('group', { name: `Condition ${c} of group ${g}` });
 
 test('target a flag, reorder its rules, roll it out, and the playground agrees with the SDK API', async ({
   page,
@@ -16,27 +21,12 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   await page.getByRole('button', { name: 'Add rule' }).click();
   let editor = page.getByRole('dialog', { name: 'New rule in Production' });
   await editor.getByLabel('Description').fill('Germans on pro');
-  await editor
-    .getByRole('group', { name: 'Condition 1 of group 1' })
-    .getByLabel('Attribute')
-    .fill('country');
-  await editor
-    .getByRole('group', { name: 'Condition 1 of group 1' })
-    .getByLabel('Operator')
-    .selectOption('In');
-  await editor
-    .getByRole('group', { name: 'Condition 1 of group 1' })
-    .getByLabel('Values')
-    .fill('DE\nAT');
+  await condition(editor, 1, 1).getByLabel('Attribute').fill('country');
+  await condition(editor, 1, 1).getByLabel('Operator').selectOption('In');
+  await condition(editor, 1, 1).getByLabel('Values').fill('DE\nAT');
   await editor.getByRole('button', { name: 'Add condition group' }).click();
-  await editor
-    .getByRole('group', { name: 'Condition 1 of group 2' })
-    .getByLabel('Attribute')
-    .fill('plan');
-  await editor
-    .getByRole('group', { name: 'Condition 1 of group 2' })
-    .getByLabel('Values')
-    .fill('pro');
+  await condition(editor, 2, 1).getByLabel('Attribute').fill('plan');
+  await condition(editor, 2, 1).getByLabel('Values').fill('pro');
   await editor.getByLabel('Serve').selectOption({ label: 'Off' });
   await editor.getByLabel('Rollout percentage').fill('12.5');
   await expect(editor.getByRole('slider', { name: 'Rollout share' })).toHaveAttribute(
@@ -57,14 +47,8 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   await page.getByRole('button', { name: 'Add rule' }).click();
   editor = page.getByRole('dialog', { name: 'New rule' });
   await editor.getByLabel('Description').fill('Pro plan');
-  await editor
-    .getByRole('group', { name: 'Condition 1 of group 1' })
-    .getByLabel('Attribute')
-    .fill('plan');
-  await editor
-    .getByRole('group', { name: 'Condition 1 of group 1' })
-    .getByLabel('Values')
-    .fill('pro');
+  await condition(editor, 1, 1).getByLabel('Attribute').fill('plan');
+  await condition(editor, 1, 1).getByLabel('Values').fill('pro');
   await editor.getByRole('button', { name: 'Save rule' }).click();
   await expect(page.getByRole('listitem', { name: 'Rule 2: Pro plan' })).toBeVisible();
 
@@ -151,15 +135,9 @@ test('an invalid regex shows the API message at the field and keeps the typed te
   await page.getByRole('tab', { name: 'Development' }).click();
   await page.getByRole('button', { name: 'Add rule' }).click();
   const editor = page.getByRole('dialog', { name: 'New rule' });
-  await editor
-    .getByRole('group', { name: 'Condition 1 of group 1' })
-    .getByLabel('Attribute')
-    .fill('email');
-  await editor
-    .getByRole('group', { name: 'Condition 1 of group 1' })
-    .getByLabel('Operator')
-    .selectOption('MatchesRegex');
-  const values = editor.getByRole('group', { name: 'Condition 1 of group 1' }).getByLabel('Values');
+  await condition(editor, 1, 1).getByLabel('Attribute').fill('email');
+  await condition(editor, 1, 1).getByLabel('Operator').selectOption('MatchesRegex');
+  const values = condition(editor, 1, 1).getByLabel('Values');
   await values.fill('(unclosed');
   await editor.getByRole('button', { name: 'Save rule' }).click();
 

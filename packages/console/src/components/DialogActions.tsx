@@ -4,7 +4,8 @@ import { AlertDialog, Button, Dialog } from '@radix-ui/themes';
  * The action row at the foot of every dialog: a quiet "Cancel" that closes it, and the confirming
  * button. Without `onConfirm` the confirming button submits the dialog's form; with it, the button
  * calls `onConfirm` (and, in an alert dialog, closes it unless `keepOpen`, so an error can show).
- * Disabled while `busy`. `danger` colours the confirming button red (deletions, revocations).
+ * Disabled while `busy`. `danger` colours the confirming button red (deletions, revocations):
+ * soft, since white on Radix's solid red is under WCAG's 4.5:1 contrast.
  */
 export function DialogActions(props: {
   confirmLabel: string;
@@ -23,6 +24,7 @@ export function DialogActions(props: {
     <Button
       type={onConfirm ? 'button' : 'submit'}
       color={props.danger ? 'red' : undefined}
+      variant={props.danger ? 'soft' : 'solid'}
       disabled={busy}
       onClick={onConfirm}
     >

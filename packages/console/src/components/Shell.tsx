@@ -45,11 +45,10 @@ export function isCritical(environment: Pick<Environment, 'critical'>): boolean 
  */
 export function Shell(props: { org: string; project: string; children: React.ReactNode }) {
   const { org, project } = props;
-  const [, navigate] = useLocation();
+  const [location, navigate] = useLocation();
   const queryClient = useQueryClient();
   const storageKey = `vexil.environment.${org}/${project}`;
   const [chosen, choose] = useState(() => localStorage.getItem(storageKey));
-  const [location] = useLocation();
   const [menuOpen, setMenuOpen] = useState(false);
   const sidebarId = useId();
   useLiveUpdates(org);

@@ -5,6 +5,7 @@ import { api, unwrap } from '../../api/client';
 import type { Segment } from '../../api/types';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { KeyNameFields } from '../../components/KeyNameFields';
+import { describeCondition } from '../../components/targeting/sentence';
 import { FormDialog } from '../../components/FormDialog';
 import {
   ConditionGroupEditor,
@@ -71,19 +72,11 @@ export function Segments({ org, project }: { org: string; project: string }) {
   );
 }
 
-/** The conditions in words: "country In NL, BE and plan Equals pro". */
+/** The conditions in words: "country is one of NL or BE and plan is pro". */
 function ConditionSummary({ segment }: { segment: Segment }) {
   if (segment.conditions.length === 0) return <span className="hint">every context</span>;
   const joiner = segment.conditionLogic === 'And' ? ' and ' : ' or ';
-  return (
-    <span>
-      {segment.conditions
-        .map((c) =>
-          `${c.negate ? 'not ' : ''}${c.attribute} ${c.operator} ${c.values.join(', ')}`.trim(),
-        )
-        .join(joiner)}
-    </span>
-  );
+  return <span>{segment.conditions.map(describeCondition).join(joiner)}</span>;
 }
 
 /** One segment: its conditions, where it is used, and Edit / Delete as `_actions` allow. */
