@@ -252,12 +252,12 @@ function Invitations({ org }: { org: string }) {
             error={invite.problemAt('projectIds')}
             onChange={setProjectIds}
           />
-          <button
+          <Button
             type="submit"
             disabled={invite.isPending || (projectIds !== null && projectIds.length === 0)}
           >
             Invite
-          </button>
+          </Button>
         </form>
       )}
       {sent && (
@@ -366,9 +366,9 @@ function ServiceTokens({ org }: { org: string }) {
           error={create.problemAt('role')}
           onChange={setRole}
         />
-        <button type="submit" disabled={create.isPending}>
+        <Button type="submit" disabled={create.isPending}>
           Create service token
-        </button>
+        </Button>
       </form>
       {create.data && (
         <SecretOnce

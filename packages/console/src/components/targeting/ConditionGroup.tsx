@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { CONDITION_OPERATORS } from '@vexil/engine';
 import { Labelled } from '../Field';
 import { OPERATOR_WORDS } from './sentence';
@@ -143,29 +144,31 @@ export function ConditionGroupEditor(props: {
                 />
                 Negate
               </label>
-              <button
+              <Button
                 type="button"
-                className="quiet"
+                variant="soft"
+                color="gray"
                 onClick={() =>
                   onChange({ ...group, conditions: group.conditions.filter((_, i) => i !== c) })
                 }
               >
                 Remove {name.toLowerCase()}
-              </button>
+              </Button>
             </div>
           </div>
         );
       })}
       <div className="row">
-        <button
+        <Button
           type="button"
-          className="quiet"
+          variant="soft"
+          color="gray"
           onClick={() =>
             onChange({ ...group, conditions: [...group.conditions, emptyCondition()] })
           }
         >
           {props.addLabel}
-        </button>
+        </Button>
         {props.children}
       </div>
     </>

@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -133,15 +134,16 @@ export function RuleEditor(props: {
             addLabel={`Add condition to group ${g + 1}`}
             problemAt={problemAt}
           >
-            <button type="button" className="quiet" onClick={() => setGroup(g, null)}>
+            <Button type="button" variant="soft" color="gray" onClick={() => setGroup(g, null)}>
               Remove group {g + 1}
-            </button>
+            </Button>
           </ConditionGroupEditor>
         </fieldset>
       ))}
-      <button
+      <Button
         type="button"
-        className="quiet"
+        variant="soft"
+        color="gray"
         onClick={() =>
           setDraft({
             ...draft,
@@ -150,7 +152,7 @@ export function RuleEditor(props: {
         }
       >
         Add condition group
-      </button>
+      </Button>
       <Labelled label="Segment" error={problemAt('userSegmentId')}>
         {(id, describedBy) => (
           <select

@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -106,22 +107,24 @@ export function Rules(props: {
               </div>
               {canEdit && (
                 <div className="row">
-                  <button
+                  <Button
                     type="button"
-                    className="quiet"
+                    variant="soft"
+                    color="gray"
                     disabled={index === 0}
                     onClick={() => move(rule.id, index - 1)}
                   >
                     Move rule {index + 1} up
-                  </button>
-                  <button
+                  </Button>
+                  <Button
                     type="button"
-                    className="quiet"
+                    variant="soft"
+                    color="gray"
                     disabled={index === rules.length - 1}
                     onClick={() => move(rule.id, index + 1)}
                   >
                     Move rule {index + 1} down
-                  </button>
+                  </Button>
                   <RuleEditor
                     org={org}
                     project={project}
@@ -131,9 +134,14 @@ export function Rules(props: {
                     segments={segments}
                     label={`Edit rule ${index + 1}`}
                   />
-                  <button type="button" className="quiet" onClick={() => remove.mutate(rule.id)}>
+                  <Button
+                    type="button"
+                    variant="soft"
+                    color="gray"
+                    onClick={() => remove.mutate(rule.id)}
+                  >
                     Delete rule {index + 1}
-                  </button>
+                  </Button>
                 </div>
               )}
             </li>

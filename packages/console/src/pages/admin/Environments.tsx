@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -135,24 +136,26 @@ function EnvironmentRow(props: {
         <div className="row">
           {can('update').allowed && (
             <>
-              <button
+              <Button
                 type="button"
-                className="quiet"
+                variant="soft"
+                color="gray"
                 aria-label={`Move ${name} up`}
                 disabled={props.first || props.moving}
                 onClick={() => props.onMove(-1)}
               >
                 Up
-              </button>
-              <button
+              </Button>
+              <Button
                 type="button"
-                className="quiet"
+                variant="soft"
+                color="gray"
                 aria-label={`Move ${name} down`}
                 disabled={props.last || props.moving}
                 onClick={() => props.onMove(1)}
               >
                 Down
-              </button>
+              </Button>
               <EnvironmentDialog org={org} project={project} environment={environment} />
             </>
           )}
