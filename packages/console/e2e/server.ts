@@ -141,7 +141,8 @@ async function startVexil(
       () => false,
     );
     if (ready) break;
-    if (attempt > 100) throw new Error(`vexil serve on ${kind} did not become ready`);
+    // A minute: on a machine busy with other builds, starting takes over 20 s.
+    if (attempt > 300) throw new Error(`vexil serve on ${kind} did not become ready`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   const created = await fetch(`${url}/api/v1/orgs/acme/projects`, {
