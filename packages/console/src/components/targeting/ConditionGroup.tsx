@@ -121,7 +121,7 @@ export function ConditionGroupEditor(props: {
             </Labelled>
             <Labelled
               label="Values"
-              hint="One per line; any of them matches"
+              hint="One per line"
               error={problemAt(`${at}.values`)}
             >
               {(id, describedBy) => (
