@@ -119,11 +119,7 @@ export function ConditionGroupEditor(props: {
                 </select>
               )}
             </Labelled>
-            <Labelled
-              label="Values"
-              hint="One per line"
-              error={problemAt(`${at}.values`)}
-            >
+            <Labelled label="Values" hint="One per line" error={problemAt(`${at}.values`)}>
               {(id, describedBy) => (
                 <textarea
                   id={id}
