@@ -45,7 +45,8 @@ export async function apiCall<T>(method: string, path: string, body?: unknown): 
 
 /**
  * Fails on serious or critical axe-core violations of the page as it is now, with the
- * experimental `label-content-name-mismatch` rule (WCAG 2.5.3) switched on.
+ * experimental `label-content-name-mismatch` (WCAG 2.5.3: a control's name contains its visible
+ * text, so speech users can say what they see) enabled.
  */
 export async function expectAccessible(page: Page): Promise<void> {
   const { violations } = await new AxeBuilder({ page })

@@ -116,7 +116,7 @@ test('an invited Member accepts in another browser and sees no Admin page', asyn
   // The Owner sees Mia as a Member, limits her to one project, then removes her.
   await expect(page.getByRole('cell', { name: 'Mia (mia@example.com)' })).toBeVisible();
   await expect(page.getByLabel('Role of mia@example.com')).toHaveValue('Member');
-  await page.getByRole('button', { name: 'Projects of mia@example.com' }).click();
+  await page.getByRole('button', { name: 'Change projects of mia@example.com' }).click();
   const projects = page.getByRole('dialog', { name: 'Projects of mia@example.com' });
   await projects.getByLabel('All projects').uncheck();
   await projects.getByLabel('Web shop').check();

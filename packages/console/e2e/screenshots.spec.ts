@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { apiCall, expect, server, signIn, test } from './fixtures';
+import { apiCall, expect, expectAccessible, server, signIn, test } from './fixtures';
 
 // A project of its own, so that flags other tests create stay out of the pictures.
 const PROJECT = '/api/v1/orgs/acme/projects/shop';
@@ -96,7 +96,9 @@ test('screenshots of the administration pages, light and dark', async ({ page })
     await page.goto(`${base}/segments/staff`);
     await expect(page.getByRole('heading', { name: 'Staff', level: 1 })).toBeVisible();
     await page.getByRole('button', { name: 'Edit segment' }).click();
-    await expect(page.getByLabel('Attribute, condition 1')).toHaveValue('email');
+    await expect(
+      page.getByRole('group', { name: 'Condition 1', exact: true }).getByLabel('Attribute'),
+    ).toHaveValue('email');
     await page.screenshot({ path: `${IMAGES}segment-${scheme}.png` });
     await page.keyboard.press('Escape');
 
@@ -116,4 +118,46 @@ test('screenshots of the administration pages, light and dark', async ({ page })
     await page.screenshot({ path: `${IMAGES}audit-log-${scheme}.png` });
   }
   await new Promise((resolve) => receiver.close(resolve));
+});
+
+/**
+ * At 390 px (a phone) the side navigation hides behind "Menu" and the pages stay usable and
+ * accessible; the pictures in docs/console.md, light and dark.
+ */
+test('screenshots at 390 px, with the navigation behind Menu, light and dark', async ({ page }) => {
+  const projects = await apiCall<{ items: { key: string }[] }>('GET', '/api/v1/orgs/acme/projects');
+  if (!projects.items.some((p) => p.key === 'shop'))
+    await apiCall('POST', '/api/v1/orgs/acme/projects', { key: 'shop', name: 'Shop' });
+  await apiCall('POST', `${PROJECT}/flags`, { key: 'narrow-checkout', name: 'Narrow checkout' });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await signIn(page);
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.goto(`${server.url}/orgs/acme/projects/shop/flags`);
+    await expect(page.getByRole('link', { name: 'Narrow checkout' })).toBeVisible();
+    const sections = page.getByRole('navigation', { name: 'Sections' });
+    await expect(sections).toBeHidden();
+    await expectAccessible(page);
+    await page.screenshot({ path: `${IMAGES}flags-390-${scheme}.png` });
+
+    const menu = page.getByRole('button', { name: 'Menu' });
+    await menu.click();
+    await expect(menu).toHaveAttribute('aria-expanded', 'true');
+    await expect(sections).toBeVisible();
+    await expectAccessible(page);
+    await page.screenshot({ path: `${IMAGES}menu-390-${scheme}.png` });
+
+    // Opening a page closes the menu.
+    await sections.getByRole('link', { name: 'Segments' }).click();
+    await expect(page.getByRole('heading', { name: 'Segments', level: 1 })).toBeVisible();
+    await expect(sections).toBeHidden();
+    const horizontalScroll = await page.evaluate(
+      () => document.documentElement.scrollWidth > window.innerWidth,
+    );
+    expect(horizontalScroll).toBe(false);
+
+    await page.goto(`${server.url}/orgs/acme/projects/shop/flags/narrow-checkout`);
+    await expect(page.getByRole('heading', { level: 1 })).toBeVisible();
+    await page.screenshot({ path: `${IMAGES}flag-390-${scheme}.png`, fullPage: true });
+  }
 });

@@ -1,6 +1,11 @@
+import type { Locator } from '@playwright/test';
 import { apiCall, expect, expectAccessible, server, signIn, test } from './fixtures';
 
 const PROJECT = '/api/v1/orgs/acme/projects/web';
+
+/** Condition `c` of group `g` in a rule editor (both 1-based), as its group is named. */
+const condition = (editor: Locator, g: number, c: number) =>
+  editor.getByRole('group', { name: `Condition ${c} of group ${g}` });
 
 test('target a flag, reorder its rules, roll it out, and the playground agrees with the SDK API', async ({
   page,
@@ -14,14 +19,14 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
 
   // Rule 1: two condition groups (country in DE or AT) and (plan is pro), serving Off to 12.5%.
   await page.getByRole('button', { name: 'Add rule' }).click();
-  let editor = page.getByRole('dialog', { name: 'New rule' });
+  let editor = page.getByRole('dialog', { name: 'New rule in Production' });
   await editor.getByLabel('Description').fill('Germans on pro');
-  await editor.getByLabel('Attribute, group 1 condition 1').fill('country');
-  await editor.getByLabel('Operator, group 1 condition 1').selectOption('In');
-  await editor.getByLabel('Values, group 1 condition 1').fill('DE\nAT');
+  await condition(editor, 1, 1).getByLabel('Attribute').fill('country');
+  await condition(editor, 1, 1).getByLabel('Operator').selectOption('In');
+  await condition(editor, 1, 1).getByLabel('Values').fill('DE\nAT');
   await editor.getByRole('button', { name: 'Add condition group' }).click();
-  await editor.getByLabel('Attribute, group 2 condition 1').fill('plan');
-  await editor.getByLabel('Values, group 2 condition 1').fill('pro');
+  await condition(editor, 2, 1).getByLabel('Attribute').fill('plan');
+  await condition(editor, 2, 1).getByLabel('Values').fill('pro');
   await editor.getByLabel('Serve').selectOption({ label: 'Off' });
   await editor.getByLabel('Rollout percentage').fill('12.5');
   await expect(editor.getByRole('slider', { name: 'Rollout share' })).toHaveAttribute(
@@ -31,7 +36,7 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   await expectAccessible(page);
   await editor.getByRole('button', { name: 'Save rule' }).click();
   await expect(page.getByRole('listitem', { name: 'Rule 1: Germans on pro' })).toContainText(
-    'serve Off to 12.5%',
+    'If country is one of DE or AT and plan is pro, serve Off to 12.5%',
   );
   const saved = await apiCall<{
     items: { rolloutWeight: number | null; rolloutPercentage: number | null }[];
@@ -42,8 +47,8 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   await page.getByRole('button', { name: 'Add rule' }).click();
   editor = page.getByRole('dialog', { name: 'New rule' });
   await editor.getByLabel('Description').fill('Pro plan');
-  await editor.getByLabel('Attribute, group 1 condition 1').fill('plan');
-  await editor.getByLabel('Values, group 1 condition 1').fill('pro');
+  await condition(editor, 1, 1).getByLabel('Attribute').fill('plan');
+  await condition(editor, 1, 1).getByLabel('Values').fill('pro');
   await editor.getByRole('button', { name: 'Save rule' }).click();
   await expect(page.getByRole('listitem', { name: 'Rule 2: Pro plan' })).toBeVisible();
 
@@ -108,7 +113,7 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   await page.getByLabel('with', { exact: true }).selectOption('production');
   await expect(page.getByRole('row', { name: /^On\/off differs Off On$/ })).toBeVisible();
   await expect(
-    page.getByRole('row', { name: /^Rules differs none 1\. \(plan Equals pro\)/ }),
+    page.getByRole('row', { name: /^Rules differs none 1\. plan is pro/ }),
   ).toBeVisible();
 
   // Promote back: production's configuration copied to development, in one confirmed step.
@@ -117,7 +122,7 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   await page.getByRole('button', { name: 'Copy production to development' }).click();
   await page.getByRole('button', { name: 'Copy to development' }).click();
   await expect(page.getByRole('row', { name: /^On\/off On On$/ })).toBeVisible();
-  await expect(page.getByRole('row', { name: /^Rules 1\. \(plan Equals pro\)/ })).toBeVisible();
+  await expect(page.getByRole('row', { name: /^Rules 1\. plan is pro/ })).toBeVisible();
   const development = await apiCall<{ isEnabled: boolean }>(
     'GET',
     `${PROJECT}/flags/targeted/environments/development`,
@@ -134,9 +139,9 @@ test('an invalid regex shows the API message at the field and keeps the typed te
   await page.getByRole('tab', { name: 'Development' }).click();
   await page.getByRole('button', { name: 'Add rule' }).click();
   const editor = page.getByRole('dialog', { name: 'New rule' });
-  await editor.getByLabel('Attribute, group 1 condition 1').fill('email');
-  await editor.getByLabel('Operator, group 1 condition 1').selectOption('MatchesRegex');
-  const values = editor.getByLabel('Values, group 1 condition 1');
+  await condition(editor, 1, 1).getByLabel('Attribute').fill('email');
+  await condition(editor, 1, 1).getByLabel('Operator').selectOption('MatchesRegex');
+  const values = condition(editor, 1, 1).getByLabel('Values');
   await values.fill('(unclosed');
   await editor.getByRole('button', { name: 'Save rule' }).click();
 

@@ -4,6 +4,13 @@ import { createRoot } from 'react-dom/client';
 import { ApiProblem } from './api/client';
 import { FALLBACK_POLL_MS, liveStream } from './api/live';
 import { App } from './App';
+import { Theme } from '@radix-ui/themes';
+import '@radix-ui/themes/tokens/base.css';
+import '@radix-ui/themes/tokens/colors/indigo.css';
+import '@radix-ui/themes/tokens/colors/slate.css';
+import '@radix-ui/themes/tokens/colors/red.css';
+import '@radix-ui/themes/tokens/colors/green.css';
+import '@radix-ui/themes/components.css';
 import './styles.css';
 import './components/people/people.css';
 
@@ -21,13 +28,22 @@ const queryClient = new QueryClient({
   },
 });
 
+// Light or dark as the system says (console.md: Qualities). The class sits on <html>, so the
+// dialogs that Radix portals to <body> take the same colours as the page.
+const dark = matchMedia('(prefers-color-scheme: dark)');
+const followScheme = () => document.documentElement.classList.toggle('dark', dark.matches);
+followScheme();
+dark.addEventListener('change', followScheme);
+
 const root = document.getElementById('root');
 if (!root) throw new Error('index.html has no #root element');
 
 createRoot(root).render(
   <StrictMode>
-    <QueryClientProvider client={queryClient}>
-      <App />
-    </QueryClientProvider>
+    <Theme appearance="inherit" accentColor="indigo" grayColor="slate" radius="medium">
+      <QueryClientProvider client={queryClient}>
+        <App />
+      </QueryClientProvider>
+    </Theme>
   </StrictMode>,
 );

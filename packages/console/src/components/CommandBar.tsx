@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { useQuery } from '@tanstack/react-query';
 import { Command } from 'cmdk';
 import { useEffect, useState } from 'react';
@@ -70,9 +71,9 @@ export function CommandBar({ org, project }: { org: string; project: string }) {
 
   return (
     <>
-      <button type="button" className="quiet" onClick={() => setOpen(true)}>
+      <Button type="button" variant="soft" color="gray" onClick={() => setOpen(true)}>
         Go to… <kbd>Ctrl K</kbd>
-      </button>
+      </Button>
       <Command.Dialog
         open={open}
         onOpenChange={setOpen}

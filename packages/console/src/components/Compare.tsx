@@ -5,7 +5,7 @@ import { api, unwrap } from '../api/client';
 import type { Environment, Flag, FlagEnvironment } from '../api/types';
 import { Labelled } from './Field';
 import { percentageOf } from './targeting/PercentageControl';
-import { describeRule } from './targeting/Rules';
+import { describeRule } from './targeting/sentence';
 import { DialogActions } from './DialogActions';
 
 /**

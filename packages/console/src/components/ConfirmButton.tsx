@@ -1,9 +1,9 @@
-import { AlertDialog } from 'radix-ui';
+import { AlertDialog, Button } from '@radix-ui/themes';
 import { DialogActions } from './DialogActions';
 
 /**
- * A button that asks before an irreversible change (remove, revoke, delete): Radix's alert
- * dialog traps focus and puts Cancel first, so Enter does not confirm by accident.
+ * A button that asks before an irreversible change (remove, revoke, delete): the alert dialog
+ * traps focus and puts Cancel first, so Enter does not confirm by accident.
  */
 export function ConfirmButton(props: {
   label: string;
@@ -19,29 +19,28 @@ export function ConfirmButton(props: {
 }) {
   return (
     <AlertDialog.Root>
-      <AlertDialog.Trigger asChild>
-        <button
+      <AlertDialog.Trigger>
+        <Button
           type="button"
-          className="quiet"
+          variant="soft"
+          color="gray"
           aria-label={props.ariaLabel}
           disabled={props.disabled}
         >
           {props.label}
-        </button>
+        </Button>
       </AlertDialog.Trigger>
-      <AlertDialog.Portal>
-        <AlertDialog.Overlay className="overlay" />
-        <AlertDialog.Content className="dialog">
-          <AlertDialog.Title>{props.title}</AlertDialog.Title>
-          <AlertDialog.Description>{props.description}</AlertDialog.Description>
-          <DialogActions
-            alert
-            confirmLabel={props.confirm}
-            busy={props.busy}
-            onConfirm={props.onConfirm}
-          />
-        </AlertDialog.Content>
-      </AlertDialog.Portal>
+      <AlertDialog.Content className="dialog-body">
+        <AlertDialog.Title>{props.title}</AlertDialog.Title>
+        <AlertDialog.Description>{props.description}</AlertDialog.Description>
+        <DialogActions
+          alert
+          danger
+          confirmLabel={props.confirm}
+          busy={props.busy}
+          onConfirm={props.onConfirm}
+        />
+      </AlertDialog.Content>
     </AlertDialog.Root>
   );
 }

@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { AlertDialog, Switch } from 'radix-ui';
+import { AlertDialog, Switch } from '@radix-ui/themes';
 import { useId, useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Environment } from '../api/types';
@@ -48,17 +48,15 @@ export function EnvironmentToggle(props: {
 
   return (
     <div className="toggle">
-      <Switch.Root
+      <Switch
         id={id}
-        className="switch"
+        color="green"
         checked={props.enabled}
         disabled={!allowed?.allowed || toggle.isPending}
         onCheckedChange={request}
         aria-label={compact ? `${flag} in ${name}` : undefined}
         aria-describedby={`${id}-note`}
-      >
-        <Switch.Thumb className="switch-thumb" />
-      </Switch.Root>
+      />
       {!compact && <label htmlFor={id}>On in {name}</label>}
       <span
         id={`${id}-note`}
@@ -67,22 +65,19 @@ export function EnvironmentToggle(props: {
         {toggle.error?.message ?? (allowed?.allowed ? '' : (allowed?.reason ?? ''))}
       </span>
       <AlertDialog.Root open={asking !== null} onOpenChange={(open) => !open && setAsking(null)}>
-        <AlertDialog.Portal>
-          <AlertDialog.Overlay className="overlay" />
-          <AlertDialog.Content className="dialog">
-            <AlertDialog.Title>
-              Turn {flag} {asking ? 'on' : 'off'} in {name}?
-            </AlertDialog.Title>
-            <AlertDialog.Description>
-              {name} is a critical environment: SDKs there receive the change within seconds.
-            </AlertDialog.Description>
-            <DialogActions
-              alert
-              confirmLabel={`Turn ${asking ? 'on' : 'off'} in ${name}`}
-              onConfirm={() => toggle.mutate(asking ?? false)}
-            />
-          </AlertDialog.Content>
-        </AlertDialog.Portal>
+        <AlertDialog.Content className="dialog-body">
+          <AlertDialog.Title>
+            Turn {flag} {asking ? 'on' : 'off'} in {name}?
+          </AlertDialog.Title>
+          <AlertDialog.Description>
+            {name} is a critical environment: SDKs there receive the change within seconds.
+          </AlertDialog.Description>
+          <DialogActions
+            alert
+            confirmLabel={`Turn ${asking ? 'on' : 'off'} in ${name}`}
+            onConfirm={() => toggle.mutate(asking ?? false)}
+          />
+        </AlertDialog.Content>
       </AlertDialog.Root>
     </div>
   );

@@ -1,3 +1,4 @@
+import { TextField } from '@radix-ui/themes';
 import { useId } from 'react';
 
 /**
@@ -25,22 +26,23 @@ export function Labelled(props: {
   );
 }
 
-/** A {@link Labelled} text input. */
+/** A {@link Labelled} text field (Radix Themes' `TextField`). */
 export function Field(
   props: {
     label: string;
     error?: string | undefined;
-    hint?: string;
-  } & React.InputHTMLAttributes<HTMLInputElement>,
+    hint?: string | undefined;
+  } & Omit<React.ComponentProps<typeof TextField.Root>, 'color' | 'children'>,
 ) {
   const { label, error, hint, ...input } = props;
   return (
     <Labelled label={label} error={error} hint={hint}>
       {(id, describedBy) => (
-        <input
+        <TextField.Root
           id={id}
           aria-invalid={error !== undefined}
           aria-describedby={describedBy}
+          color={error !== undefined ? 'red' : undefined}
           {...input}
         />
       )}

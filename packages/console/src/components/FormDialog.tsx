@@ -1,4 +1,4 @@
-import { Dialog } from 'radix-ui';
+import { Button, Dialog } from '@radix-ui/themes';
 import { useState } from 'react';
 import { DialogActions } from './DialogActions';
 import type { FormMutation } from './useFormMutation';
@@ -7,7 +7,8 @@ import type { FormMutation } from './useFormMutation';
  * A button opening a dialog whose form saves through the API ("New …", "Edit"): the draft starts
  * afresh at each opening (`onOpen`), a failure no field carries is shown above the actions, and a
  * successful save closes the dialog, unless `result` has something to show in place of the form
- * (a secret shown once).
+ * (a secret shown once). Every dialog of the console has this one body: title, description, the
+ * form's fields, its message and {@link DialogActions}.
  */
 export function FormDialog<T>(props: {
   /** The trigger's text, and its accessible name when `label` alone is ambiguous in a list. */
@@ -41,33 +42,31 @@ export function FormDialog<T>(props: {
         setOpened(next);
       }}
     >
-      <Dialog.Trigger asChild>
-        <button
+      <Dialog.Trigger>
+        <Button
           type="button"
-          className={props.quiet ? 'quiet' : undefined}
+          variant={props.quiet ? 'soft' : 'solid'}
+          color={props.quiet ? 'gray' : undefined}
           aria-label={props.ariaLabel}
         >
           {props.label}
-        </button>
+        </Button>
       </Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="overlay" />
-        <Dialog.Content className={props.wide ? 'dialog wide' : 'dialog'}>
-          <Dialog.Title>{props.title}</Dialog.Title>
-          <Dialog.Description className="hint">{props.description}</Dialog.Description>
-          {shown ?? (
-            <form onSubmit={form.submit}>
-              {props.children}
-              {form.message && (
-                <p role="alert" className="field-error">
-                  {form.message}
-                </p>
-              )}
-              <DialogActions confirmLabel={props.confirmLabel} busy={form.isPending} />
-            </form>
-          )}
-        </Dialog.Content>
-      </Dialog.Portal>
+      <Dialog.Content className={props.wide ? 'dialog-body wide' : 'dialog-body'}>
+        <Dialog.Title>{props.title}</Dialog.Title>
+        <Dialog.Description className="hint">{props.description}</Dialog.Description>
+        {shown ?? (
+          <form onSubmit={form.submit}>
+            {props.children}
+            {form.message && (
+              <p role="alert" className="field-error">
+                {form.message}
+              </p>
+            )}
+            <DialogActions confirmLabel={props.confirmLabel} busy={form.isPending} />
+          </form>
+        )}
+      </Dialog.Content>
     </Dialog.Root>
   );
 }

@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { useId, useState } from 'react';
 
 /**
@@ -19,7 +20,7 @@ export function SecretOnce(props: { label: string; secret: string; warning: stri
           aria-describedby={`${id}-note`}
           onFocus={(event) => event.target.select()}
         />
-        <button
+        <Button
           type="button"
           onClick={() => {
             navigator.clipboard.writeText(props.secret).then(
@@ -29,7 +30,7 @@ export function SecretOnce(props: { label: string; secret: string; warning: stri
           }}
         >
           {copied === 'yes' ? 'Copied' : 'Copy'}
-        </button>
+        </Button>
       </div>
       <p id={`${id}-note`} className="hint" role="status">
         {copied === 'yes'

@@ -1,14 +1,20 @@
+import { Button } from '@radix-ui/themes';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { createContext, useContext, useState } from 'react';
+import { createContext, useContext, useEffect, useId, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { forgetToken } from '../api/token';
 import type { Environment } from '../api/types';
-import { AdministrationLinks } from './AdministrationLinks';
 import { CommandBar } from './CommandBar';
 import { useLiveUpdates } from '../api/live';
-import { OrgNav } from './people/OrgNav';
-import { projectPages } from './pages';
+import { Logo } from './Logo';
+import { lastProjectKey } from './people/organization';
+import {
+  projectPages,
+  useAdministrationPages,
+  useOrganizationPages,
+  type ConsolePage,
+} from './pages';
 
 interface Place {
   org: string;
@@ -32,14 +38,25 @@ export function isCritical(environment: Pick<Environment, 'critical'>): boolean 
   return environment.critical;
 }
 
-/** The signed-in frame: organization, project and environment switchers, and sign-out. */
+/**
+ * The signed-in frame: a side navigation with the organization, project and environment
+ * switchers, the command bar, the pages (those the person's role may use) and sign-out; below
+ * 48rem it hides behind a "Menu" button and closes when a page opens.
+ */
 export function Shell(props: { org: string; project: string; children: React.ReactNode }) {
   const { org, project } = props;
-  const [, navigate] = useLocation();
+  const [location, navigate] = useLocation();
   const queryClient = useQueryClient();
   const storageKey = `vexil.environment.${org}/${project}`;
   const [chosen, choose] = useState(() => localStorage.getItem(storageKey));
+  const [menuOpen, setMenuOpen] = useState(false);
+  const sidebarId = useId();
   useLiveUpdates(org);
+  useEffect(() => setMenuOpen(false), [location]);
+  useEffect(() => sessionStorage.setItem(lastProjectKey(org), project), [org, project]);
+  const administration = useAdministrationPages(org, project);
+  const organization = useOrganizationPages(org);
+  const home = `/orgs/${org}/projects/${project}/flags`;
 
   const orgs = useQuery({
     queryKey: ['orgs'],
@@ -72,69 +89,106 @@ export function Shell(props: { org: string; project: string; children: React.Rea
 
   return (
     <PlaceContext.Provider value={{ org, project, environments: environmentList, environment }}>
-      <header className="shell">
-        <Link href={`/orgs/${org}/projects/${project}/flags`} className="brand">
-          Vexil
-        </Link>
-        <nav aria-label="Context" className="switchers">
-          <label>
-            Organization
-            <select
-              value={org}
-              onChange={(event) => navigate(`/orgs/${event.target.value}/projects`)}
-            >
-              {(orgs.data?.items ?? [{ slug: org, name: org }]).map((o) => (
-                <option key={o.slug} value={o.slug}>
-                  {o.name}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Project
-            <select
-              value={project}
-              onChange={(event) => navigate(`/orgs/${org}/projects/${event.target.value}/flags`)}
-            >
-              {(projects.data?.items ?? [{ key: project, name: project }]).map((p) => (
-                <option key={p.key} value={p.key}>
-                  {p.name}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Environment
-            <select
-              value={environment ?? ''}
-              onChange={(event) => {
-                localStorage.setItem(storageKey, event.target.value);
-                choose(event.target.value);
-              }}
-            >
-              {environmentList.map((e) => (
-                <option key={e.id} value={e.key ?? ''}>
-                  {e.name ?? e.key}
-                </option>
-              ))}
-            </select>
-          </label>
-        </nav>
-        <nav aria-label="Sections" className="pages">
-          {projectPages(org, project).map((page) => (
-            <Link key={page.path} href={page.path}>
-              {page.label}
-            </Link>
-          ))}
-          <AdministrationLinks org={org} project={project} />
-          <OrgNav org={org} project={project} />
-        </nav>
-        <CommandBar org={org} project={project} />
-        <button type="button" className="quiet" onClick={() => void signOut()}>
-          Sign out
-        </button>
-      </header>
-      <main className="page">{props.children}</main>
+      <div className="frame">
+        <header className="topbar">
+          <Brand href={home} />
+          <Button
+            variant="soft"
+            color="gray"
+            aria-expanded={menuOpen}
+            aria-controls={sidebarId}
+            onClick={() => setMenuOpen(!menuOpen)}
+          >
+            Menu
+          </Button>
+        </header>
+        <aside id={sidebarId} className={menuOpen ? 'sidebar open' : 'sidebar'}>
+          <Brand href={home} />
+          <nav aria-label="Context" className="switchers">
+            <label>
+              Organization
+              <select
+                value={org}
+                onChange={(event) => navigate(`/orgs/${event.target.value}/projects`)}
+              >
+                {(orgs.data?.items ?? [{ slug: org, name: org }]).map((o) => (
+                  <option key={o.slug} value={o.slug}>
+                    {o.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Project
+              <select
+                value={project}
+                onChange={(event) => navigate(`/orgs/${org}/projects/${event.target.value}/flags`)}
+              >
+                {(projects.data?.items ?? [{ key: project, name: project }]).map((p) => (
+                  <option key={p.key} value={p.key}>
+                    {p.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Environment
+              <select
+                value={environment ?? ''}
+                onChange={(event) => {
+                  localStorage.setItem(storageKey, event.target.value);
+                  choose(event.target.value);
+                }}
+              >
+                {environmentList.map((e) => (
+                  <option key={e.id} value={e.key ?? ''}>
+                    {e.name ?? e.key}
+                  </option>
+                ))}
+              </select>
+            </label>
+          </nav>
+          <CommandBar org={org} project={project} />
+          <nav aria-label="Sections" className="pages">
+            <NavLinks pages={projectPages(org, project)} />
+            <p className="nav-group">Administer</p>
+            <NavLinks pages={administration} />
+            <p className="nav-group">Organization</p>
+            <NavLinks pages={organization} />
+          </nav>
+          <div className="sidebar-foot">
+            <Button variant="soft" color="gray" onClick={() => void signOut()}>
+              Sign out
+            </Button>
+          </div>
+        </aside>
+        <main className="page">{props.children}</main>
+      </div>
     </PlaceContext.Provider>
   );
+}
+
+function Brand(props: { href: string }) {
+  return (
+    <Link href={props.href} className="brand">
+      <Logo />
+      Vexil
+    </Link>
+  );
+}
+
+/** Links to pages; the one open (or one of its sub-pages) is marked as the current page. */
+function NavLinks(props: { pages: readonly ConsolePage[] }) {
+  const [location] = useLocation();
+  return props.pages.map((page) => (
+    <Link
+      key={page.path}
+      href={page.path}
+      aria-current={
+        location === page.path || location.startsWith(`${page.path}/`) ? 'page' : undefined
+      }
+    >
+      {page.label}
+    </Link>
+  ));
 }

@@ -4,8 +4,9 @@ import { useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Flag } from '../api/types';
 import { DialogActions } from './DialogActions';
-import { Field, Labelled } from './Field';
+import { Labelled } from './Field';
 import { FormDialog } from './FormDialog';
+import { KeyNameFields } from './KeyNameFields';
 import { useFormMutation } from './useFormMutation';
 
 type Variation = Flag['variations'][number];
@@ -125,41 +126,27 @@ function VariationDialog(props: {
       confirmLabel={variation ? 'Save variation' : 'Add variation'}
       onOpen={() => setDraft(draftOf(variation))}
     >
-      {!variation && (
-        <Field
-          label="Variation key"
-          required
-          autoComplete="off"
-          value={draft.key}
-          onChange={(event) => setDraft({ ...draft, key: event.target.value })}
-          error={save.problemAt('key')}
-        />
-      )}
-      <Field
-        label="Variation name"
-        value={draft.name}
-        onChange={(event) => setDraft({ ...draft, name: event.target.value })}
-        error={save.problemAt('name')}
-      />
-      <Labelled label="Variation value" error={valueProblem}>
-        {(id, describedBy) => (
-          <textarea
-            id={id}
-            rows={flag.type === 'Json' ? 4 : 1}
-            required
-            aria-describedby={describedBy}
-            aria-invalid={valueProblem !== undefined}
-            value={draft.value}
-            onChange={(event) => setDraft({ ...draft, value: event.target.value })}
-          />
-        )}
-      </Labelled>
-      <Field
-        label="Variation description"
-        value={draft.description}
-        onChange={(event) => setDraft({ ...draft, description: event.target.value })}
-        error={save.problemAt('description')}
-      />
+      <KeyNameFields
+        noun="Variation"
+        withKey={!variation}
+        draft={draft}
+        onChange={setDraft}
+        problemAt={save.problemAt}
+      >
+        <Labelled label="Variation value" error={valueProblem}>
+          {(id, describedBy) => (
+            <textarea
+              id={id}
+              rows={flag.type === 'Json' ? 4 : 1}
+              required
+              aria-describedby={describedBy}
+              aria-invalid={valueProblem !== undefined}
+              value={draft.value}
+              onChange={(event) => setDraft({ ...draft, value: event.target.value })}
+            />
+          )}
+        </Labelled>
+      </KeyNameFields>
     </FormDialog>
   );
 }

@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useLocation } from 'wouter';
@@ -224,9 +225,9 @@ function PersonalTokens() {
           error={create.problemAt('expiresAt')}
           onChange={(event) => setExpiry(event.target.value)}
         />
-        <button type="submit" disabled={create.isPending}>
+        <Button type="submit" disabled={create.isPending}>
           Create token
-        </button>
+        </Button>
       </form>
       {create.data && (
         <SecretOnce

@@ -1,10 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Dialog } from 'radix-ui';
+import { Button, Dialog } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
 import { ROLES, type Member, type Role } from '../api/types';
 import { ActionsTableHead } from '../components/ActionsTableHead';
 import { ConfirmButton } from '../components/ConfirmButton';
+import { DialogActions } from '../components/DialogActions';
 import { Field, Labelled } from '../components/Field';
 import { NotAllowed } from '../components/people/NotAllowed';
 import { useOrganization, when } from '../components/people/organization';
@@ -155,39 +156,33 @@ function ProjectsDialog(props: {
         setDraft(props.member.projectIds);
       }}
     >
-      <Dialog.Trigger asChild>
-        <button type="button" className="quiet" aria-label={`Projects of ${props.member.email}`}>
+      <Dialog.Trigger>
+        <Button
+          type="button"
+          variant="soft"
+          color="gray"
+          aria-label={`Change projects of ${props.member.email}`}
+        >
           Change
-        </button>
+        </Button>
       </Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="dialog">
-          <Dialog.Title>Projects of {props.member.email}</Dialog.Title>
-          <Dialog.Description className="hint">
-            Other projects answer as if they did not exist.
-          </Dialog.Description>
-          <form
-            onSubmit={(event) => {
-              event.preventDefault();
-              props.onSave(draft);
-              setOpen(false);
-            }}
-          >
-            <ProjectAllowlist org={props.org} legend="Projects" value={draft} onChange={setDraft} />
-            <div className="actions">
-              <Dialog.Close asChild>
-                <button type="button" className="quiet">
-                  Cancel
-                </button>
-              </Dialog.Close>
-              <button type="submit" disabled={draft !== null && draft.length === 0}>
-                Save projects
-              </button>
-            </div>
-          </form>
-        </Dialog.Content>
-      </Dialog.Portal>
+      <Dialog.Content className="dialog-body">
+        <Dialog.Title>Projects of {props.member.email}</Dialog.Title>
+        <Dialog.Description className="hint">
+          Other projects answer as if they did not exist.
+        </Dialog.Description>
+        <form
+          onSubmit={(event) => {
+            event.preventDefault();
+            props.onSave(draft);
+            setOpen(false);
+          }}
+        >
+          <ProjectAllowlist org={props.org} legend="Projects" value={draft} onChange={setDraft} />
+          {/* An empty allowlist would shut the member out of every project: not savable. */}
+          <DialogActions confirmLabel="Save projects" busy={draft !== null && draft.length === 0} />
+        </form>
+      </Dialog.Content>
     </Dialog.Root>
   );
 }
@@ -257,12 +252,12 @@ function Invitations({ org }: { org: string }) {
             error={invite.problemAt('projectIds')}
             onChange={setProjectIds}
           />
-          <button
+          <Button
             type="submit"
             disabled={invite.isPending || (projectIds !== null && projectIds.length === 0)}
           >
             Invite
-          </button>
+          </Button>
         </form>
       )}
       {sent && (
@@ -371,9 +366,9 @@ function ServiceTokens({ org }: { org: string }) {
           error={create.problemAt('role')}
           onChange={setRole}
         />
-        <button type="submit" disabled={create.isPending}>
+        <Button type="submit" disabled={create.isPending}>
           Create service token
-        </button>
+        </Button>
       </form>
       {create.data && (
         <SecretOnce

@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
@@ -154,9 +155,9 @@ function OrganizationForm({
             {save.message}
           </p>
         )}
-        <button type="submit" disabled={save.isPending}>
+        <Button type="submit" disabled={save.isPending}>
           Save settings
-        </button>
+        </Button>
         {saved && <span role="status"> Saved.</span>}
       </form>
     </section>

@@ -35,8 +35,9 @@ const CLIENT_ROUTES = [
 
 /**
  * Serves the built web console at `/` (design record 023): hashed `/assets/*` files cached for a
- * year, `index.html` never cached and answered for every client-side route, each with a strict
- * Content-Security-Policy. Nothing is registered when the console was not built (a server-only
+ * year and sent as the Brotli or gzip copy written at build time when `accept-encoding` admits it
+ * (design record 037), `index.html` never cached and answered for every client-side route, each
+ * with a strict Content-Security-Policy. Nothing is registered when the console was not built (a server-only
  * build), so the API's own answers are unchanged.
  */
 export async function registerConsole(app: App, directory = CONSOLE_DIST): Promise<void> {
@@ -54,13 +55,21 @@ export async function registerConsole(app: App, directory = CONSOLE_DIST): Promi
       wildcard: false,
       index: false,
       cacheControl: false,
+      preCompressed: true,
       setHeaders: (response, path) => {
+        const asset = path.includes('/assets/');
         response.setHeader(
           'cache-control',
-          path.includes('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
+          asset ? 'public, max-age=31536000, immutable' : 'no-cache',
         );
+        // Caches must keep the compressed and the plain answer apart.
+        if (asset) response.setHeader('vary', 'accept-encoding');
       },
     });
+    // Browsers and crawlers that ask for the conventional icon get the console's SVG one.
+    console.get('/favicon.ico', { schema: { hide: true } }, (_request, reply) =>
+      reply.redirect('/favicon.svg', 301),
+    );
     for (const route of CLIENT_ROUTES)
       console.get(route, { schema: { hide: true } }, (_request, reply) =>
         reply.sendFile('index.html'),

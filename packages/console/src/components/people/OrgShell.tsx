@@ -1,9 +1,8 @@
 import { Shell } from '../Shell';
-import { lastProjectKey } from './OrgNav';
-import { useProjects } from './organization';
+import { lastProjectKey, useProjects } from './organization';
 
 /**
- * The signed-in frame for organization pages (members, settings, one's account): the header
+ * The signed-in frame for organization pages (members, settings, one's account): the frame
  * keeps the project the person came from, else the first one.
  */
 export function OrgShell(props: { org: string; children: React.ReactNode }) {

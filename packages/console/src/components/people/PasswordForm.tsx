@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../../api/client';
@@ -47,9 +48,9 @@ export function PasswordForm(props: { submitLabel: string; onSignedIn: () => voi
         }
         onChange={(event) => setPassword(event.target.value)}
       />
-      <button type="submit" disabled={signIn.isPending}>
+      <Button type="submit" disabled={signIn.isPending}>
         {props.submitLabel}
-      </button>
+      </Button>
     </form>
   );
 }

@@ -1,6 +1,11 @@
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
 
+/** Where the project a person was in is remembered, so organization pages keep it in the frame. */
+export function lastProjectKey(org: string): string {
+  return `vexil.project.${org}`;
+}
+
 /** The organization with its `_actions` (who may manage members, settings…), shared by pages. */
 export function useOrganization(org: string) {
   return useQuery({

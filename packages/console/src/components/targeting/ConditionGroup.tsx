@@ -1,5 +1,7 @@
+import { Button } from '@radix-ui/themes';
 import { CONDITION_OPERATORS } from '@vexil/engine';
 import { Labelled } from '../Field';
+import { OPERATOR_WORDS } from './sentence';
 
 /** A condition as typed in the editor. */
 export interface DraftCondition {
@@ -48,17 +50,17 @@ export function conditionsOfDraft(conditions: DraftCondition[]) {
 
 /**
  * The condition editor shared by targeting rules and segments: how the conditions combine, and
- * each condition's attribute, operator (every engine operator), values and negation.
+ * each condition's attribute, operator (every engine operator, in words), values and negation.
  * `path` is where the API reports problems (`conditionGroups.0.conditions`, `conditions`);
- * `describe(c)` names condition `c` (0-based) in labels, e.g. "group 1 condition 2".
+ * `conditionLabel(c)` names condition `c` (0-based), e.g. "Condition 2 of group 1": each
+ * condition is a group of that name whose controls read plainly ("Attribute", "Operator").
  */
 export function ConditionGroupEditor(props: {
   group: DraftGroup;
   onChange: (group: DraftGroup) => void;
   path: string;
   operatorLabel: string;
-  describe: (c: number) => string;
-  conditionGroupLabel: (c: number) => string;
+  conditionLabel: (c: number) => string;
   addLabel: string;
   problemAt: (field: string) => string | undefined;
   children?: React.ReactNode;
@@ -82,15 +84,15 @@ export function ConditionGroupEditor(props: {
       </Labelled>
       {group.conditions.map((condition, c) => {
         const at = `${props.path}.${c}`;
-        const name = props.describe(c);
+        const name = props.conditionLabel(c);
         const set = (change: Partial<DraftCondition>) =>
           onChange({
             ...group,
             conditions: group.conditions.map((old, i) => (i === c ? { ...old, ...change } : old)),
           });
         return (
-          <div key={c} className="condition" role="group" aria-label={props.conditionGroupLabel(c)}>
-            <Labelled label={`Attribute, ${name}`} error={problemAt(`${at}.attribute`)}>
+          <div key={c} className="condition" role="group" aria-label={name}>
+            <Labelled label="Attribute" error={problemAt(`${at}.attribute`)}>
               {(id, describedBy) => (
                 <input
                   id={id}
@@ -101,7 +103,7 @@ export function ConditionGroupEditor(props: {
                 />
               )}
             </Labelled>
-            <Labelled label={`Operator, ${name}`} error={problemAt(`${at}.operator`)}>
+            <Labelled label="Operator" error={problemAt(`${at}.operator`)}>
               {(id, describedBy) => (
                 <select
                   id={id}
@@ -110,16 +112,14 @@ export function ConditionGroupEditor(props: {
                   onChange={(event) => set({ operator: event.target.value })}
                 >
                   {CONDITION_OPERATORS.map((operator) => (
-                    <option key={operator}>{operator}</option>
+                    <option key={operator} value={operator}>
+                      {OPERATOR_WORDS[operator][0]}
+                    </option>
                   ))}
                 </select>
               )}
             </Labelled>
-            <Labelled
-              label={`Values, ${name}`}
-              hint="One per line"
-              error={problemAt(`${at}.values`)}
-            >
+            <Labelled label="Values" hint="One per line" error={problemAt(`${at}.values`)}>
               {(id, describedBy) => (
                 <textarea
                   id={id}
@@ -131,36 +131,40 @@ export function ConditionGroupEditor(props: {
                 />
               )}
             </Labelled>
-            <label className="check">
-              <input
-                type="checkbox"
-                checked={condition.negate}
-                onChange={(event) => set({ negate: event.target.checked })}
-              />
-              Negate {name}
-            </label>
-            <button
-              type="button"
-              className="quiet"
-              onClick={() =>
-                onChange({ ...group, conditions: group.conditions.filter((_, i) => i !== c) })
-              }
-            >
-              Remove {name}
-            </button>
+            <div className="row">
+              <label className="check">
+                <input
+                  type="checkbox"
+                  checked={condition.negate}
+                  onChange={(event) => set({ negate: event.target.checked })}
+                />
+                Negate
+              </label>
+              <Button
+                type="button"
+                variant="soft"
+                color="gray"
+                onClick={() =>
+                  onChange({ ...group, conditions: group.conditions.filter((_, i) => i !== c) })
+                }
+              >
+                Remove {name.toLowerCase()}
+              </Button>
+            </div>
           </div>
         );
       })}
       <div className="row">
-        <button
+        <Button
           type="button"
-          className="quiet"
+          variant="soft"
+          color="gray"
           onClick={() =>
             onChange({ ...group, conditions: [...group.conditions, emptyCondition()] })
           }
         >
           {props.addLabel}
-        </button>
+        </Button>
         {props.children}
       </div>
     </>

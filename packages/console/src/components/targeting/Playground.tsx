@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { Labelled } from '../Field';
-import { describeRule } from './Rules';
+import { describeRule } from './sentence';
 
 /**
  * "What would this context get, and why" (journey 4): evaluates a context against the

@@ -1,9 +1,11 @@
+import { Button } from '@radix-ui/themes';
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { Labelled } from '../Field';
 import { FormDialog } from '../FormDialog';
+import { usePlace } from '../Shell';
 import { useFormMutation } from '../useFormMutation';
 import { PercentageControl, percentageOf, weightOf } from './PercentageControl';
 import {
@@ -56,6 +58,8 @@ export function RuleEditor(props: {
   const [draft, setDraft] = useState(() => draftOf(rule, flag));
   const queryClient = useQueryClient();
   const path = { org, project, flag: flag.key ?? flag.id, env: environment };
+  const environmentName =
+    usePlace().environments.find((e) => e.key === environment)?.name ?? environment;
 
   const save = useFormMutation({
     mutationFn: () => {
@@ -101,7 +105,7 @@ export function RuleEditor(props: {
     <FormDialog
       label={props.label}
       quiet={rule !== undefined}
-      title={rule ? 'Edit rule' : 'New rule'}
+      title={`${rule ? 'Edit rule' : 'New rule'} in ${environmentName}`}
       description="The rule matches when the context is in the segment (if any) and every condition group matches; the first matching rule serves its variation."
       wide
       form={save}
@@ -126,20 +130,20 @@ export function RuleEditor(props: {
             onChange={(changed) => setGroup(g, changed)}
             path={`conditionGroups.${g}.conditions`}
             operatorLabel={`Group ${g + 1} matches when`}
-            describe={(c) => `group ${g + 1} condition ${c + 1}`}
-            conditionGroupLabel={(c) => `Condition ${c + 1} of group ${g + 1}`}
+            conditionLabel={(c) => `Condition ${c + 1} of group ${g + 1}`}
             addLabel={`Add condition to group ${g + 1}`}
             problemAt={problemAt}
           >
-            <button type="button" className="quiet" onClick={() => setGroup(g, null)}>
+            <Button type="button" variant="soft" color="gray" onClick={() => setGroup(g, null)}>
               Remove group {g + 1}
-            </button>
+            </Button>
           </ConditionGroupEditor>
         </fieldset>
       ))}
-      <button
+      <Button
         type="button"
-        className="quiet"
+        variant="soft"
+        color="gray"
         onClick={() =>
           setDraft({
             ...draft,
@@ -148,7 +152,7 @@ export function RuleEditor(props: {
         }
       >
         Add condition group
-      </button>
+      </Button>
       <Labelled label="Segment" error={problemAt('userSegmentId')}>
         {(id, describedBy) => (
           <select

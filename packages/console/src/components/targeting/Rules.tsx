@@ -1,25 +1,11 @@
+import { Button } from '@radix-ui/themes';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { percentageOf } from './PercentageControl';
 import { RuleEditor } from './RuleEditor';
-
-/** How a rule reads in the list: "country In DE, AT and plan Equals pro". */
-export function describeRule(rule: Rule, segments: readonly Segment[]): string {
-  const groups = rule.conditionGroups.map((group) =>
-    group.conditions
-      .map((c) => `${c.attribute} ${c.negate ? 'not ' : ''}${c.operator} ${c.values.join(', ')}`)
-      .join(group.operator === 'And' ? ' and ' : ' or '),
-  );
-  const segment = segments.find((s) => s.id === rule.userSegmentId);
-  return [
-    segment ? `in segment ${segment.name ?? segment.key}` : '',
-    ...groups.map((g) => `(${g})`),
-  ]
-    .filter(Boolean)
-    .join(' and ');
-}
+import { describeRule } from './sentence';
 
 /**
  * The environment's targeting rules in evaluation order (journey 3): drag a rule, or use its
@@ -121,22 +107,24 @@ export function Rules(props: {
               </div>
               {canEdit && (
                 <div className="row">
-                  <button
+                  <Button
                     type="button"
-                    className="quiet"
+                    variant="soft"
+                    color="gray"
                     disabled={index === 0}
                     onClick={() => move(rule.id, index - 1)}
                   >
                     Move rule {index + 1} up
-                  </button>
-                  <button
+                  </Button>
+                  <Button
                     type="button"
-                    className="quiet"
+                    variant="soft"
+                    color="gray"
                     disabled={index === rules.length - 1}
                     onClick={() => move(rule.id, index + 1)}
                   >
                     Move rule {index + 1} down
-                  </button>
+                  </Button>
                   <RuleEditor
                     org={org}
                     project={project}
@@ -146,9 +134,14 @@ export function Rules(props: {
                     segments={segments}
                     label={`Edit rule ${index + 1}`}
                   />
-                  <button type="button" className="quiet" onClick={() => remove.mutate(rule.id)}>
+                  <Button
+                    type="button"
+                    variant="soft"
+                    color="gray"
+                    onClick={() => remove.mutate(rule.id)}
+                  >
                     Delete rule {index + 1}
-                  </button>
+                  </Button>
                 </div>
               )}
             </li>

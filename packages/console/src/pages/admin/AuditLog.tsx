@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../../api/client';
@@ -141,22 +142,24 @@ export function AuditLog({ org }: { org: string }) {
       {log.isSuccess && log.data.items.length === 0 && <p>No entry matches.</p>}
       <AuditEntries events={log.data?.items ?? []} />
       <div className="pager">
-        <button
+        <Button
           type="button"
-          className="quiet"
+          variant="soft"
+          color="gray"
           disabled={cursors.length === 0}
           onClick={() => setCursors(cursors.slice(0, -1))}
         >
           Newer
-        </button>
-        <button
+        </Button>
+        <Button
           type="button"
-          className="quiet"
+          variant="soft"
+          color="gray"
           disabled={!log.data?.next_cursor}
           onClick={() => log.data?.next_cursor && setCursors([...cursors, log.data.next_cursor])}
         >
           Older
-        </button>
+        </Button>
       </div>
     </>
   );

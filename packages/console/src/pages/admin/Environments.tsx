@@ -1,3 +1,4 @@
+import { Button } from '@radix-ui/themes';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -5,6 +6,7 @@ import type { Environment } from '../../api/types';
 import { ActionsTableHead } from '../../components/ActionsTableHead';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { Field } from '../../components/Field';
+import { KeyNameFields } from '../../components/KeyNameFields';
 import { FormDialog } from '../../components/FormDialog';
 import { useFormMutation } from '../../components/useFormMutation';
 import { useResourceActions } from '../../components/useResourceActions';
@@ -134,24 +136,26 @@ function EnvironmentRow(props: {
         <div className="row">
           {can('update').allowed && (
             <>
-              <button
+              <Button
                 type="button"
-                className="quiet"
+                variant="soft"
+                color="gray"
                 aria-label={`Move ${name} up`}
                 disabled={props.first || props.moving}
                 onClick={() => props.onMove(-1)}
               >
-                Move up
-              </button>
-              <button
+                Up
+              </Button>
+              <Button
                 type="button"
-                className="quiet"
+                variant="soft"
+                color="gray"
                 aria-label={`Move ${name} down`}
                 disabled={props.last || props.moving}
                 onClick={() => props.onMove(1)}
               >
-                Move down
-              </button>
+                Down
+              </Button>
               <EnvironmentDialog org={org} project={project} environment={environment} />
             </>
           )}
@@ -221,22 +225,12 @@ function EnvironmentDialog(props: {
       confirmLabel={environment ? 'Save environment' : 'Create environment'}
       onOpen={() => setDraft(initial())}
     >
-      {!environment && (
-        <Field
-          label="Key"
-          required
-          autoComplete="off"
-          value={draft.key}
-          onChange={(event) => setDraft({ ...draft, key: event.target.value })}
-          hint="Letters, digits, '.', '_' and '-'; what SDK configuration names."
-          error={save.problemAt('key')}
-        />
-      )}
-      <Field
-        label="Name"
-        value={draft.name}
-        onChange={(event) => setDraft({ ...draft, name: event.target.value })}
-        error={save.problemAt('name')}
+      <KeyNameFields
+        withKey={!environment}
+        keyHint="Letters, digits, '.', '_' and '-'; what SDK configuration names."
+        draft={draft}
+        onChange={setDraft}
+        problemAt={save.problemAt}
       />
       <Field
         label="Colour"

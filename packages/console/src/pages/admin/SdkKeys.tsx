@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Dialog } from 'radix-ui';
+import { Button, Dialog } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { SdkKey } from '../../api/types';
@@ -150,8 +150,8 @@ function CreateSdkKey(props: {
             warning={created.warning}
           />
           <div className="actions">
-            <Dialog.Close asChild>
-              <button type="button">Done</button>
+            <Dialog.Close>
+              <Button type="button">Done</Button>
             </Dialog.Close>
           </div>
         </>

@@ -4,7 +4,8 @@ import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../../api/client';
 import type { Segment } from '../../api/types';
 import { ConfirmButton } from '../../components/ConfirmButton';
-import { Field } from '../../components/Field';
+import { KeyNameFields } from '../../components/KeyNameFields';
+import { describeCondition } from '../../components/targeting/sentence';
 import { FormDialog } from '../../components/FormDialog';
 import {
   ConditionGroupEditor,
@@ -71,19 +72,11 @@ export function Segments({ org, project }: { org: string; project: string }) {
   );
 }
 
-/** The conditions in words: "country In NL, BE and plan Equals pro". */
+/** The conditions in words: "country is one of NL or BE and plan is pro". */
 function ConditionSummary({ segment }: { segment: Segment }) {
   if (segment.conditions.length === 0) return <span className="hint">every context</span>;
   const joiner = segment.conditionLogic === 'And' ? ' and ' : ' or ';
-  return (
-    <span>
-      {segment.conditions
-        .map((c) =>
-          `${c.negate ? 'not ' : ''}${c.attribute} ${c.operator} ${c.values.join(', ')}`.trim(),
-        )
-        .join(joiner)}
-    </span>
-  );
+  return <span>{segment.conditions.map(describeCondition).join(joiner)}</span>;
 }
 
 /** One segment: its conditions, where it is used, and Edit / Delete as `_actions` allow. */
@@ -240,26 +233,7 @@ function SegmentDialog(props: { org: string; project: string; segment?: Segment 
       confirmLabel={segment ? 'Save segment' : 'Create segment'}
       onOpen={() => setDraft(draftOf(segment))}
     >
-      <Field
-        label="Key"
-        required
-        autoComplete="off"
-        value={draft.key}
-        onChange={(event) => setDraft({ ...draft, key: event.target.value })}
-        error={save.problemAt('key')}
-      />
-      <Field
-        label="Name"
-        value={draft.name}
-        onChange={(event) => setDraft({ ...draft, name: event.target.value })}
-        error={save.problemAt('name')}
-      />
-      <Field
-        label="Description"
-        value={draft.description}
-        onChange={(event) => setDraft({ ...draft, description: event.target.value })}
-        error={save.problemAt('description')}
-      />
+      <KeyNameFields draft={draft} onChange={setDraft} problemAt={save.problemAt} />
       <fieldset className="group">
         <legend>Conditions</legend>
         <ConditionGroupEditor
@@ -267,8 +241,7 @@ function SegmentDialog(props: { org: string; project: string; segment?: Segment 
           onChange={(group) => setDraft({ ...draft, group })}
           path="conditions"
           operatorLabel="The segment matches when"
-          describe={(c) => `condition ${c + 1}`}
-          conditionGroupLabel={(c) => `Condition ${c + 1}`}
+          conditionLabel={(c) => `Condition ${c + 1}`}
           addLabel="Add condition"
           problemAt={save.problemAt}
         />
