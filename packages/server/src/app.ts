@@ -35,6 +35,7 @@ import { errorReferencePage, managementErrorHandler } from './http/envelope.js';
 import { databaseUnavailable } from './http/errors.js';
 import { frameworkErrorHandler } from './http/framework-errors.js';
 import { registerIdempotency } from './http/idempotency.js';
+import { parseJsonBody } from './http/json-body.js';
 import { loggerOptions, RequestLogController } from './http/logging.js';
 import { rejectNulCharacters } from './http/nul-guard.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
@@ -80,7 +81,7 @@ export interface Vexil {
 /** The largest request body any route takes (bytes). */
 const BODY_LIMIT = 1024 * 1024;
 
-const JSON_TYPES = /^(text\/json|application\/[\w.+-]+\+json)\s*(;.*)?$/i;
+const JSON_TYPES = /^(application\/json|text\/json|application\/[\w.+-]+\+json)\s*(;.*)?$/i;
 
 /**
  * The composition root, used by the CLI and by the tests: opens the database, applies
@@ -167,11 +168,15 @@ export async function createVexil(
   app.setValidatorCompiler(({ schema, httpPart }) =>
     (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema),
   );
-  app.addContentTypeParser(
-    JSON_TYPES,
-    { parseAs: 'string' },
-    app.getDefaultJsonParser('error', 'error'),
-  );
+  // Fastify's JSON parser says only that a body is not JSON; ours says where (line, column).
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body.toString()));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
   app.decorateRequest('caller', null);
   const copies = config.snapshotCacheDir
     ? new SnapshotCopies(config.snapshotCacheDir, config.databaseUrl, app.log)

@@ -13,7 +13,6 @@ import { ApiError } from './http/errors.js';
 import { applyDocument, type ApplyResult } from './management/flags-as-code/apply.js';
 import { documentJsonSchema } from './management/flags-as-code/document.js';
 import {
-  documentSchemaUrl,
   EXPORT_FORMATS,
   exportProject,
   serializeDocument,
@@ -244,7 +243,7 @@ function describePlan(result: ApplyResult): string {
 
 program
   .command('export')
-  .description('print a project as a flags-as-code document (design record 027)')
+  .description('print a project as a flags-as-code document')
   .requiredOption('--org <slug>', 'organization slug')
   .requiredOption('--project <key>', 'project key')
   .option(
@@ -278,7 +277,6 @@ program
           );
         const document = await exportProject(services.db, project, {
           environmentKeys: options.environment,
-          schemaUrl: documentSchemaUrl(services.config.publicUrl),
         });
         process.stdout.write(serializeDocument(document, options.format));
       }),

@@ -1,9 +1,9 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { ValidateFunction } from 'ajv';
-import { errorCodes, type FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
 import Router from 'find-my-way';
-import secureJson from 'secure-json-parse';
+import { parseJsonBody } from '../http/json-body.js';
 import { BROWSER_CALL_HEADERS } from './cors.js';
 import { problemBody, problemFor } from './problem.js';
 
@@ -118,18 +118,16 @@ function serve(
 class UnparsableBody extends Error {}
 
 /**
- * The parsed body, as Fastify's JSON parser and validator leave it.
- * @throws the errors they throw: Fastify's own for a body that is not JSON (wrapped in
+ * The parsed body, as the node's JSON parser and Fastify's validator leave it.
+ * @throws the errors they throw: the parser's for a body that is not JSON (wrapped in
  *   {@link UnparsableBody}), or a validation error with `validation`
  */
 function validBody(route: LeanRoute, text: string): unknown {
   let body: unknown;
   try {
-    body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
-  } catch {
-    throw new UnparsableBody('unparsable body', {
-      cause: new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(),
-    });
+    body = parseJsonBody(text);
+  } catch (error) {
+    throw new UnparsableBody('unparsable body', { cause: error });
   }
   if (!route.validate(body)) {
     throw Object.assign(new Error('body validation failed'), {
