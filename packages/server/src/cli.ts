@@ -36,7 +36,8 @@ const { version } = createRequire(import.meta.url)('../package.json') as { versi
 
 const program = new Command('vexil')
   .description('Vexil feature flag service')
-  .version(version, '-V, --version', 'print the version of Vexil');
+  .version(version, '-V, --version', 'print the version of Vexil')
+  .option('--debug', 'print the stack trace of an unexpected error');
 
 program
   .command('serve')
@@ -142,7 +143,9 @@ program
 
 program
   .command('bootstrap')
-  .description('create an organization, its Owner and a personal access token; prints JSON')
+  .description(
+    'create an organization, its Owner and a personal access token; prints JSON. For a user who is the Owner already, it issues a token only with --token',
+  )
   .requiredOption('--org <slug>', 'organization slug')
   .requiredOption('--email <email>', 'Owner email')
   .option('--name <name>', 'Owner name')
@@ -160,6 +163,7 @@ program
     '--password-stdin',
     "also set the Owner's password for browser sign-in, read from standard input",
   )
+  .option('--token', 'issue a new personal access token even when the user is the Owner already')
   .action(
     async (options: {
       org: string;
@@ -167,6 +171,7 @@ program
       name?: string;
       plan: Plan;
       passwordStdin?: boolean;
+      token?: boolean;
     }) => {
       if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(options.org))
         throw new InvalidArgumentError('--org: lowercase letters, digits and dashes');
@@ -181,9 +186,14 @@ program
         name: options.name,
         plan: options.plan,
         password,
+        token: options.token,
         now: systemClock.now(),
       });
       await database.close();
+      if (result.token === null)
+        console.error(
+          `${result.user.email} is the Owner of ${result.org.slug} already: no new token (pass --token for one).`,
+        );
       console.log(JSON.stringify(result));
     },
   );
@@ -293,7 +303,12 @@ program
   .option('--prune', 'archive flags and delete segments the document leaves out')
   .action(async (file: string, options: { org: string; dryRun?: boolean; prune?: boolean }) => {
     const input = parseDocumentText(
-      file === '-' ? await text(process.stdin) : await readFile(file, 'utf8'),
+      file === '-'
+        ? await text(process.stdin)
+        : await readFile(file, 'utf8').catch((error: unknown) => {
+            // Node names the file on some failures (ENOENT) and not on others (EISDIR).
+            throw Object.assign(error as Error, { path: file });
+          }),
     );
     // The document names its project; its shape is checked with the rest of it.
     const documentProject = (input as { project?: { key?: unknown } } | null)?.project?.key;
@@ -393,18 +408,36 @@ program
 
 program.parseAsync().catch((error: unknown) => {
   console.error(
-    error instanceof ApiError && error.detail.fields
-      ? [
-          error.message.replace(/:.*$/s, ':'),
-          ...Object.entries(error.detail.fields).map(
-            ([field, problems]) => `  ${field}: ${problems.join('; ')}`,
-          ),
-        ].join('\n')
-      : error instanceof ConfigError ||
-          error instanceof InvalidArgumentError ||
-          error instanceof ApiError
-        ? error.message
-        : error,
+    program.opts<{ debug?: boolean }>().debug && error instanceof Error
+      ? (error.stack ?? error.message)
+      : failureText(error),
   );
   process.exit(1);
 });
+
+/**
+ * What a failed command prints: the refusal in the service's words (a refused document lists
+ * each problem on a line of its own), a file and what went wrong with it, or one line naming the
+ * error, never a stack trace (`--debug` prints that).
+ */
+function failureText(error: unknown): string {
+  if (error instanceof ApiError && error.detail.fields)
+    return [
+      error.message.replace(/:.*$/s, ':'),
+      ...Object.entries(error.detail.fields).map(
+        ([field, problems]) => `  ${field}: ${problems.join('; ')}`,
+      ),
+    ].join('\n');
+  if (
+    error instanceof ConfigError ||
+    error instanceof InvalidArgumentError ||
+    error instanceof ApiError
+  )
+    return error.message;
+  const system = error as NodeJS.ErrnoException;
+  // Node's words, "ENOENT: no such file or directory, open 'x.yaml'", as "x.yaml: no such file or directory".
+  if (typeof system.code === 'string' && typeof system.path === 'string')
+    return `${system.path}: ${system.message.replace(/^[A-Z]+: /, '').replace(/, \w+(?: '.*')?$/, '')}`;
+  const message = error instanceof Error ? error.message : String(error);
+  return `vexil: ${message} (run again with --debug for the stack trace)`;
+}

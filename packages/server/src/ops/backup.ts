@@ -148,8 +148,11 @@ export async function backupSqlite(
   try {
     mkdirSync(dirname(target), { recursive: true });
     const { totalPages } = await source.backup(target, { progress: () => 0x7fffffff });
-    const copy = openExisting(target, true);
+    const copy = openExisting(target, false);
     try {
+      // The copy keeps the source's WAL mode, in which opening it leaves `-wal` and `-shm` files
+      // beside it: a backup is one file, in SQLite's rollback-journal mode.
+      copy.pragma('journal_mode = DELETE');
       checkIntegrity(copy, target);
     } finally {
       copy.close();
