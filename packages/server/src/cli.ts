@@ -30,6 +30,7 @@ import {
   refuseNonEmptyPostgres,
   restoreSqlite,
 } from './ops/backup.js';
+import { bannerText, describeDatabase, nextSteps, type StartUp } from './ops/start-up-banner.js';
 
 // `../package.json` from both `src/` and `dist/`: the server package's own manifest.
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -128,7 +129,21 @@ async function serve(
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  await vexil.app.listen({ host: config.host, port: config.port });
+  const listening = await vexil.app.listen({ host: config.host, port: config.port });
+  // One announcement per node: by the only process, or by worker 1 of `--workers`.
+  if (clusterWorker === undefined || clusterWorker === 1) {
+    const consoleUrl = roles.includes('management') ? `${config.publicUrl}/` : null;
+    const startUp: StartUp = {
+      version,
+      listening,
+      console: consoleUrl,
+      database: describeDatabase(config.databaseUrl),
+      roles,
+      next: await nextSteps(vexil.services.db, consoleUrl),
+    };
+    if (process.stdout.isTTY) process.stdout.write(bannerText(startUp));
+    else vexil.app.log.info(startUp, 'Vexil started');
+  }
 }
 
 program

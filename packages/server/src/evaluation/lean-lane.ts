@@ -4,6 +4,7 @@ import type { ValidateFunction } from 'ajv';
 import type { FastifyBaseLogger } from 'fastify';
 import Router from 'find-my-way';
 import { parseJsonBody } from '../http/json-body.js';
+import { logRequest, logsDebug } from '../http/logging.js';
 import { BROWSER_CALL_HEADERS } from './cors.js';
 import { problemBody, problemFor } from './problem.js';
 
@@ -92,7 +93,12 @@ function serve(
   const chunks: Buffer[] = [];
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
   request.once('end', () => {
-    const done = (status: number) => route.observe(status, (performance.now() - started) / 1000);
+    const done = (status: number) => {
+      const elapsed = performance.now() - started;
+      route.observe(status, elapsed / 1000);
+      // Answered evaluations are logged at debug only: the hot path skips the call at info.
+      if (status >= 400 || logsDebug(log)) logRequest(log, request, route.path, status, elapsed);
+    };
     let answer: ReturnType<LeanRoute['answer']>;
     try {
       // Bodies this small nearly always arrive in one chunk.

@@ -30,7 +30,8 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url);
 }
 
-function postgresTarget(url: string): PostgresTarget {
+/** The parts of a PostgreSQL URL; the password only as whether there is one. */
+export function postgresTarget(url: string): PostgresTarget {
   const parsed = new URL(url);
   return {
     host: decodeURIComponent(parsed.hostname) || 'localhost',
