@@ -23,6 +23,82 @@ describe('the vexil command', () => {
   });
 });
 
+/** Runs the CLI; resolves with its exit code and output, whether it succeeds or fails. */
+async function outcome(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return run(process.execPath, [CLI, ...args], { env }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: unknown) => {
+      const failed = error as { code: number; stdout: string; stderr: string };
+      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+    },
+  );
+}
+
+describe('the CLI for a newcomer', () => {
+  it('a missing or unreadable file is one line naming it and exit 1; --debug adds the stack', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'vexil-cli-'));
+    const env = { ...process.env, VEXIL_DATABASE_URL: join(directory, 'vexil.db') };
+    try {
+      const missing = await outcome(['apply', join(directory, 'nope.yaml'), '--org', 'acme'], env);
+      expect(missing).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `${join(directory, 'nope.yaml')}: no such file or directory\n`,
+      });
+      const folder = await outcome(['apply', directory, '--org', 'acme'], env);
+      expect(folder.code).toBe(1);
+      expect(folder.stderr).toBe(`${directory}: illegal operation on a directory\n`);
+      const debug = await outcome(
+        ['apply', join(directory, 'nope.yaml'), '--org', 'acme', '--debug'],
+        env,
+      );
+      expect(debug.code).toBe(1);
+      expect(debug.stderr).toMatch(/\n\s+at /);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('bootstrap issues a token to a new Owner; for an existing one only with --token, saying so otherwise', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'vexil-cli-'));
+    const env = { ...process.env, VEXIL_DATABASE_URL: join(directory, 'vexil.db') };
+    const args = ['bootstrap', '--org', 'acme', '--email', 'you@example.com'];
+    try {
+      const first = await outcome(args, env);
+      expect(first.code).toBe(0);
+      expect(JSON.parse(first.stdout)).toMatchObject({
+        token: expect.stringMatching(/^vxl_pat_/),
+        alreadyOwner: false,
+      });
+      const again = await outcome(args, env);
+      expect(again.code).toBe(0);
+      expect(JSON.parse(again.stdout)).toMatchObject({ token: null, alreadyOwner: true });
+      expect(again.stderr).toBe(
+        'you@example.com is the Owner of acme already: no new token (pass --token for one).\n',
+      );
+      const asked = await outcome([...args, '--token'], env);
+      const token = (JSON.parse(asked.stdout) as { token: string }).token;
+      expect(token).toMatch(/^vxl_pat_/);
+      expect(token).not.toBe((JSON.parse(first.stdout) as { token: string }).token);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('the help texts cite no design record', async () => {
+    const { stdout } = await run(process.execPath, [CLI, '--help']);
+    const commands = [...stdout.matchAll(/^ {2}([a-z]+) /gm)].map((match) => match[1] ?? '');
+    expect(commands).toContain('export');
+    for (const command of commands) {
+      const help = await run(process.execPath, [CLI, command, '--help']);
+      expect(help.stdout, command).not.toMatch(/design record|\b0\d\d\b/i);
+    }
+  }, 120_000);
+});
+
 describe('vexil export and vexil apply', () => {
   it('apply creates the project, plans, applies once, then finds nothing to do; export is stable; a bad document exits 1 with paths', async () => {
     const directory = await mkdtemp(join(tmpdir(), 'vexil-cli-'));

@@ -6,7 +6,6 @@ import { createRequire } from 'node:module';
 import { createVexil, SERVICE_ROLES, type ServiceRole, type Vexil } from './app.js';
 import { systemClock } from './clock.js';
 import { runClusterPrimary, workerCount } from './cluster/primary.js';
-import { openFirstRunSetup } from './sign-in/first-run.js';
 import { ConfigError, loadConfig, parseWorkers, type Config } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 import type { Plan } from './db/schema.js';
@@ -14,7 +13,6 @@ import { ApiError } from './http/errors.js';
 import { applyDocument, type ApplyResult } from './management/flags-as-code/apply.js';
 import { documentJsonSchema } from './management/flags-as-code/document.js';
 import {
-  documentSchemaUrl,
   EXPORT_FORMATS,
   exportProject,
   serializeDocument,
@@ -32,13 +30,15 @@ import {
   refuseNonEmptyPostgres,
   restoreSqlite,
 } from './ops/backup.js';
+import { bannerText, describeDatabase, nextSteps, type StartUp } from './ops/start-up-banner.js';
 
 // `../package.json` from both `src/` and `dist/`: the server package's own manifest.
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
 const program = new Command('vexil')
   .description('Vexil feature flag service')
-  .version(version, '-V, --version', 'print the version of Vexil');
+  .version(version, '-V, --version', 'print the version of Vexil')
+  .option('--debug', 'print the stack trace of an unexpected error');
 
 program
   .command('serve')
@@ -129,16 +129,20 @@ async function serve(
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  await vexil.app.listen({ host: config.host, port: config.port });
-  // The first run in the browser (design record 040): a code from each node started before it.
-  if (roles.includes('management') && (clusterWorker ?? 1) === 1) {
-    const code = await openFirstRunSetup(vexil.services.db, vexil.services.clock.now()).catch(
-      () => undefined,
-    );
-    if (code)
-      vexil.app.log.info(
-        `No organization yet: open ${config.publicUrl}/ and enter the setup code ${code}`,
-      );
+  const listening = await vexil.app.listen({ host: config.host, port: config.port });
+  // One announcement per node: by the only process, or by worker 1 of `--workers`.
+  if (clusterWorker === undefined || clusterWorker === 1) {
+    const consoleUrl = roles.includes('management') ? `${config.publicUrl}/` : null;
+    const startUp: StartUp = {
+      version,
+      listening,
+      console: consoleUrl,
+      database: describeDatabase(config.databaseUrl),
+      roles,
+      next: await nextSteps(vexil.services.db, consoleUrl, vexil.services.clock.now()),
+    };
+    if (process.stdout.isTTY) process.stdout.write(bannerText(startUp));
+    else vexil.app.log.info(startUp, 'Vexil started');
   }
 }
 
@@ -154,7 +158,9 @@ program
 
 program
   .command('bootstrap')
-  .description('create an organization, its Owner and a personal access token; prints JSON')
+  .description(
+    'create an organization, its Owner and a personal access token; prints JSON. For a user who is the Owner already, it issues a token only with --token',
+  )
   .requiredOption('--org <slug>', 'organization slug')
   .requiredOption('--email <email>', 'Owner email')
   .option('--name <name>', 'Owner name')
@@ -172,6 +178,7 @@ program
     '--password-stdin',
     "also set the Owner's password for browser sign-in, read from standard input",
   )
+  .option('--token', 'issue a new personal access token even when the user is the Owner already')
   .action(
     async (options: {
       org: string;
@@ -179,6 +186,7 @@ program
       name?: string;
       plan: Plan;
       passwordStdin?: boolean;
+      token?: boolean;
     }) => {
       if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(options.org))
         throw new InvalidArgumentError('--org: lowercase letters, digits and dashes');
@@ -193,9 +201,14 @@ program
         name: options.name,
         plan: options.plan,
         password,
+        token: options.token,
         now: systemClock.now(),
       });
       await database.close();
+      if (result.token === null)
+        console.error(
+          `${result.user.email} is the Owner of ${result.org.slug} already: no new token (pass --token for one).`,
+        );
       console.log(JSON.stringify(result));
     },
   );
@@ -255,7 +268,7 @@ function describePlan(result: ApplyResult): string {
 
 program
   .command('export')
-  .description('print a project as a flags-as-code document (design record 027)')
+  .description('print a project as a flags-as-code document')
   .requiredOption('--org <slug>', 'organization slug')
   .requiredOption('--project <key>', 'project key')
   .option(
@@ -289,7 +302,6 @@ program
           );
         const document = await exportProject(services.db, project, {
           environmentKeys: options.environment,
-          schemaUrl: documentSchemaUrl(services.config.publicUrl),
         });
         process.stdout.write(serializeDocument(document, options.format));
       }),
@@ -306,7 +318,12 @@ program
   .option('--prune', 'archive flags and delete segments the document leaves out')
   .action(async (file: string, options: { org: string; dryRun?: boolean; prune?: boolean }) => {
     const input = parseDocumentText(
-      file === '-' ? await text(process.stdin) : await readFile(file, 'utf8'),
+      file === '-'
+        ? await text(process.stdin)
+        : await readFile(file, 'utf8').catch((error: unknown) => {
+            // Node names the file on some failures (ENOENT) and not on others (EISDIR).
+            throw Object.assign(error as Error, { path: file });
+          }),
     );
     // The document names its project; its shape is checked with the rest of it.
     const documentProject = (input as { project?: { key?: unknown } } | null)?.project?.key;
@@ -406,18 +423,36 @@ program
 
 program.parseAsync().catch((error: unknown) => {
   console.error(
-    error instanceof ApiError && error.detail.fields
-      ? [
-          error.message.replace(/:.*$/s, ':'),
-          ...Object.entries(error.detail.fields).map(
-            ([field, problems]) => `  ${field}: ${problems.join('; ')}`,
-          ),
-        ].join('\n')
-      : error instanceof ConfigError ||
-          error instanceof InvalidArgumentError ||
-          error instanceof ApiError
-        ? error.message
-        : error,
+    program.opts<{ debug?: boolean }>().debug && error instanceof Error
+      ? (error.stack ?? error.message)
+      : failureText(error),
   );
   process.exit(1);
 });
+
+/**
+ * What a failed command prints: the refusal in the service's words (a refused document lists
+ * each problem on a line of its own), a file and what went wrong with it, or one line naming the
+ * error, never a stack trace (`--debug` prints that).
+ */
+function failureText(error: unknown): string {
+  if (error instanceof ApiError && error.detail.fields)
+    return [
+      error.message.replace(/:.*$/s, ':'),
+      ...Object.entries(error.detail.fields).map(
+        ([field, problems]) => `  ${field}: ${problems.join('; ')}`,
+      ),
+    ].join('\n');
+  if (
+    error instanceof ConfigError ||
+    error instanceof InvalidArgumentError ||
+    error instanceof ApiError
+  )
+    return error.message;
+  const system = error as NodeJS.ErrnoException;
+  // Node's words, "ENOENT: no such file or directory, open 'x.yaml'", as "x.yaml: no such file or directory".
+  if (typeof system.code === 'string' && typeof system.path === 'string')
+    return `${system.path}: ${system.message.replace(/^[A-Z]+: /, '').replace(/, \w+(?: '.*')?$/, '')}`;
+  const message = error instanceof Error ? error.message : String(error);
+  return `vexil: ${message} (run again with --debug for the stack trace)`;
+}

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Role, Schema } from '../db/schema.js';
 import { ApiError } from '../http/errors.js';
-import { hashSecret, secretMatches } from './secrets.js';
+import { hashSecret, isSdkKey, secretKind, secretMatches } from './secrets.js';
 
 /** A personal access token or a browser session, acting as its user. */
 export interface UserCaller {
@@ -81,7 +81,12 @@ export async function authenticate(
     .where('api_tokens.token_hash', '=', hashSecret(token))
     .executeTakeFirst();
   if (!row || !secretMatches(token, row.token_hash)) {
-    throw new ApiError('unauthorized', 'The bearer token is not valid.');
+    throw new ApiError(
+      'unauthorized',
+      isSdkKey(token)
+        ? `The bearer token is ${secretKind(token)}, which only the evaluation API (/v1, /ofrep/v1) takes; the management API takes a personal access token or a service token.`
+        : 'The bearer token is not valid.',
+    );
   }
   if (row.revoked_at) throw new ApiError('unauthorized', 'The bearer token has been revoked.');
   if (row.expires_at && new Date(row.expires_at) <= now) {

@@ -16,6 +16,30 @@ export type SecretPrefix =
   /** A password reset link (design record 034). */
   | 'vxl_pwr';
 
+/** What each kind of secret is called, by its prefix, in errors that name a misplaced one. */
+const SECRET_KINDS: Record<SecretPrefix, string> = {
+  vxl_pat: 'a personal access token',
+  vxl_svc: 'a service token',
+  vxl_srv: 'a server-side SDK key',
+  vxl_cli: 'a client-side SDK key',
+  vxl_ses: 'a session cookie',
+  vxl_inv: 'an invitation token',
+  vxl_pwr: 'a password reset token',
+};
+
+/** What `secret` is by its prefix ("a personal access token"…), or null when it has none of ours. */
+export function secretKind(secret: string): string | null {
+  const prefix = /^(vxl_[a-z]{3})_/.exec(secret)?.[1];
+  return prefix !== undefined && Object.hasOwn(SECRET_KINDS, prefix)
+    ? SECRET_KINDS[prefix as SecretPrefix]
+    : null;
+}
+
+/** Whether `secret` has the prefix of an SDK key (which is not a bearer token of the management API). */
+export function isSdkKey(secret: string): boolean {
+  return secret.startsWith('vxl_srv_') || secret.startsWith('vxl_cli_');
+}
+
 /** A fresh secret: `<prefix>_<43 chars of base64url>` (32 random bytes). */
 export function generateSecret(prefix: SecretPrefix): string {
   return `${prefix}_${randomBytes(32).toString('base64url')}`;

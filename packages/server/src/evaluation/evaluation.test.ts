@@ -384,6 +384,9 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
         body: '{"flagKey": ',
       });
       expectProblem(malformed, 400, '/v1/sdk/evaluate');
+      expect(malformed.body.detail).toBe(
+        'The request body is not valid JSON at line 1, column 13: Unexpected end of JSON input.',
+      );
       const invalid = await call(vexil, 'POST', '/v1/sdk/evaluate', {
         token: serverKey,
         body: { context: {} },
@@ -478,6 +481,42 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
         );
         expectProblem(await call(vexil, 'POST', path, { body: { context: {} } }), 401, path);
       }
+    });
+
+    it('a personal access token sent as an SDK key is named as such', async () => {
+      for (const [method, path] of [
+        ['GET', '/v1/sdk/flags'],
+        ['POST', '/v1/sdk/evaluate'],
+      ] as const) {
+        const response = await call(vexil, method, path, {
+          headers: { authorization: `Bearer ${token}` },
+          ...(method === 'POST' ? { body: { flagKey: 'new-checkout', context: {} } } : {}),
+        });
+        expectProblem(response, 401, path);
+        expect(response.body.detail).toMatch(
+          /^The key sent is a personal access token, which only the management API/,
+        );
+      }
+    });
+
+    it('a known path with another method is 405 with Allow; an unknown one 404', async () => {
+      const wrongMethod = await call(vexil, 'GET', '/v1/sdk/evaluate', { token: serverKey });
+      expectProblem(wrongMethod, 405, '/v1/sdk/evaluate');
+      expect(wrongMethod.headers.allow).toBe('POST');
+      expect(wrongMethod.body.detail).toBe(
+        'GET is not allowed on /v1/sdk/evaluate; it accepts POST.',
+      );
+      expectProblem(await call(vexil, 'GET', '/v1/sdk/nothing'), 404, '/v1/sdk/nothing');
+    });
+
+    it('a body that is not JSON is 415 naming application/json', async () => {
+      const response = await call(vexil, 'POST', '/v1/sdk/evaluate', {
+        token: serverKey,
+        body: '{}',
+        headers: { 'content-type': 'application/xml' },
+      });
+      expectProblem(response, 415, '/v1/sdk/evaluate');
+      expect(response.body.detail).toContain('application/json');
     });
 
     it('a revoked key is 401', async () => {

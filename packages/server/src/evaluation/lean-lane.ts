@@ -1,9 +1,10 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { ValidateFunction } from 'ajv';
-import { errorCodes, type FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
 import Router from 'find-my-way';
-import secureJson from 'secure-json-parse';
+import { parseJsonBody } from '../http/json-body.js';
+import { logRequest, logsDebug } from '../http/logging.js';
 import { checkJsonLimits } from '../http/request-limits.js';
 import { NO_SNIFF } from '../http/response-headers.js';
 import { BROWSER_CALL_HEADERS } from './cors.js';
@@ -94,7 +95,12 @@ function serve(
   const chunks: Buffer[] = [];
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
   request.once('end', () => {
-    const done = (status: number) => route.observe(status, (performance.now() - started) / 1000);
+    const done = (status: number) => {
+      const elapsed = performance.now() - started;
+      route.observe(status, elapsed / 1000);
+      // Answered evaluations are logged at debug only: the hot path skips the call at info.
+      if (status >= 400 || logsDebug(log)) logRequest(log, request, route.path, status, elapsed);
+    };
     let answer: ReturnType<LeanRoute['answer']>;
     try {
       // Bodies this small nearly always arrive in one chunk.
@@ -120,18 +126,16 @@ function serve(
 class UnparsableBody extends Error {}
 
 /**
- * The parsed body, as Fastify's JSON parser and validator leave it.
- * @throws the errors they throw: Fastify's own for a body that is not JSON (wrapped in
+ * The parsed body, as the node's JSON parser and Fastify's validator leave it.
+ * @throws the errors they throw: the parser's for a body that is not JSON (wrapped in
  *   {@link UnparsableBody}), JsonLimitExceeded, or a validation error with `validation`
  */
 function validBody(route: LeanRoute, text: string): unknown {
   let body: unknown;
   try {
-    body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
-  } catch {
-    throw new UnparsableBody('unparsable body', {
-      cause: new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(),
-    });
+    body = parseJsonBody(text);
+  } catch (error) {
+    throw new UnparsableBody('unparsable body', { cause: error });
   }
   checkJsonLimits(body);
   if (!route.validate(body)) {

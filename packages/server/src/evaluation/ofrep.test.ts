@@ -346,6 +346,20 @@ describe.each(testDialects())('OFREP on %s', (dialect) => {
       });
     });
 
+    it('a known path with another method is 405 with Allow; a token sent as a key is named', async () => {
+      const wrongMethod = await fetch(`${baseUrl}/ofrep/v1/evaluate/flags`);
+      expect(wrongMethod.status).toBe(405);
+      expect(wrongMethod.headers.get('allow')).toBe('POST');
+      expect(await wrongMethod.json()).toEqual({
+        errorDetails: 'GET is not allowed on /ofrep/v1/evaluate/flags; it accepts POST.',
+      });
+      const personal = await post('/evaluate/flags', { context: {} }, { 'x-api-key': token });
+      expect(personal.status).toBe(401);
+      expect(((await personal.json()) as { errorDetails: string }).errorDetails).toMatch(
+        /^The key sent is a personal access token/,
+      );
+    });
+
     it('keys: X-API-Key works; none or a bad one is 401', async () => {
       const ok = await post(
         '/evaluate/flags/banner-text',

@@ -11,9 +11,12 @@ import {
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../http/app-instance.js';
+import { toApiError } from '../http/envelope.js';
+import { ApiError } from '../http/errors.js';
+import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
 import { fieldProblems, validationSummary } from '../http/validation-messages.js';
 import type { Services } from '../services.js';
-import { SdkAuthFailure, type SdkAuthenticator } from './sdk-authenticator.js';
+import { notAnSdkKeyDetail, SdkAuthFailure, type SdkAuthenticator } from './sdk-authenticator.js';
 import type { Snapshot } from './snapshots.js';
 
 /**
@@ -159,6 +162,8 @@ function refusalError(failure: SdkAuthFailure): OfrepError {
   switch (failure.refusal) {
     case 'MissingKey':
       return new OfrepError(401, null, 'Send an SDK key as "Authorization: Bearer <key>".');
+    case 'NotAnSdkKey':
+      return new OfrepError(401, null, notAnSdkKeyDetail(failure));
     case 'InvalidKey':
     case 'WrongKeyType':
       return new OfrepError(401, null, 'The SDK key is not valid or has been revoked.');
@@ -196,9 +201,15 @@ function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: 
       inContext ? 'INVALID_CONTEXT' : 'PARSE_ERROR',
       `The request body is not valid: ${validationSummary(fieldProblems(error.validation, 'body'))}`,
     );
-  } else if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-    // Unparseable JSON, an empty body, a media type that is not JSON, a body too large.
-    failure = new OfrepError(400, 'PARSE_ERROR', error.message);
+  } else if ((error instanceof ApiError ? error.status : (error.statusCode ?? 500)) < 500) {
+    // Unparseable JSON, an empty body, a media type that is not JSON, a body too large: in the
+    // words the other APIs use.
+    const mapped = toApiError(error);
+    failure = new OfrepError(
+      400,
+      'PARSE_ERROR',
+      mapped.status < 500 ? mapped.message : error.message,
+    );
   } else {
     request.log.error({ err: error }, 'OFREP request failed');
     failure = new OfrepError(500, 'GENERAL', 'The flag evaluation failed.');
@@ -226,9 +237,15 @@ function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: 
  */
 export function registerOfrepApi(app: App, services: Services, sdk: SdkAuthenticator): void {
   app.setErrorHandler(ofrepErrorHandler);
-  app.setNotFoundHandler((request) => {
-    throw new OfrepError(404, null, `No route ${request.method} ${request.url.split('?')[0]}.`);
-  });
+  answerUnmatchedRequests(app, ({ method, path, allowed }) =>
+    allowed.length > 0
+      ? new OfrepError(
+          405,
+          null,
+          `${method} is not allowed on ${path}; it accepts ${allowed.join(', ')}.`,
+        )
+      : new OfrepError(404, null, `No route ${method} ${path}.`),
+  );
 
   /** Authenticates the SDK key; returns its snapshot and which flags it may see. */
   async function authorize(

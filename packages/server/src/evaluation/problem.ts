@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { toApiError } from '../http/envelope.js';
 import { ApiError } from '../http/errors.js';
-import { SdkAuthFailure } from './sdk-authenticator.js';
+import { notAnSdkKeyDetail, SdkAuthFailure } from './sdk-authenticator.js';
 
 /** An evaluation API error (spec: Evaluation API problem body). */
 export class ProblemError extends Error {
@@ -26,6 +26,8 @@ function refusalProblem(failure: SdkAuthFailure): ProblemError {
       return new ProblemError(401, 'Unauthorized', 'Send an SDK key in the Authorization header.');
     case 'InvalidKey':
       return new ProblemError(401, 'Unauthorized', 'The SDK key is not valid or has been revoked.');
+    case 'NotAnSdkKey':
+      return new ProblemError(401, 'Unauthorized', notAnSdkKeyDetail(failure));
     case 'WrongKeyType':
       return new ProblemError(
         403,

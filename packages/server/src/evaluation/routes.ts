@@ -5,6 +5,7 @@ import Negotiator from 'negotiator';
 import { Type, type Static, type TSchema } from 'typebox';
 import type { ValidateFunction } from 'ajv';
 import type { App } from '../http/app-instance.js';
+import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
 import type { RequestDurations } from '../ops/request-durations.js';
 import type { Services } from '../services.js';
 import { registerEventRoutes } from '../usage/events-routes.js';
@@ -172,13 +173,15 @@ export function registerEvaluationApi(
   answers: EvaluationAnswers,
 ): void {
   app.setErrorHandler(problemErrorHandler);
-  app.setNotFoundHandler((request) => {
-    throw new ProblemError(
-      404,
-      'Not Found',
-      `No route ${request.method} ${request.url.split('?')[0]}.`,
-    );
-  });
+  answerUnmatchedRequests(app, ({ method, path, allowed }) =>
+    allowed.length > 0
+      ? new ProblemError(
+          405,
+          'Method Not Allowed',
+          `${method} is not allowed on ${path}; it accepts ${allowed.join(', ')}.`,
+        )
+      : new ProblemError(404, 'Not Found', `No route ${method} ${path}.`),
+  );
 
   const snapshotFor = (request: FastifyRequest, type: SdkKeyType) =>
     sdk.authenticate(request.headers.authorization, type);

@@ -1,3 +1,4 @@
+import { isSdkKey, secretKind } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
 import type { SdkKeyGrant } from './sdk-key-grant.js';
@@ -16,6 +17,8 @@ export type SdkRefusal =
   | 'MissingKey'
   /** An unknown or revoked key. */
   | 'InvalidKey'
+  /** Another kind of Vexil credential (a personal access token…) sent as an SDK key. */
+  | 'NotAnSdkKey'
   /** A key of the other type than the endpoint needs. */
   | 'WrongKeyType'
   /** The key's environment has been deleted. */
@@ -30,6 +33,8 @@ export class SdkAuthFailure extends Error {
     /** The key type the endpoint needs, for `WrongKeyType`. */
     readonly needed?: SdkKeyType,
     options?: ErrorOptions,
+    /** What was sent instead, for `NotAnSdkKey`: "a personal access token"… */
+    readonly sent?: string,
   ) {
     super(`SDK key refused: ${refusal}`, options);
   }
@@ -38,6 +43,11 @@ export class SdkAuthFailure extends Error {
   get refusesKey(): boolean {
     return this.refusal !== 'ConfigurationUnavailable';
   }
+}
+
+/** The words of a `NotAnSdkKey` refusal, the same on every API that takes SDK keys. */
+export function notAnSdkKeyDetail(failure: SdkAuthFailure): string {
+  return `The key sent is ${failure.sent ?? 'not an SDK key'}, which only the management API (/api/v1) takes; send an SDK key of the environment (vxl_srv_… or vxl_cli_…).`;
 }
 
 /** An `Authorization` (or `X-API-Key`) value: the key, bare or after `Bearer ` (design record 006). */
@@ -98,7 +108,12 @@ export class SdkAuthenticator {
   ): Promise<{ type: SdkKeyType; snapshot: Snapshot }> {
     if (!key) throw new SdkAuthFailure('MissingKey');
     const grant = await this.keys.resolve(key, nowMs);
-    if (!grant) throw new SdkAuthFailure('InvalidKey');
+    if (!grant) {
+      const kind = isSdkKey(key) ? null : secretKind(key);
+      throw kind === null
+        ? new SdkAuthFailure('InvalidKey')
+        : new SdkAuthFailure('NotAnSdkKey', undefined, undefined, kind);
+    }
     if (type !== null && grant.type !== type) throw new SdkAuthFailure('WrongKeyType', type);
     let snapshot: Snapshot | undefined;
     try {

@@ -62,14 +62,48 @@ describe.each(testDialects())('management conventions on %s', (dialect) => {
     expect(patch.body.name).toBe('Bee');
   });
 
-  it('text/plain is 415 unsupported_media_type', async () => {
+  it('text/plain is 415 unsupported_media_type naming application/json', async () => {
     const response = await send('POST', projects, 'text/plain', '{"key":"c","name":"C"}');
     expectEnvelope(response, 415, 'unsupported_media_type');
+    expect(response.body.message).toContain('application/json');
   });
 
-  it('malformed JSON is 400 malformed_json', async () => {
+  it('malformed JSON is 400 malformed_json with the line and column', async () => {
     const response = await send('POST', projects, 'application/json', '{"key": "c",');
     expectEnvelope(response, 400, 'malformed_json');
+    expect(response.body.message).toMatch(
+      /^The request body is not valid JSON at line 1, column 13: /,
+    );
+    const second = await send(
+      'POST',
+      projects,
+      'application/json',
+      '{\n  "key": "c"\n  "name": "C"\n}',
+    );
+    expect(second.body.message).toBe(
+      "The request body is not valid JSON at line 3, column 3: Expected ',' or '}' after property value.",
+    );
+  });
+
+  it('an unknown route suggests the routes it nearly names in did_you_mean', async () => {
+    const typo = await call(vexil, 'GET', '/api/v1/orgs/acme/projetcs?limit=5', {
+      token: org.token,
+    });
+    expectEnvelope(typo, 404, 'not_found');
+    expect(typo.body.did_you_mean).toEqual(['/api/v1/orgs/acme/projects']);
+    const far = await call(vexil, 'GET', '/api/v1/orgs/acme/zzzzzzzzzz', { token: org.token });
+    expectEnvelope(far, 404, 'not_found');
+    expect(far.body.did_you_mean).toBeUndefined();
+  });
+
+  it('an SDK key sent as a bearer token is named as such', async () => {
+    const response = await call(vexil, 'GET', projects, {
+      headers: { authorization: 'Bearer vxl_srv_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' },
+    });
+    expectEnvelope(response, 401, 'unauthorized');
+    expect(response.body.message).toMatch(
+      /^The bearer token is a server-side SDK key, which only the evaluation API/,
+    );
   });
 
   it('an invalid body is 400 validation_failed naming the field', async () => {

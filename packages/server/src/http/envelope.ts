@@ -32,7 +32,10 @@ export function toApiError(error: unknown): ApiError {
   }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError('unsupported_media_type', 'Unsupported content type.');
+      return new ApiError(
+        'unsupported_media_type',
+        'Unsupported content type: send the body as application/json (Content-Type: application/json).',
+      );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ApiError('validation_failed', 'The request body is empty.', {
         fields: { body: ['is required'] },

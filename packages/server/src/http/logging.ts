@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import {
   LogController,
+  type FastifyBaseLogger,
   type FastifyReply,
   type FastifyRequest,
   type FastifyServerOptions,
@@ -21,7 +22,7 @@ export function redactUrl(url: string): string {
  * the route and the URL with credentials stripped (EventSource clients must put their SDK key in
  * the query string), never headers; `redact` keeps `Authorization` and `X-API-Key` out should a
  * log line ever include them. Lines are JSON, or pretty-printed (`pino-pretty`) for a person when
- * standard output is a terminal.
+ * standard output is a terminal: one line each, a request as `GET /api/v1/me 200 3.1 ms`.
  * @param stream where log lines go (tests capture them); standard output when omitted.
  */
 export function loggerOptions(
@@ -36,7 +37,13 @@ export function loggerOptions(
         ? {
             transport: {
               target: 'pino-pretty',
-              options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+              options: {
+                translateTime: 'SYS:HH:MM:ss.l',
+                singleLine: true,
+                messageFormat:
+                  '{if statusCode}{method} {url} {statusCode} {durationMs} ms: {end}{msg}',
+                ignore: `pid,hostname,${REQUEST_LINE_KEYS.join(',')}`,
+              },
             },
           }
         : {}),
@@ -65,14 +72,63 @@ export function loggerOptions(
 /** The SDK-facing APIs: the evaluation API (`/v1`) and OFREP (`/ofrep/v1`). */
 const EVALUATION_PATH = /^\/(?:ofrep\/)?v1\//;
 
+/** What the log line of a completed request holds. */
+export interface RequestLine {
+  method: string;
+  /** The matched route pattern; null when none matched. */
+  route: string | null;
+  /** The URL with credentials stripped. */
+  url: string;
+  statusCode: number;
+  durationMs: number;
+}
+
+/** The members of a request line, which the terminal's format shows in its message. */
+const REQUEST_LINE_KEYS: readonly (keyof RequestLine)[] = [
+  'method',
+  'route',
+  'url',
+  'statusCode',
+  'durationMs',
+];
+
+/** Whether `log` writes `debug` lines (its level is `debug` or `trace`). */
+export function logsDebug(log: FastifyBaseLogger): boolean {
+  return log.level === 'debug' || log.level === 'trace';
+}
+
 /**
- * One log line per request, when it completes: `method`, `route` (the matched route pattern, null
- * when none matched), `url` (credentials stripped), `statusCode` and `durationMs` — at `info`
- * ("request completed"), or at `error` with `err` when sending failed ("request errored").
- * Answered requests of the evaluation APIs, which SDKs call tens of thousands of times a second,
- * are not logged: at `info` the line would cost more than the evaluation itself. Their failures
- * still are (their error handlers log 5xx answers, and a failure while sending is logged here).
+ * Logs one completed request ("request completed"), or one whose answer could not be sent, at
+ * `error` with `err` ("request errored"). Answered requests of the evaluation APIs, which SDKs
+ * call tens of thousands of times a second, are logged at `debug`: at `info` the line would cost
+ * more than the evaluation itself. Their refusals and failures (4xx, 5xx) are logged at `info`
+ * like every other request's.
+ * @param duration milliseconds
  */
+export function logRequest(
+  log: FastifyBaseLogger,
+  request: { method?: string; url?: string },
+  route: string | null,
+  statusCode: number,
+  duration: number,
+  error?: Error,
+): void {
+  const url = request.url ?? '';
+  const quiet = statusCode < 400 && EVALUATION_PATH.test(url);
+  if (quiet && !error && !logsDebug(log)) return;
+  const line: RequestLine = {
+    method: request.method ?? '',
+    route,
+    url: redactUrl(url),
+    statusCode,
+    durationMs: Math.round(duration * 100) / 100,
+  };
+  if (error) log.error({ ...line, err: error }, 'request errored');
+  else if (quiet) log.debug(line, 'request completed');
+  else log.info(line, 'request completed');
+}
+
+/** One log line per request, when it completes ({@link logRequest}). */
 export class RequestLogController extends LogController {
   override incomingRequest(): void {}
 
@@ -81,15 +137,13 @@ export class RequestLogController extends LogController {
     request: FastifyRequest,
     reply: FastifyReply,
   ): void {
-    if (!error && EVALUATION_PATH.test(request.url)) return;
-    const line = {
-      method: request.method,
-      route: request.routeOptions.url ?? null,
-      url: redactUrl(request.url),
-      statusCode: reply.statusCode,
-      durationMs: Math.round(reply.elapsedTime * 100) / 100,
-    };
-    if (error) reply.log.error({ ...line, err: error }, 'request errored');
-    else reply.log.info(line, 'request completed');
+    logRequest(
+      reply.log,
+      request,
+      request.routeOptions.url ?? null,
+      reply.statusCode,
+      reply.elapsedTime,
+      error ?? undefined,
+    );
   }
 }

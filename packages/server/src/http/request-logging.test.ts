@@ -41,12 +41,37 @@ describe.each(testDialects())('request log on %s', (dialect) => {
     await dropDatabase?.();
   });
 
-  it('one line per management request, at completion; none per answered evaluation request', async () => {
+  it('one line per request, at completion; evaluation requests only when refused or failed, without their keys', async () => {
     const org = await createOrg(vexil);
+    const { key } = (
+      await call(vexil, 'POST', '/api/v1/orgs/acme/projects', {
+        token: org.token,
+        body: { key: 'web', name: 'Web' },
+      })
+        .then(() =>
+          call(vexil, 'POST', '/api/v1/orgs/acme/projects/web/flags', {
+            token: org.token,
+            body: { key: 'f' },
+          }),
+        )
+        .then(() =>
+          call(vexil, 'POST', '/api/v1/orgs/acme/projects/web/environments/production/sdk-keys', {
+            token: org.token,
+            body: { name: 'backend', type: 'ServerSide' },
+          }),
+        )
+    ).body as { key: string };
     log.lines.length = 0;
     await call(vexil, 'GET', '/api/v1/orgs/acme', { token: org.token });
     await call(vexil, 'GET', '/api/v1/orgs/acme/no-such-thing', { token: org.token });
+    // Answered evaluations (Fastify's routes and the lean lane's) are not logged at info.
+    expect((await call(vexil, 'GET', '/v1/sdk/flags', { token: key })).status).toBe(200);
+    const evaluate = { flagKey: 'f', context: {} };
+    expect(
+      (await call(vexil, 'POST', '/v1/sdk/evaluate', { token: key, body: evaluate })).status,
+    ).toBe(200);
     await call(vexil, 'GET', '/v1/sdk/flags', { token: 'vxl_srv_unknown' });
+    await call(vexil, 'POST', '/v1/sdk/evaluate', { token: 'vxl_srv_unknown', body: evaluate });
     await call(vexil, 'POST', '/ofrep/v1/evaluate/flags', { body: {} });
     expect(log.lines.filter((line) => line.msg === 'incoming request')).toEqual([]);
     const completed = log.lines.filter((line) => line.msg === 'request completed');
@@ -60,7 +85,11 @@ describe.each(testDialects())('request log on %s', (dialect) => {
         durationMs: expect.any(Number),
       },
       { method: 'GET', route: null, url: '/api/v1/orgs/acme/no-such-thing', statusCode: 404 },
+      { method: 'GET', route: '/v1/sdk/flags', url: '/v1/sdk/flags', statusCode: 401 },
+      { method: 'POST', route: '/v1/sdk/evaluate', url: '/v1/sdk/evaluate', statusCode: 401 },
+      { method: 'POST', route: '/ofrep/v1/evaluate/flags', statusCode: 401 },
     ]);
-    expect(log.lines).toHaveLength(2);
+    expect(log.lines).toHaveLength(5);
+    expect(JSON.stringify(log.lines)).not.toContain('vxl_srv_');
   });
 });

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -226,6 +226,11 @@ describe('vexil backup and restore on SQLite', { timeout: 120_000 }, () => {
     const backup = join(directory, 'keyed-backup.db');
     const report = await backupSqlite(source, backup, { secretsKeyConfigured: false });
     expect(report.messages.join('\n')).toContain(`${backup}.key`);
+    // One file (and its key), no -wal or -shm beside it.
+    expect((await readdir(directory)).filter((file) => file.startsWith('keyed-backup'))).toEqual([
+      'keyed-backup.db',
+      'keyed-backup.db.key',
+    ]);
     expect(await readFile(`${backup}.key`, 'utf8')).toBe(
       'generated-key-for-this-database-0123456789',
     );

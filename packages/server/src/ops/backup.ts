@@ -30,7 +30,8 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url);
 }
 
-function postgresTarget(url: string): PostgresTarget {
+/** The parts of a PostgreSQL URL; the password only as whether there is one. */
+export function postgresTarget(url: string): PostgresTarget {
   const parsed = new URL(url);
   return {
     host: decodeURIComponent(parsed.hostname) || 'localhost',
@@ -148,8 +149,11 @@ export async function backupSqlite(
   try {
     mkdirSync(dirname(target), { recursive: true });
     const { totalPages } = await source.backup(target, { progress: () => 0x7fffffff });
-    const copy = openExisting(target, true);
+    const copy = openExisting(target, false);
     try {
+      // The copy keeps the source's WAL mode, in which opening it leaves `-wal` and `-shm` files
+      // beside it: a backup is one file, in SQLite's rollback-journal mode.
+      copy.pragma('journal_mode = DELETE');
       checkIntegrity(copy, target);
     } finally {
       copy.close();

@@ -204,9 +204,10 @@ export async function createOrg(
     slug,
     email: options.email ?? `owner@${slug}.test`,
     plan: options.plan ?? 'Enterprise',
+    token: true,
     now: vexil.services.clock.now(),
   });
-  return { token: result.token, orgId: result.org.id, userId: result.user.id, slug };
+  return { token: result.token ?? '', orgId: result.org.id, userId: result.user.id, slug };
 }
 
 /**

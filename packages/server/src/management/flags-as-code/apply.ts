@@ -697,7 +697,11 @@ export async function applyDocument(
   input: unknown,
   options: { dryRun: boolean; prune: boolean },
 ): Promise<ApplyResult> {
-  const document = checkShape(input);
+  const document = await checkShape(
+    input,
+    async () => (target.project ? readProjectState(services.db, target.project) : null),
+    options,
+  );
   const plan = async (state: ProjectState, m: Mutation | null, created: boolean) => {
     checkDocument(document, state, { prune: options.prune, projectKey: state.project.key });
     const reconciliation = new Reconciliation(document, state, options.prune, m);

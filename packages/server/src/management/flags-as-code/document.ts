@@ -22,8 +22,16 @@ import { LOGICAL_OPERATORS } from '../targeting/conditions.js';
  * apply prunes (flags archived, segments deleted).
  */
 
+/**
+ * The `$schema` of exported documents: the published schema's file name, a reference relative to
+ * the document. It is the same on every instance, so identical state exports identically (an
+ * instance's own URL would differ, and name a port that may not be the one running); editors
+ * resolve it beside the document, where `vexil schema > vexil-project.schema.json` puts it.
+ */
+export const DOCUMENT_SCHEMA_FILE = 'vexil-project.schema.json';
+
 /** Where the published schema is served, relative to the instance's public URL. */
-export const DOCUMENT_SCHEMA_PATH = '/schemas/vexil-project.schema.json';
+export const DOCUMENT_SCHEMA_PATH = `/schemas/${DOCUMENT_SCHEMA_FILE}`;
 
 /** The document format's version; a change that old readers would misread is a new version. */
 export const DOCUMENT_VERSION = 1;

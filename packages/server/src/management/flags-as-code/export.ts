@@ -2,7 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import { stringify } from 'yaml';
 import type { ProjectsTable, Schema } from '../../db/schema.js';
 import { invalidField } from '../../http/errors.js';
-import { DOCUMENT_SCHEMA_PATH, DOCUMENT_VERSION, type ProjectDocument } from './document.js';
+import { DOCUMENT_SCHEMA_FILE, DOCUMENT_VERSION, type ProjectDocument } from './document.js';
 import {
   documentEnvironment,
   documentFlag,
@@ -13,15 +13,10 @@ import {
 export const EXPORT_FORMATS = ['yaml', 'json'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
-/** Where an instance serves the document schema (`$schema` of exported documents). */
-export function documentSchemaUrl(publicUrl: string): string {
-  return `${publicUrl}${DOCUMENT_SCHEMA_PATH}`;
-}
-
 /**
  * A project as a flags-as-code document (design record 027): everything by key, flags and
  * segments by key, environments by sort order then key, rules by priority, so that the same
- * state always gives the same document.
+ * state always gives the same document, on any instance.
  * @param environmentKeys only these environments (and each flag's configuration in them); all
  *   when empty.
  * @throws ApiError 400 `validation_failed` on `environment` naming an unknown environment.
@@ -29,7 +24,7 @@ export function documentSchemaUrl(publicUrl: string): string {
 export async function exportProject(
   db: Kysely<Schema>,
   project: Selectable<ProjectsTable>,
-  options: { environmentKeys: readonly string[]; schemaUrl: string },
+  options: { environmentKeys: readonly string[] },
 ): Promise<ProjectDocument> {
   const state = await readProjectState(db, project);
   const known = new Set(state.environments.map((e) => e.key));
@@ -43,7 +38,7 @@ export async function exportProject(
   const environments = state.environments.filter((e) => wanted.size === 0 || wanted.has(e.key));
   const segmentKeys = new Map(state.segments.map((s) => [s.id, s.key]));
   return {
-    $schema: options.schemaUrl,
+    $schema: DOCUMENT_SCHEMA_FILE,
     version: DOCUMENT_VERSION,
     project: { key: project.key, name: project.name, description: project.description },
     environments: environments.map(documentEnvironment),

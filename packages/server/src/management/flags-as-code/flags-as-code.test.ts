@@ -191,13 +191,13 @@ describe.each(testDialects())('flags as code on %s', (dialect) => {
       headers: { accept: 'application/yaml' },
     });
     expect(byAccept.text).toBe(source);
-    expect(source.split('\n')[0]).toMatch(
-      /^# yaml-language-server: \$schema=.*\/schemas\/vexil-project\.schema\.json$/,
-    );
+    // The same reference on every instance: the schema file beside the document.
+    expect(source.split('\n')[0]).toBe('# yaml-language-server: $schema=vexil-project.schema.json');
     const document = parse(source);
     expect(document).toEqual(json.body);
-    // Where `$schema` points, the instance serves the published schema, without a credential.
-    const schema = await call(vexil, 'GET', new URL(document.$schema).pathname);
+    expect(document.$schema).toBe('vexil-project.schema.json');
+    // The instance also serves the published schema, without a credential.
+    const schema = await call(vexil, 'GET', '/schemas/vexil-project.schema.json');
     expect(schema.status).toBe(200);
     expect(schema.text).toBe(documentJsonSchema());
     expect(document.environments.map((e: { key: string }) => e.key)).toEqual([
@@ -435,6 +435,29 @@ describe.each(testDialects())('flags as code on %s', (dialect) => {
       'flags[0].colour',
       'flags[0].environments.production.strategy',
       'version',
+    ]);
+
+    // A wrong shape does not hide the other problems: one run lists them all, the ones found
+    // against the project included.
+    const both = parse(source);
+    both.flags[0].colour = 'red';
+    both.flags[0].environments.production.rules[0].conditionGroups[0].conditions[0].operator =
+      'Bogus';
+    both.flags[0].environments.staging.defaultVariation = 'grey';
+    both.flags[1].variations = 'not a list';
+    both.flags.push({
+      key: 'brand-new',
+      type: 'Boolean',
+      variations: [{ key: 'on', value: 'yes' }],
+    });
+    const all = await applyYaml(vexil, token, SOURCE, JSON.stringify(both));
+    expect(all.status).toBe(400);
+    expect(Object.keys(all.body.fields).sort()).toEqual([
+      'flags[0].colour',
+      'flags[0].environments.production.rules[0].conditionGroups[0].conditions[0].operator',
+      'flags[0].environments.staging.defaultVariation',
+      'flags[1].variations',
+      'flags[2].variations[0].value',
     ]);
     const malformed = await applyYaml(vexil, token, SOURCE, 'flags: [unclosed');
     expect(malformed.status).toBe(400);

@@ -5,7 +5,7 @@ import type { Services } from '../../services.js';
 import { actorOf } from '../access.js';
 import { scopedRoutes } from '../scope.js';
 import { applyDocument } from './apply.js';
-import { documentSchemaUrl, EXPORT_FORMATS, exportProject, serializeDocument } from './export.js';
+import { EXPORT_FORMATS, exportProject, serializeDocument } from './export.js';
 import { parseDocumentText } from './validation.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
@@ -87,10 +87,7 @@ function registerRoutes(app: App, services: Services): void {
         .flatMap((value) => value.split(','))
         .map((value) => value.trim())
         .filter(Boolean);
-      const document = await exportProject(services.db, project, {
-        environmentKeys,
-        schemaUrl: documentSchemaUrl(services.config.publicUrl),
-      });
+      const document = await exportProject(services.db, project, { environmentKeys });
       const chosen = format ?? (YAML_ACCEPT.test(request.headers.accept ?? '') ? 'yaml' : 'json');
       return reply
         .type(

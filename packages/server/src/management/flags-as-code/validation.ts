@@ -83,17 +83,52 @@ function documentPath(document: unknown, dotted: string): string {
 }
 
 /**
- * Checks a document's shape against the published schema.
+ * Checks a document's shape against the published schema, and, when it is wrong, the rest of the
+ * document against the project as far as it can be read (`state`: the project as stored, null
+ * when the document would create it), so that one run lists every problem.
  * @throws ApiError 400 `validation_failed` listing every problem by path.
  */
-export function checkShape(input: unknown): ProjectDocument {
+export async function checkShape(
+  input: unknown,
+  state: () => Promise<ProjectState | null>,
+  options: { prune: boolean },
+): Promise<ProjectDocument> {
   if (validateShape(input)) return input;
   const problems = new FieldProblems();
-  for (const { field, message } of fieldProblems(validateShape.errors ?? [], 'body')) {
-    const path = field === '' ? 'document' : documentPath(input, field);
-    problems.add(path, message);
-  }
+  for (const { field, message } of fieldProblems(validateShape.errors ?? [], 'body'))
+    problems.add(field === '' ? 'document' : documentPath(input, field), message);
+  const document = input as ProjectDocument;
+  const stored = await state();
+  // What a document that would create its project is checked against.
+  const projectKey = stored?.project.key ?? (document as Partial<ProjectDocument>).project?.key;
+  const empty = { project: { key: projectKey }, environments: [], segments: [], flags: [] };
+  for (const [path, messages] of documentProblems(
+    document,
+    stored ?? (empty as unknown as ProjectState),
+    { prune: options.prune, projectKey: String(projectKey), readable: false },
+  ).entries())
+    for (const message of messages) problems.add(path, message);
   throw refusal(problems);
+}
+
+/** The items of a list member, without entries that are not objects (the shape check names them). */
+function objects<T extends object>(items: readonly T[] | undefined): T[] {
+  const values: unknown = items;
+  return Array.isArray(values)
+    ? values.filter((value): value is T => typeof value === 'object' && value !== null)
+    : [];
+}
+
+/**
+ * Runs one item's checks. In a document of the wrong shape an item may be too malformed to read
+ * (`flags[0].variations` a string…): its checks are skipped, the shape's problems name it.
+ */
+function checkItem(readable: boolean, check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    if (readable || !(error instanceof TypeError)) throw error;
+  }
 }
 
 /** Variation keys a flag will have once the document is applied. */
@@ -115,26 +150,47 @@ export function checkDocument(
   state: ProjectState,
   options: { prune: boolean; projectKey: string },
 ): void {
+  const found = documentProblems(document, state, { ...options, readable: true });
+  if (found.entries().length > 0) throw refusal(found);
+}
+
+/**
+ * The problems {@link checkDocument} refuses a document for.
+ * @param options.readable false when the document's shape is wrong: items too malformed to read
+ *   are skipped rather than failing the check
+ */
+function documentProblems(
+  document: ProjectDocument,
+  state: ProjectState,
+  options: { prune: boolean; projectKey: string; readable: boolean },
+): FieldProblems {
   const problems = new FieldProblems();
-  if (document.project.key !== options.projectKey)
-    problems.add(
-      'project.key',
-      `names project "${document.project.key}", but it is being applied to project "${options.projectKey}"`,
-    );
+  const item = (check: () => void) => checkItem(options.readable, check);
+  item(() => {
+    if (document.project.key !== options.projectKey)
+      problems.add(
+        'project.key',
+        `names project "${document.project.key}", but it is being applied to project "${options.projectKey}"`,
+      );
+  });
   const unique = (items: readonly { key: string }[], path: string) => {
     const seen = new Set<string>();
-    items.forEach((item, index) => {
-      if (seen.has(item.key)) problems.add(`${path}[${index}].key`, `duplicate key "${item.key}"`);
-      seen.add(item.key);
+    items.forEach((entry, index) => {
+      if (seen.has(entry.key))
+        problems.add(`${path}[${index}].key`, `duplicate key "${entry.key}"`);
+      seen.add(entry.key);
     });
   };
-  const segments = document.segments ?? [];
-  const flags = document.flags ?? [];
-  unique(document.environments, 'environments');
-  unique(segments, 'segments');
-  unique(flags, 'flags');
+  const environments = objects(document.environments);
+  const segments = objects(document.segments);
+  const flags = objects(document.flags);
+  item(() => {
+    unique(environments, 'environments');
+    unique(segments, 'segments');
+    unique(flags, 'flags');
+  });
 
-  const environmentKeys = new Set(document.environments.map((e) => e.key));
+  const environmentKeys = new Set(environments.map((e) => e.key));
   const segmentKeys = new Set(segments.map((s) => s.key));
   if (!options.prune) for (const segment of state.segments) segmentKeys.add(segment.key);
   const conditions = (list: readonly DocumentCondition[], path: string) => {
@@ -150,100 +206,109 @@ export function checkDocument(
     }
   };
   segments.forEach((segment, index) => {
-    conditions(segment.conditions ?? [], `segments[${index}].conditions`);
+    item(() => {
+      conditions(segment.conditions ?? [], `segments[${index}].conditions`);
+    });
   });
 
   const stored = new Map(state.flags.map((flag) => [flag.row.key, flag]));
   const documented = new Map(flags.map((flag) => [flag.key, flag]));
-  flags.forEach((flag, index) => {
-    const path = `flags[${index}]`;
-    const existing = stored.get(flag.key);
-    if (existing && existing.row.type !== flag.type)
-      problems.add(
-        `${path}.type`,
-        `cannot change from ${existing.row.type} to ${flag.type}; create a flag with another key instead`,
-      );
-    unique(flag.variations, `${path}.variations`);
-    flag.variations.forEach((variation, v) => {
-      try {
-        checkVariationValue(flag.type, variation.value, `${path}.variations[${v}].value`);
-      } catch (error) {
-        if (!(error instanceof ApiError)) throw error;
-        for (const [field, messages] of Object.entries(error.detail.fields ?? {}))
-          for (const message of messages) problems.add(field, message);
-      }
-    });
-    for (const [key, value] of Object.entries(flag.metadata ?? {}))
-      if (typeof value === 'number' && !Number.isFinite(value))
-        problems.add(`${path}.metadata.${key}`, 'must be a finite number');
-    const variations = variationKeys(flag);
-    const variation = (key: string, at: string) => {
-      if (!variations.has(key))
+  flags.forEach((flag, index) =>
+    item(() => {
+      const path = `flags[${index}]`;
+      const existing = stored.get(flag.key);
+      if (existing && existing.row.type !== flag.type)
         problems.add(
-          at,
-          `"${key}" is not a variation of flag "${flag.key}" (${[...variations].join(', ')})`,
+          `${path}.type`,
+          `cannot change from ${existing.row.type} to ${flag.type}; create a flag with another key instead`,
         );
-    };
-    for (const [environmentKey, configuration] of Object.entries(flag.environments ?? {})) {
-      const at = `${path}.environments.${environmentKey}`;
-      if (!environmentKeys.has(environmentKey)) {
-        problems.add(at, `environment "${environmentKey}" is not listed in environments`);
-        continue;
-      }
-      variation(configuration.defaultVariation, `${at}.defaultVariation`);
-      variation(configuration.offVariation, `${at}.offVariation`);
-      const rollout = configuration.rollout ?? [];
-      const listed = new Set<string>();
-      rollout.forEach((weight, w) => {
-        variation(weight.variation, `${at}.rollout[${w}].variation`);
-        if (listed.has(weight.variation))
-          problems.add(`${at}.rollout[${w}].variation`, `lists "${weight.variation}" twice`);
-        listed.add(weight.variation);
+      unique(flag.variations, `${path}.variations`);
+      flag.variations.forEach((variation, v) => {
+        try {
+          checkVariationValue(flag.type, variation.value, `${path}.variations[${v}].value`);
+        } catch (error) {
+          if (!(error instanceof ApiError)) throw error;
+          for (const [field, messages] of Object.entries(error.detail.fields ?? {}))
+            for (const message of messages) problems.add(field, message);
+        }
       });
-      if ((configuration.strategy ?? 'SingleVariation') === 'PercentageRollout') {
-        const total = rollout.reduce((sum, weight) => sum + weight.weight, 0);
-        if (total !== 100000)
-          problems.add(`${at}.rollout`, `weights must sum to 100000 (100%); they sum to ${total}`);
-      }
-      (configuration.prerequisites ?? []).forEach((prerequisite, p) => {
-        const target = documented.get(prerequisite.flag);
-        const targetVariations = target
-          ? variationKeys(target)
-          : options.prune
-            ? undefined
-            : stored.get(prerequisite.flag)?.variations.map((v) => v.key);
-        if (!targetVariations)
+      for (const [key, value] of Object.entries(flag.metadata ?? {}))
+        if (typeof value === 'number' && !Number.isFinite(value))
+          problems.add(`${path}.metadata.${key}`, 'must be a finite number');
+      const variations = variationKeys(flag);
+      const variation = (key: string, at: string) => {
+        if (!variations.has(key))
           problems.add(
-            `${at}.prerequisites[${p}].flag`,
-            stored.has(prerequisite.flag)
-              ? `flag "${prerequisite.flag}" is not in the document, and prune archives it`
-              : `flag "${prerequisite.flag}" does not exist`,
+            at,
+            `"${key}" is not a variation of flag "${flag.key}" (${[...variations].join(', ')})`,
           );
-        else if (![...targetVariations].includes(prerequisite.variation))
-          problems.add(
-            `${at}.prerequisites[${p}].variation`,
-            `"${prerequisite.variation}" is not a variation of flag "${prerequisite.flag}"`,
-          );
-      });
-      (configuration.rules ?? []).forEach((rule, r) => {
-        const ruleAt = `${at}.rules[${r}]`;
-        variation(rule.variation, `${ruleAt}.variation`);
-        if (rule.segment != null && !segmentKeys.has(rule.segment))
-          problems.add(
-            `${ruleAt}.segment`,
-            state.segments.some((s) => s.key === rule.segment)
-              ? `segment "${rule.segment}" is not in the document, and prune deletes it`
-              : `segment "${rule.segment}" does not exist`,
-          );
-        (rule.conditionGroups ?? []).forEach((group, g) => {
-          conditions(group.conditions, `${ruleAt}.conditionGroups[${g}].conditions`);
+      };
+      for (const [environmentKey, configuration] of Object.entries(flag.environments ?? {})) {
+        const at = `${path}.environments.${environmentKey}`;
+        if (!environmentKeys.has(environmentKey)) {
+          problems.add(at, `environment "${environmentKey}" is not listed in environments`);
+          continue;
+        }
+        variation(configuration.defaultVariation, `${at}.defaultVariation`);
+        variation(configuration.offVariation, `${at}.offVariation`);
+        const rollout = configuration.rollout ?? [];
+        const listed = new Set<string>();
+        rollout.forEach((weight, w) => {
+          variation(weight.variation, `${at}.rollout[${w}].variation`);
+          if (listed.has(weight.variation))
+            problems.add(`${at}.rollout[${w}].variation`, `lists "${weight.variation}" twice`);
+          listed.add(weight.variation);
         });
-      });
-    }
-    if (existing) checkVariationsStillServed(flag, path, existing, state, problems);
+        if ((configuration.strategy ?? 'SingleVariation') === 'PercentageRollout') {
+          const total = rollout.reduce((sum, weight) => sum + weight.weight, 0);
+          if (total !== 100000)
+            problems.add(
+              `${at}.rollout`,
+              `weights must sum to 100000 (100%); they sum to ${total}`,
+            );
+        }
+        (configuration.prerequisites ?? []).forEach((prerequisite, p) => {
+          const target = documented.get(prerequisite.flag);
+          const targetVariations = target
+            ? variationKeys(target)
+            : options.prune
+              ? undefined
+              : stored.get(prerequisite.flag)?.variations.map((v) => v.key);
+          if (!targetVariations)
+            problems.add(
+              `${at}.prerequisites[${p}].flag`,
+              stored.has(prerequisite.flag)
+                ? `flag "${prerequisite.flag}" is not in the document, and prune archives it`
+                : `flag "${prerequisite.flag}" does not exist`,
+            );
+          else if (![...targetVariations].includes(prerequisite.variation))
+            problems.add(
+              `${at}.prerequisites[${p}].variation`,
+              `"${prerequisite.variation}" is not a variation of flag "${prerequisite.flag}"`,
+            );
+        });
+        (configuration.rules ?? []).forEach((rule, r) => {
+          const ruleAt = `${at}.rules[${r}]`;
+          variation(rule.variation, `${ruleAt}.variation`);
+          if (rule.segment != null && !segmentKeys.has(rule.segment))
+            problems.add(
+              `${ruleAt}.segment`,
+              state.segments.some((s) => s.key === rule.segment)
+                ? `segment "${rule.segment}" is not in the document, and prune deletes it`
+                : `segment "${rule.segment}" does not exist`,
+            );
+          (rule.conditionGroups ?? []).forEach((group, g) => {
+            conditions(group.conditions, `${ruleAt}.conditionGroups[${g}].conditions`);
+          });
+        });
+      }
+      if (existing) checkVariationsStillServed(flag, path, existing, state, problems);
+    }),
+  );
+  item(() => {
+    checkPrerequisiteGraphs(document, state, problems);
   });
-  checkPrerequisiteGraphs(document, state, problems);
-  if (problems.entries().length > 0) throw refusal(problems);
+  return problems;
 }
 
 /** A variation left out of the document must not be served where the document says nothing. */

@@ -52,6 +52,29 @@ describe.each(testDialects())('flags on %s', (dialect) => {
     });
   });
 
+  it('toggle to the current state answers 204 and records no event', async () => {
+    const toggle = (enabled: boolean) =>
+      call(vexil, 'POST', `${base}/flags/new-checkout/environments/development/toggle`, {
+        token: org.token,
+        body: { enabled },
+      });
+    const events = async () =>
+      Number(
+        (
+          await vexil.services.db
+            .selectFrom('webhook_events')
+            .select((eb) => eb.fn.countAll<string | number>().as('count'))
+            .executeTakeFirstOrThrow()
+        ).count,
+      );
+    expect((await toggle(true)).status).toBe(204);
+    const afterChange = await events();
+    expect((await toggle(true)).status).toBe(204);
+    expect(await events()).toBe(afterChange);
+    expect((await toggle(false)).status).toBe(204);
+    expect(await events()).toBe(afterChange + 1);
+  });
+
   it('toggle: a null or missing enabled is validation_failed, never false', async () => {
     for (const body of [{ enabled: null }, {}, { enabled: 'true' }]) {
       const response = await call(

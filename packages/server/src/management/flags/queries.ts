@@ -438,7 +438,11 @@ export function updateFlagConfiguration(
     .executeTakeFirstOrThrow();
 }
 
-/** Turns the flag on or off in the environment, touches it there and emits `flag.toggled`. */
+/**
+ * Turns the flag on or off in the environment, touches it there and emits `flag.toggled`. When it
+ * is already so, nothing is written, touched or emitted: a toggle to the current state records
+ * nothing (decided in the update itself, so a concurrent toggle cannot slip between).
+ */
 export async function setFlagEnabled(
   m: Mutation,
   project: KeyedRef,
@@ -446,7 +450,15 @@ export async function setFlagEnabled(
   environment: KeyedRef,
   change: { from: boolean; to: boolean },
 ): Promise<void> {
-  await updateFlagConfiguration(m, flag.id, environment.id, { is_enabled: change.to ? 1 : 0 });
+  const enabled = change.to ? 1 : 0;
+  const { numUpdatedRows } = await m.trx
+    .updateTable('flag_environments')
+    .set({ is_enabled: enabled, updated_at: m.now })
+    .where('flag_id', '=', flag.id)
+    .where('environment_id', '=', environment.id)
+    .where('is_enabled', '!=', enabled)
+    .executeTakeFirst();
+  if (numUpdatedRows === 0n) return;
   await flagChanged(m, project, flag, {
     type: 'flag.toggled',
     environment,

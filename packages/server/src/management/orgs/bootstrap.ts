@@ -7,20 +7,33 @@ import type { Plan, Schema } from '../../db/schema.js';
 
 /** What `vexil bootstrap` prints: the first credential of a fresh install. */
 export interface BootstrapResult {
-  token: string;
+  /** The new personal access token; null when the user was the Owner already and none was asked for. */
+  token: string | null;
+  /** Whether the user was the org's Owner before this run. */
+  alreadyOwner: boolean;
   org: { id: string; slug: string };
   user: { id: string; email: string };
 }
 
 /**
  * Creates the organization (if absent, with `plan`), the user (if absent), makes the user the
- * org's Owner and issues them a new personal access token; with `password`, also sets the user's
- * password for browser sign-in, which ends their sessions. Idempotent apart from the token.
+ * org's Owner and issues them a new personal access token — for a user who was the Owner
+ * already, only when `token` asks for one; with `password`, also sets the user's password for
+ * browser sign-in, which ends their sessions. Idempotent unless a token is issued.
  * @throws ApiError `validation_failed` when the password is too short or too easy to guess.
  */
 export async function bootstrap(
   db: Kysely<Schema>,
-  input: { slug: string; email: string; name?: string; password?: string; plan: Plan; now: Date },
+  input: {
+    slug: string;
+    email: string;
+    name?: string;
+    password?: string;
+    plan: Plan;
+    /** Issue a token even when the user is the Owner already. */
+    token?: boolean;
+    now: Date;
+  },
 ): Promise<BootstrapResult> {
   const now = input.now.toISOString();
   const passwordHash =
@@ -88,6 +101,8 @@ export async function bootstrap(
         .where('user_id', '=', user.id)
         .execute();
     }
+    const alreadyOwner = membership?.role === 'Owner';
+    if (alreadyOwner && input.token !== true) return { token: null, alreadyOwner, org, user };
     const { token } = await issueToken(trx, {
       kind: 'personal',
       userId: user.id,
@@ -95,6 +110,6 @@ export async function bootstrap(
       expiresAt: null,
       now,
     });
-    return { token, org, user };
+    return { token, alreadyOwner, org, user };
   });
 }
