@@ -169,7 +169,7 @@ export async function createVexil(
     { parseAs: 'string' },
     limitedJsonParser((_request, body, done) => {
       try {
-        done(null, parseJsonBody(body.toString()));
+        done(null, parseJsonBody(body));
       } catch (error) {
         done(error as Error, undefined);
       }
