@@ -1,4 +1,6 @@
 import react from '@vitejs/plugin-react';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { defineConfig, type Plugin } from 'vite';
 
@@ -12,22 +14,20 @@ function precompress(): Plugin {
   return {
     name: 'vexil-precompress',
     apply: 'build',
-    generateBundle(_options, bundle) {
+    // After the files are written: earlier hooks see chunks before Vite's own last rewrites
+    // (the preload helper's placeholder), and a copy made then would differ from its original.
+    writeBundle(options, bundle) {
       for (const file of Object.values(bundle)) {
         if (!/^assets\/.+\.(js|css|svg)$/.test(file.fileName)) continue;
-        const source = Buffer.from(file.type === 'chunk' ? file.code : file.source);
-        const copies = {
-          br: brotliCompressSync(source, {
+        const path = join(options.dir ?? 'dist', file.fileName);
+        const source = readFileSync(path);
+        writeFileSync(
+          `${path}.br`,
+          brotliCompressSync(source, {
             params: { [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY },
           }),
-          gz: gzipSync(source, { level: 9 }),
-        };
-        for (const [extension, compressed] of Object.entries(copies))
-          this.emitFile({
-            type: 'asset',
-            fileName: `${file.fileName}.${extension}`,
-            source: compressed,
-          });
+        );
+        writeFileSync(`${path}.gz`, gzipSync(source, { level: 9 }));
       }
     },
   };

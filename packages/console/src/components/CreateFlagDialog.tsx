@@ -5,6 +5,7 @@ import { ApiProblem, api, unwrap } from '../api/client';
 import { Field, Labelled } from './Field';
 import { FormDialog } from './FormDialog';
 import { useFormMutation } from './useFormMutation';
+import { keyFromName } from './key-from-name';
 import {
   MIN_VARIATIONS,
   valueProblem,
@@ -31,16 +32,6 @@ const EMPTY_DRAFT = {
     value: '',
   })),
 };
-
-/** A flag key from its name: "New checkout!" → `new-checkout` (the API's key rule). */
-export function keyFromName(name: string): string {
-  return name
-    .toLowerCase()
-    .normalize('NFKD')
-    .replace(/[^a-z0-9._-]+/g, '-')
-    .replace(/^[^a-z0-9]+|-+$/g, '')
-    .slice(0, 100);
-}
 
 const DESCRIPTIONS: Record<FlagType, string> = {
   Boolean: 'A Boolean flag starts with the variations true and false, off everywhere.',

@@ -1,8 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { registerConsole } from './serve.js';
@@ -91,5 +92,34 @@ describe('the console is served pre-compressed (design record 037)', () => {
       sent += response.rawPayload.length;
     }
     expect(sent).toBeLessThan(300 * 1024);
+  });
+
+  it('sends every compressed copy of the built console with the same content as its original', async () => {
+    const app = await consoleApp();
+    const assets = join(
+      fileURLToPath(new URL('../../../console/dist/', import.meta.url)),
+      'assets',
+    );
+    const originals = readdirSync(assets).filter((name) => /\.(js|css|svg)$/.test(name));
+    expect(originals.length).toBeGreaterThan(0);
+    for (const name of originals) {
+      const plain = await app.inject({
+        url: `/assets/${name}`,
+        headers: { 'accept-encoding': '' },
+      });
+      for (const [encoding, decode] of [
+        ['br', brotliDecompressSync],
+        ['gzip', gunzipSync],
+      ] as const) {
+        const response = await app.inject({
+          url: `/assets/${name}`,
+          headers: { 'accept-encoding': encoding },
+        });
+        expect(response.headers['content-encoding'], name).toBe(encoding);
+        expect(decode(response.rawPayload).equals(plain.rawPayload), `${name} as ${encoding}`).toBe(
+          true,
+        );
+      }
+    }
   });
 });

@@ -43,6 +43,17 @@ describe.each(testDialects())('environment versions and mutations (%s)', (dialec
       work,
     );
 
+  it('deleting an environment leaves no version to bump behind, and bumps the others', async () => {
+    const { db } = vexil.services;
+    const { token } = await createOrg(vexil, 'acme');
+    const before = await readVersions(db, environmentIds);
+    const project = '/api/v1/orgs/acme/projects/web';
+    await callOk(vexil, 'DELETE', `${project}/environments/development`, token);
+    const after = await readVersions(db, environmentIds);
+    expect(after.size).toBe(environmentIds.length - 1);
+    for (const [id, version] of after) expect(version).toBeGreaterThanOrEqual(before.get(id)!);
+  });
+
   it('a change raises the version of each environment it touches by one; folding changes none', async () => {
     const { db } = vexil.services;
     const [touched, untouched] = environmentIds as [string, string];

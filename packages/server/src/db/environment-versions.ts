@@ -13,7 +13,10 @@ import type { Schema } from './schema.js';
  * the rows into `environments.version` now and then, which leaves every version unchanged.
  */
 
-/** Records that a change in the current transaction affects `environmentIds`. */
+/**
+ * Records that a change in the current transaction affects `environmentIds`; those the change
+ * deleted have no version left to bump and are passed over.
+ */
 export async function bumpVersions(
   trx: Transaction<Schema>,
   environmentIds: readonly string[],
@@ -21,7 +24,8 @@ export async function bumpVersions(
   if (environmentIds.length === 0) return;
   await trx
     .insertInto('environment_version_bumps')
-    .values(environmentIds.map((id) => ({ environment_id: id })))
+    .columns(['environment_id'])
+    .expression(trx.selectFrom('environments').select('id').where('id', 'in', environmentIds))
     .execute();
 }
 
