@@ -202,11 +202,13 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
       expect(unchanged.status).toBe(304);
       expect(unchanged.text).toBe('');
 
-      await manage('POST', '/flags/dormant/environments/production/toggle', { enabled: false });
+      // A real change (a toggle to the current state changes nothing), undone afterwards.
+      await manage('POST', '/flags/dormant/environments/production/toggle', { enabled: true });
       const changed = await sdkFlags({ 'if-none-match': etag });
       expect(changed.status).toBe(200);
       expect(changed.headers.etag).not.toBe(etag);
       expect(changed.body.version).toBe((first.body.version as number) + 1);
+      await manage('POST', '/flags/dormant/environments/production/toggle', { enabled: false });
     });
 
     it('sends the document gzipped to clients that accept gzip, and the same document to others', async () => {
@@ -233,7 +235,11 @@ describe.each(testDialects())('evaluation API on %s', (dialect) => {
       let version = (await sdkFlags()).body.version as number;
       const changes: [string, () => Promise<unknown>][] = [
         [
-          'toggle',
+          'toggle on',
+          () => manage('POST', '/flags/dormant/environments/production/toggle', { enabled: true }),
+        ],
+        [
+          'toggle off',
           () => manage('POST', '/flags/dormant/environments/production/toggle', { enabled: false }),
         ],
         [

@@ -47,6 +47,7 @@ const REACH: Record<string, ReachClass> = {
   'DELETE /api/v1/me/tokens/{tokenId}': NO_PROJECT_DATA,
   'GET /api/v1/me/sessions': NO_PROJECT_DATA,
   'DELETE /api/v1/me/sessions/{id}': NO_PROJECT_DATA,
+  'POST /api/v1/me/password': { reach: 'none', why: 'the caller changes their own password' },
   'GET /api/v1/orgs': NO_PROJECT_DATA,
   'GET /api/v1/orgs/{org}': NO_PROJECT_DATA,
   'PATCH /api/v1/orgs/{org}': { reach: 'organization', body: { name: 'Acme' } },

@@ -9,6 +9,7 @@ import {
   TestClock,
   type TestVexil,
 } from '../../test-support/harness.js';
+import { environmentVersion } from '../../db/environment-versions.js';
 
 const base = '/api/v1/orgs/acme/projects/web';
 const segments = `${base}/segments`;
@@ -30,7 +31,7 @@ describe.each(testDialects())('segments on %s', (dialect) => {
     (
       await vexil.services.db
         .selectFrom('environments')
-        .select(['key', 'version'])
+        .select(['key', environmentVersion().as('version')])
         .orderBy('key')
         .execute()
     ).map((row) => row.version);
