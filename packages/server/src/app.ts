@@ -55,6 +55,7 @@ import { registerFirstRunRoutes } from './sign-in/first-run.js';
 import { registerPasswordResetRoutes } from './sign-in/password-reset.js';
 import { registerSignInRoutes } from './sign-in/routes.js';
 import { registerSsoRoutes } from './sign-in/sso.js';
+import { DueWorkRunner } from './schedules/due-work.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
 import { DeliveryWorker } from './webhooks/worker.js';
@@ -71,6 +72,8 @@ export interface Vexil {
   snapshots: SnapshotStore;
   /** The webhook delivery worker; tests drive it with `runOnce()`. */
   webhookWorker: DeliveryWorker;
+  /** Scheduled work (design record 041); tests drive it with `runOnce()`. */
+  dueWork: DueWorkRunner;
   /**
    * Sends a request through the node's request listener without a socket (light-my-request), as
    * a client's request arrives: the lean lane first, then Fastify (design record 030). Fastify's
@@ -344,13 +347,17 @@ export async function createVexil(
 
   const webhookWorker = new DeliveryWorker(services, app.log);
   bus.onDeliveriesQueued(() => webhookWorker.wake());
+  const dueWork = new DueWorkRunner(clock, app.log);
   await startup.start(() => {
     // Snapshots restored from copies while the database was away are read afresh.
     snapshots.invalidateAll();
     // Each process flushes its own counts (the upserts add); pruning is a background job, run by
     // the processes that run the webhook worker (design record 029).
     usage.start(config.usageFlushIntervalMs, roles.has('worker') ? config.usageRetentionMs : null);
-    if (options.startWorkers !== false && roles.has('worker')) webhookWorker.start();
+    if (options.startWorkers !== false && roles.has('worker')) {
+      webhookWorker.start();
+      dueWork.start();
+    }
   });
   await bus.start();
   await app.ready();
@@ -362,6 +369,7 @@ export async function createVexil(
     services,
     snapshots,
     webhookWorker,
+    dueWork,
     inject: (injected) => inject(listener, injected),
     async close() {
       // Readiness fails first so load balancers stop routing here; then the listener stops
@@ -372,6 +380,7 @@ export async function createVexil(
       closeUnusedConnections();
       await closing;
       await webhookWorker.stop();
+      await dueWork.stop();
       await bus.stop();
       // After the last request, before the database closes: the final counts are written.
       await usage.close();
