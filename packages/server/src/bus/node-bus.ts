@@ -33,6 +33,11 @@ type Notice =
   | { identified: string }
   | { liveChange: LiveChange; from: string };
 
+/** Whether a notice fits a PostgreSQL notice alone, as a batch of one. */
+function fitsOneNotice(notice: Notice): boolean {
+  return Buffer.byteLength(JSON.stringify(notice)) + 2 <= MAX_NOTICE_BYTES;
+}
+
 /**
  * The cross-node bus: keeps every node's evaluation snapshots, SDK-key cache and client streams
  * current, and wakes every node's delivery worker (design records 010, 018). The event hub hands
@@ -63,6 +68,13 @@ export class NodeBus implements StreamRelay {
   /** Confirmations awaited by `identifyElsewhere`, by request id. */
   private readonly awaitingIdentified = new Map<string, (confirmed: boolean) => void>();
   private stopRelaying: () => void = () => {};
+  /** What waits for the next batch of notices ({@link enqueue}). */
+  private queued: {
+    notices: Notice[];
+    environmentIds: Set<string>;
+    settle: { resolve: () => void; reject: (error: unknown) => void }[];
+  } = { notices: [], environmentIds: new Set(), settle: [] };
+  private sending = false;
 
   constructor(
     private readonly db: Kysely<Schema>,
@@ -130,10 +142,10 @@ export class NodeBus implements StreamRelay {
   /** After commit: a management change, for the live feeds of the other nodes (design record 026). */
   liveChange(change: LiveChange): void {
     if (!this.reachesOthers) return;
-    const payload = JSON.stringify({ liveChange: change, from: this.nodeId });
+    const notice: Notice = { liveChange: change, from: this.nodeId };
     // Keys are short, so a change fits; one that would not is left to the consoles' slow poll.
-    if (Buffer.byteLength(payload) > MAX_NOTICE_BYTES) return;
-    this.send(payload).catch((error: unknown) =>
+    if (!fitsOneNotice(notice)) return;
+    this.notify(notice).catch((error: unknown) =>
       this.log.warn({ err: error }, 'live change notice not sent; consoles catch up at their poll'),
     );
   }
@@ -161,8 +173,8 @@ export class NodeBus implements StreamRelay {
   ): Promise<boolean> {
     if (!this.listener && !this.relay) return false;
     const requestId = randomUUID();
-    const payload = JSON.stringify({ identify: { requestId, environmentId, streamId, context } });
-    if (Buffer.byteLength(payload) > MAX_NOTICE_BYTES) return false;
+    const notice: Notice = { identify: { requestId, environmentId, streamId, context } };
+    if (!fitsOneNotice(notice)) return false;
     const confirmed = new Promise<boolean>((resolve) => {
       const settle = (result: boolean) => {
         clearTimeout(timer);
@@ -173,7 +185,7 @@ export class NodeBus implements StreamRelay {
       this.awaitingIdentified.set(requestId, settle);
     });
     try {
-      await this.send(payload);
+      await this.notify(notice);
     } catch (error) {
       this.log.warn({ err: error }, 'identify notice not sent');
       this.awaitingIdentified.get(requestId)?.(false);
@@ -183,11 +195,7 @@ export class NodeBus implements StreamRelay {
 
   private async announce(environmentIds: string[]): Promise<void> {
     try {
-      const versions = await readVersions(this.db, environmentIds);
-      for (const environmentId of environmentIds) {
-        // A deleted environment is announced with version 0: listeners drop it all the same.
-        await this.notify({ environmentId, version: versions.get(environmentId) ?? 0 });
-      }
+      await this.enqueue([], environmentIds);
     } catch (error) {
       this.log.warn(
         { err: error },
@@ -197,25 +205,85 @@ export class NodeBus implements StreamRelay {
   }
 
   private notify(notice: Notice): Promise<void> {
-    return this.send(JSON.stringify(notice));
+    return this.enqueue([notice], []);
   }
 
-  private async send(payload: string): Promise<void> {
+  /**
+   * Queues notices, and environments whose versions are to be announced, for the next batch. One
+   * batch is in flight at a time; what is queued meanwhile goes out together in the next, so a
+   * burst of writes costs a few `NOTIFY`s instead of one per write and environment. A lone notice
+   * leaves at once. Resolves once the batch that carries it is sent.
+   */
+  private enqueue(notices: Notice[], environmentIds: readonly string[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queued.notices.push(...notices);
+      for (const id of environmentIds) this.queued.environmentIds.add(id);
+      this.queued.settle.push({ resolve, reject });
+      if (!this.sending) void this.sendQueued();
+    });
+  }
+
+  private async sendQueued(): Promise<void> {
+    this.sending = true;
+    while (this.queued.settle.length > 0) {
+      const { notices, environmentIds, settle } = this.queued;
+      this.queued = { notices: [], environmentIds: new Set(), settle: [] };
+      try {
+        if (environmentIds.size > 0) {
+          const ids = [...environmentIds];
+          const versions = await readVersions(this.db, ids);
+          // A deleted environment is announced with version 0: listeners drop it all the same.
+          for (const id of ids) notices.push({ environmentId: id, version: versions.get(id) ?? 0 });
+        }
+        await this.sendBatch(notices);
+        for (const { resolve } of settle) resolve();
+      } catch (error) {
+        for (const { reject } of settle) reject(error);
+      }
+    }
+    this.sending = false;
+  }
+
+  /** Sends notices as JSON arrays that each fit a PostgreSQL notice, in one statement. */
+  private async sendBatch(notices: Notice[]): Promise<void> {
+    const payloads: string[] = [];
+    let batch: string[] = [];
+    let bytes = 1;
+    for (const notice of notices) {
+      const json = JSON.stringify(notice);
+      // Its separator or the closing bracket.
+      const size = Buffer.byteLength(json) + 1;
+      if (batch.length > 0 && bytes + size > MAX_NOTICE_BYTES) {
+        payloads.push(`[${batch.join(',')}]`);
+        batch = [];
+        bytes = 1;
+      }
+      batch.push(json);
+      bytes += size;
+    }
+    if (batch.length > 0) payloads.push(`[${batch.join(',')}]`);
     if (this.relay) {
-      this.relay.send(payload);
+      for (const payload of payloads) this.relay.send(payload);
       return;
     }
-    await sql`select pg_notify(${CHANNEL}, ${payload})`.execute(this.db);
+    if (payloads.length === 0) return;
+    const calls = payloads.map((payload) => sql`pg_notify(${CHANNEL}, ${payload})`);
+    await sql`select ${sql.join(calls)}`.execute(this.db);
   }
 
   private apply(payload: string | undefined): void {
     if (!payload) return;
-    let notice: Notice;
+    let notices: Notice | Notice[];
     try {
-      notice = JSON.parse(payload) as Notice;
+      notices = JSON.parse(payload) as Notice | Notice[];
     } catch {
       return;
     }
+    // A batch is an array; a single notice comes from a node of an earlier version.
+    for (const notice of Array.isArray(notices) ? notices : [notices]) this.applyNotice(notice);
+  }
+
+  private applyNotice(notice: Notice): void {
     if ('deliveriesQueuedBy' in notice) {
       if (notice.deliveriesQueuedBy !== this.nodeId) this.wakeDeliveryWorker();
       return;

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresDatabase } from '../test-support/harness.js';
 import {
@@ -132,6 +133,55 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
       expect(unknown.headers.get('x-vexil-stream-updated')).toBe('false');
     } finally {
       stream.close();
+    }
+  }, 60_000);
+
+  it('a burst of writes travels in fewer notices than writes, the last version of each included', async () => {
+    const node = await ServeProcess.start(env);
+    nodes.push(node);
+    const burst = '/api/v1/orgs/acme/projects/burst';
+    await node.request('POST', '/api/v1/orgs/acme/projects', {
+      token,
+      body: { key: 'burst', name: 'Burst' },
+    });
+    const sdkKey = (
+      await node.request('POST', `${burst}/environments/production/sdk-keys`, {
+        token,
+        body: { name: 'burst', type: 'ServerSide' },
+      })
+    ).body.key as string;
+    const listener = new pg.Client({ connectionString: testbed.databaseUrl });
+    await listener.connect();
+    const notices: unknown[][] = [];
+    listener.on('notification', (message) => {
+      if (message.payload) notices.push([JSON.parse(message.payload)].flat() as unknown[]);
+    });
+    await listener.query('LISTEN vexil_changes');
+    try {
+      const writes = 40;
+      const answers = await Promise.all(
+        Array.from({ length: writes }, (_, i) =>
+          node.request('POST', `${burst}/flags`, {
+            token,
+            body: { key: `burst-${i}` },
+          }),
+        ),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual(Array(writes).fill(201));
+      const served = await node.request('GET', '/v1/sdk/flags', { sdkKey });
+      const version = (served.body as { version: number }).version;
+      const announced = () =>
+        notices
+          .flat()
+          .filter(
+            (notice): notice is { version: number } =>
+              typeof notice === 'object' && notice !== null && 'version' in notice,
+          )
+          .map((notice) => notice.version);
+      expect(await eventually(async () => announced().includes(version), 3000)).toBe(true);
+      expect(notices.length).toBeLessThan(writes);
+    } finally {
+      await listener.end();
     }
   }, 60_000);
 
