@@ -128,7 +128,7 @@ export async function createVexil(
   events.onCommitted(({ environmentIds }) => bus.configChanged(environmentIds));
   events.onWritten(
     announceToRelayFeeds({
-      sdkKeysChanged: (environmentId) => bus.sdkKeysChanged(environmentId),
+      environmentAccessChanged: (environmentId) => bus.environmentAccessChanged(environmentId),
       relayKeyRevoked: (relayKeyId) => bus.relayKeyRevoked(relayKeyId),
     }),
   );

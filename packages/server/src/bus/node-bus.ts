@@ -24,7 +24,7 @@ type Context = Record<string, unknown>;
  * itself; or a client stream to switch to a new context (`identify` answered by another node
  * than the one holding the stream), and its confirmation; or that webhook deliveries were queued
  * (by the node named); or a committed management change for the console's live feed; or, for
- * the relay feeds (design record 045), an environment whose SDK keys changed or a revoked relay key.
+ * the relay feeds (design record 045), an environment created or whose SDK keys changed, or a revoked relay key.
  */
 type Notice =
   | { environmentId: string; version: number }
@@ -33,7 +33,7 @@ type Notice =
   | { identify: { requestId: string; environmentId: string; streamId: string; context: Context } }
   | { identified: string }
   | { liveChange: LiveChange; from: string }
-  | { sdkKeysChangedIn: string; from: string }
+  | { accessChangedIn: string; from: string }
   | { revokedRelayKeyId: string; from: string };
 
 /**
@@ -66,7 +66,7 @@ export class NodeBus implements StreamRelay {
   /** Confirmations awaited by `identifyElsewhere`, by request id. */
   private readonly awaitingIdentified = new Map<string, (confirmed: boolean) => void>();
   private stopRelaying: () => void = () => {};
-  private readonly sdkKeysListeners = new Set<(environmentId: string) => void>();
+  private readonly accessListeners = new Set<(environmentId: string) => void>();
   private readonly relayKeyListeners = new Set<(relayKeyId: string) => void>();
 
   constructor(
@@ -119,14 +119,17 @@ export class NodeBus implements StreamRelay {
   }
 
   /**
-   * After commit: an SDK key of the environment was created or revoked. The relay feeds of every
-   * node send the environment's key hashes again (design record 045).
+   * After commit: the environment was created, or one of its SDK keys was created or revoked. The
+   * relay feeds of every node compare it again (design record 045).
    */
-  sdkKeysChanged(environmentId: string): void {
-    for (const listener of this.sdkKeysListeners) listener(environmentId);
+  environmentAccessChanged(environmentId: string): void {
+    for (const listener of this.accessListeners) listener(environmentId);
     if (!this.reachesOthers) return;
-    this.notify({ sdkKeysChangedIn: environmentId, from: this.nodeId }).catch((error: unknown) =>
-      this.log.warn({ err: error }, 'SDK key notice not sent; relay feeds catch up at a resync'),
+    this.notify({ accessChangedIn: environmentId, from: this.nodeId }).catch((error: unknown) =>
+      this.log.warn(
+        { err: error },
+        'environment notice not sent; relay feeds catch up at a resync',
+      ),
     );
   }
 
@@ -142,10 +145,10 @@ export class NodeBus implements StreamRelay {
     );
   }
 
-  /** Calls `listener` with each environment whose SDK keys changed here or on another node. */
-  onSdkKeysChanged(listener: (environmentId: string) => void): () => void {
-    this.sdkKeysListeners.add(listener);
-    return () => this.sdkKeysListeners.delete(listener);
+  /** Calls `listener` with each environment created, or whose SDK keys changed, here or elsewhere. */
+  onEnvironmentAccessChanged(listener: (environmentId: string) => void): () => void {
+    this.accessListeners.add(listener);
+    return () => this.accessListeners.delete(listener);
   }
 
   /** Calls `listener` with each relay key revoked here or on another node. */
@@ -265,9 +268,9 @@ export class NodeBus implements StreamRelay {
       if (notice.from !== this.nodeId) this.publishLiveChange(notice.liveChange);
       return;
     }
-    if ('sdkKeysChangedIn' in notice) {
+    if ('accessChangedIn' in notice) {
       if (notice.from !== this.nodeId)
-        for (const listener of this.sdkKeysListeners) listener(notice.sdkKeysChangedIn);
+        for (const listener of this.accessListeners) listener(notice.accessChangedIn);
       return;
     }
     if ('revokedRelayKeyId' in notice) {

@@ -22,8 +22,11 @@ import {
  * node bus (`bus/node-bus.ts`) is one.
  */
 export interface RelayFeedSignals {
-  /** Calls `listener` with each environment whose SDK keys changed; returns the unsubscribe. */
-  onSdkKeysChanged(listener: (environmentId: string) => void): () => void;
+  /**
+   * Calls `listener` with each environment created, or whose SDK keys changed (neither changes a
+   * configuration version); returns the unsubscribe.
+   */
+  onEnvironmentAccessChanged(listener: (environmentId: string) => void): () => void;
   /** Calls `listener` with each revoked relay key's id; returns the unsubscribe. */
   onRelayKeyRevoked(listener: (relayKeyId: string) => void): () => void;
 }
@@ -83,9 +86,7 @@ export class RelayFeed {
     // Subscribed before the initial set is read: a change meanwhile is marked, not missed.
     this.unsubscribe.push(
       snapshots.onChange((ids) => (ids === 'all' ? this.markAll() : this.mark(ids))),
-      signals.onSdkKeysChanged((id) => {
-        if (this.held.has(id)) this.mark([id]);
-      }),
+      signals.onEnvironmentAccessChanged((id) => this.mark([id])),
       signals.onRelayKeyRevoked((id) => {
         if (id === this.grant.id) this.revoke();
       }),

@@ -20,7 +20,10 @@ export const RELAY_FEED_PATH = '/relay/feed';
 export const RELAY_USAGE_PATH = '/relay/usage';
 export const RELAY_EVENTS_PATH = '/relay/events';
 
-/** How often the feed writes a `: keep-alive` comment line when nothing else is sent. */
+/**
+ * How often the feed writes a `: keep-alive` comment line (an upstream's `VEXIL_STREAM_HEARTBEAT`,
+ * 15 s by default): a relay that hears nothing for several of these can take the stream as lost.
+ */
 export const RELAY_KEEP_ALIVE_MS = 15_000;
 
 /** Most rows of each kind in one `POST /v1/relay/usage` body; a larger body is refused with 413. */

@@ -10,7 +10,6 @@ import {
   RELAY_EVENTS_PATH,
   RELAY_FEED_PATH,
   RELAY_INTAKE_BODY_LIMIT_BYTES,
-  RELAY_KEEP_ALIVE_MS,
   RELAY_USAGE_PATH,
   RelayEventsBody,
   RelayEventsResponse,
@@ -52,7 +51,6 @@ export function registerRelayApi(
   services: Services,
   snapshots: SnapshotStore,
   signals: RelayFeedSignals,
-  options: { keepAliveMs?: number } = {},
 ): void {
   const upstream = databaseFingerprint(services.config.databaseUrl);
 
@@ -69,7 +67,8 @@ export function registerRelayApi(
           signals,
           upstream,
           log: request.log,
-          keepAliveMs: options.keepAliveMs ?? RELAY_KEEP_ALIVE_MS,
+          // `VEXIL_STREAM_HEARTBEAT`, by default the protocol's RELAY_KEEP_ALIVE_MS.
+          keepAliveMs: services.config.streamHeartbeatMs,
         },
         grant,
         response,
