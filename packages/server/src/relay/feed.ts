@@ -117,7 +117,8 @@ export class RelayFeed {
     if (this.draining || this.closed) return;
     this.draining = true;
     try {
-      while (!this.closed && (this.resyncDue || this.dirty.size > 0)) {
+      // `closed` changes while a read is awaited: checked again before each step.
+      while (!this.isClosed() && (this.resyncDue || this.dirty.size > 0)) {
         if (this.resyncDue) {
           this.resyncDue = false;
           this.dirty.clear();
@@ -210,6 +211,10 @@ export class RelayFeed {
       // The database is out: the key is checked again at the next keep-alive.
     }
     if (this.failed) this.markAll();
+  }
+
+  private isClosed(): boolean {
+    return this.closed;
   }
 
   private revoke(): void {
