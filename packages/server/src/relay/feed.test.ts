@@ -395,3 +395,30 @@ describe('relay feed across nodes on postgres', () => {
     }
   });
 });
+
+describe('relay feed at shutdown', () => {
+  it('a node that closes ends its feeds, so that relays reconnect elsewhere', async () => {
+    const vexil = await createTestVexil('sqlite');
+    const org = await createOrg(vexil);
+    const relay = await callOk(vexil, 'POST', `${orgBase}/relay-keys`, org.token, { name: 'r' });
+    await vexil.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = vexil.app.server.address() as AddressInfo;
+    const abort = new AbortController();
+    const reader = new SseReader(
+      await fetch(`http://127.0.0.1:${String(port)}/v1/relay/feed`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${relay.key as string}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ known: {} }),
+        signal: abort.signal,
+      }),
+      abort,
+    );
+    for (let event = await reader.next(); event.event !== 'ready'; event = await reader.next());
+    await vexil.close();
+    await reader.until(() => reader.ended, 'the stream to end');
+    expect(reader.events.map((event) => event.event)).not.toContain('revoked');
+  });
+});

@@ -91,7 +91,7 @@ export class RelayFeed {
         if (id === this.grant.id) this.revoke();
       }),
     );
-    this.response.on('close', () => this.stop());
+    this.response.on('close', () => this.close());
     this.timer = setInterval(() => void this.keepAlive(), keepAliveMs);
     this.timer.unref();
     this.send('hello', {
@@ -220,10 +220,11 @@ export class RelayFeed {
   private revoke(): void {
     if (this.closed) return;
     this.send('revoked', {});
-    this.stop();
+    this.close();
   }
 
-  private stop(): void {
+  /** Ends the stream (the relay reconnects) and stops following changes. */
+  close(): void {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
