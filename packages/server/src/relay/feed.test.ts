@@ -396,6 +396,44 @@ describe('relay feed across nodes on postgres', () => {
   });
 });
 
+describe('relay feed keep-alive', () => {
+  it('writes keep-alive comments, and closes a feed whose key was revoked without a notice', async () => {
+    const vexil = await createTestVexil('sqlite', { config: { streamHeartbeatMs: 50 } });
+    try {
+      const org = await createOrg(vexil);
+      const relay = await callOk(vexil, 'POST', `${orgBase}/relay-keys`, org.token, {
+        name: 'r',
+      });
+      await vexil.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = vexil.app.server.address() as AddressInfo;
+      const abort = new AbortController();
+      const reader = new SseReader(
+        await fetch(`http://127.0.0.1:${String(port)}/v1/relay/feed`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${relay.key as string}`,
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({ known: {} }),
+          signal: abort.signal,
+        }),
+        abort,
+      );
+      await reader.until(() => reader.comments >= 2, 'keep-alives');
+      // Revoked behind the bus's back (as if its notice were lost): the keep-alive's check sees it.
+      await vexil.services.db
+        .updateTable('relay_keys')
+        .set({ revoked_at: new Date().toISOString() })
+        .where('id', '=', relay.id as string)
+        .execute();
+      await reader.until(() => reader.ended, 'the stream to end');
+      expect(reader.events.at(-1)?.event).toBe('revoked');
+    } finally {
+      await vexil.close();
+    }
+  });
+});
+
 describe('relay feed at shutdown', () => {
   it('a node that closes ends its feeds, so that relays reconnect elsewhere', async () => {
     const vexil = await createTestVexil('sqlite');
