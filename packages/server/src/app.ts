@@ -60,6 +60,8 @@ import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 import { UsageAggregator } from './usage/aggregator.js';
+import { announceToRelayFeeds } from './relay/feed-signals.js';
+import { registerRelayApi } from './relay/routes.js';
 
 /** What one `vexil serve` process runs (design record 010): by default everything. */
 export type ServiceRole = 'management' | 'evaluation' | 'worker';
@@ -124,6 +126,12 @@ export async function createVexil(
   const onDeliveriesQueued = () => bus.deliveriesQueued();
   events.onWritten(fanOutTo(onDeliveriesQueued));
   events.onCommitted(({ environmentIds }) => bus.configChanged(environmentIds));
+  events.onWritten(
+    announceToRelayFeeds({
+      environmentAccessChanged: (environmentId) => bus.environmentAccessChanged(environmentId),
+      relayKeyRevoked: (relayKeyId) => bus.relayKeyRevoked(relayKeyId),
+    }),
+  );
   // The console's live feed (design record 026): changes committed here and on other nodes.
   const liveFeed = new LiveFeed();
   events.onWritten(liveFeed.onWritten);
@@ -317,6 +325,7 @@ export async function createVexil(
         limitBodies(evaluation, BODY_LIMITS.evaluation);
         await allowBrowserCalls(evaluation);
         registerEvaluationApi(evaluation, services, snapshots, sdk, bus, answers);
+        registerRelayApi(evaluation, services, snapshots, bus);
       },
       { prefix: EVALUATION_PREFIX },
     );

@@ -58,9 +58,10 @@ export interface SnapshotToCopy {
 
 /**
  * Names the database a copy was read from, without its password: a copy made for another
- * database (a directory shared by mistake, a changed `VEXIL_DATABASE_URL`) is foreign.
+ * database (a directory shared by mistake, a changed `VEXIL_DATABASE_URL`) is foreign. Also the
+ * upstream identity a full node announces to the relays that follow it (design record 045).
  */
-function databaseFingerprint(databaseUrl: string): string {
+export function databaseFingerprint(databaseUrl: string): string {
   let name = databaseUrl;
   try {
     const url = new URL(databaseUrl);
