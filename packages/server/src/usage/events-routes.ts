@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { App } from '../http/app-instance.js';
 import { ProblemError } from '../evaluation/problem.js';
 import type { SdkAuthenticator } from '../evaluation/sdk-authenticator.js';
-import type { Services } from '../services.js';
+import type { EvaluationServices } from '../services.js';
 import { HOUR_MS, type DiscardReason, type UsageAggregator } from './aggregator.js';
 
 /** Events per request; a larger batch is refused with 413 (design record 008). */
@@ -105,7 +105,11 @@ export function intakeEvents(
  * {@link EVENTS_BODY_LIMIT_BYTES} or more than {@link MAX_EVENTS_PER_REQUEST} events, 429 with
  * `Retry-After` when the client IP's quota is spent.
  */
-export function registerEventRoutes(app: App, services: Services, sdk: SdkAuthenticator): void {
+export function registerEventRoutes(
+  app: App,
+  services: EvaluationServices,
+  sdk: SdkAuthenticator,
+): void {
   const { points, windowSeconds } = services.config.clientEventsRateLimit;
   const perIp = new RateLimiterMemory({ points, duration: windowSeconds });
 
