@@ -28,6 +28,8 @@ import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
 import type { DeliveryWorker } from './webhooks/worker.js';
 import { DatabaseUsageStore, UsageAggregator } from './usage/aggregator.js';
+import { announceToRelayFeeds } from './relay/feed-signals.js';
+import { registerRelayApi } from './relay/routes.js';
 
 /** What one `vexil serve` process runs (design records 010, 044): by default everything. */
 export type ServiceRole = 'management' | 'evaluation' | 'worker';
@@ -98,6 +100,12 @@ export async function createVexil(
   const onDeliveriesQueued = () => bus.deliveriesQueued();
   events.onWritten(fanOutTo(onDeliveriesQueued));
   events.onCommitted(({ environmentIds }) => bus.configChanged(environmentIds));
+  events.onWritten(
+    announceToRelayFeeds({
+      environmentAccessChanged: (environmentId) => bus.environmentAccessChanged(environmentId),
+      relayKeyRevoked: (relayKeyId) => bus.relayKeyRevoked(relayKeyId),
+    }),
+  );
   // The console's live feed (design record 026): changes committed here and on other nodes.
   const liveFeed = new LiveFeed();
   events.onWritten(liveFeed.onWritten);
@@ -172,6 +180,8 @@ export async function createVexil(
       durations: requestDurations,
       accepting: () => ops.accepting,
       fallback: fastifyListener,
+      // The upstream side of the relay protocol (design record 045).
+      extraRoutes: (evaluation) => registerRelayApi(evaluation, services, snapshots, bus),
     });
   }
   answerUnknownRoutes(app);

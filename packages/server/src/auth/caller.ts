@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Role, Schema } from '../db/schema.js';
 import { ApiError } from '../http/errors.js';
-import { hashSecret, isSdkKey, secretKind, secretMatches } from './secrets.js';
+import { hashSecret, isRelayKey, isSdkKey, secretKind, secretMatches } from './secrets.js';
 
 /** A personal access token or a browser session, acting as its user. */
 export interface UserCaller {
@@ -85,7 +85,9 @@ export async function authenticate(
       'unauthorized',
       isSdkKey(token)
         ? `The bearer token is ${secretKind(token)}, which only the evaluation API (/v1, /ofrep/v1) takes; the management API takes a personal access token or a service token.`
-        : 'The bearer token is not valid.',
+        : isRelayKey(token)
+          ? 'The bearer token is a relay key, which only the relay routes (/v1/relay/…) take; the management API takes a personal access token or a service token.'
+          : 'The bearer token is not valid.',
     );
   }
   if (row.revoked_at) throw new ApiError('unauthorized', 'The bearer token has been revoked.');

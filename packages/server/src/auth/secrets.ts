@@ -14,7 +14,9 @@ export type SecretPrefix =
   | 'vxl_ses'
   | 'vxl_inv'
   /** A password reset link (design record 034). */
-  | 'vxl_pwr';
+  | 'vxl_pwr'
+  /** A relay key (design record 045): `vxr_…`, as the relay contract names it. */
+  | 'vxr';
 
 /** What each kind of secret is called, by its prefix, in errors that name a misplaced one. */
 const SECRET_KINDS: Record<SecretPrefix, string> = {
@@ -25,11 +27,12 @@ const SECRET_KINDS: Record<SecretPrefix, string> = {
   vxl_ses: 'a session cookie',
   vxl_inv: 'an invitation token',
   vxl_pwr: 'a password reset token',
+  vxr: 'a relay key',
 };
 
 /** What `secret` is by its prefix ("a personal access token"…), or null when it has none of ours. */
 export function secretKind(secret: string): string | null {
-  const prefix = /^(vxl_[a-z]{3})_/.exec(secret)?.[1];
+  const prefix = /^(vxl_[a-z]{3}|vxr)_/.exec(secret)?.[1];
   return prefix !== undefined && Object.hasOwn(SECRET_KINDS, prefix)
     ? SECRET_KINDS[prefix as SecretPrefix]
     : null;
@@ -38,6 +41,11 @@ export function secretKind(secret: string): string | null {
 /** Whether `secret` has the prefix of an SDK key (which is not a bearer token of the management API). */
 export function isSdkKey(secret: string): boolean {
   return secret.startsWith('vxl_srv_') || secret.startsWith('vxl_cli_');
+}
+
+/** Whether `secret` has the prefix of a relay key (taken only by the relay routes, `/v1/relay/…`). */
+export function isRelayKey(secret: string): boolean {
+  return secret.startsWith('vxr_');
 }
 
 /** A fresh secret: `<prefix>_<43 chars of base64url>` (32 random bytes). */

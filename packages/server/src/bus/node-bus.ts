@@ -23,7 +23,8 @@ type Context = Record<string, unknown>;
  * A notice between nodes: a configuration version or a revoked SDK key (by hash), never the data
  * itself; or a client stream to switch to a new context (`identify` answered by another node
  * than the one holding the stream), and its confirmation; or that webhook deliveries were queued
- * (by the node named); or a committed management change for the console's live feed.
+ * (by the node named); or a committed management change for the console's live feed; or, for
+ * the relay feeds (design record 045), an environment created or whose SDK keys changed, or a revoked relay key.
  */
 type Notice =
   | { environmentId: string; version: number }
@@ -31,7 +32,9 @@ type Notice =
   | { deliveriesQueuedBy: string }
   | { identify: { requestId: string; environmentId: string; streamId: string; context: Context } }
   | { identified: string }
-  | { liveChange: LiveChange; from: string };
+  | { liveChange: LiveChange; from: string }
+  | { accessChangedIn: string; from: string }
+  | { revokedRelayKeyId: string; from: string };
 
 /**
  * The cross-node bus: keeps every node's evaluation snapshots, SDK-key cache and client streams
@@ -63,6 +66,8 @@ export class NodeBus implements StreamRelay {
   /** Confirmations awaited by `identifyElsewhere`, by request id. */
   private readonly awaitingIdentified = new Map<string, (confirmed: boolean) => void>();
   private stopRelaying: () => void = () => {};
+  private readonly accessListeners = new Set<(environmentId: string) => void>();
+  private readonly relayKeyListeners = new Set<(relayKeyId: string) => void>();
 
   constructor(
     private readonly db: Kysely<Schema>,
@@ -111,6 +116,45 @@ export class NodeBus implements StreamRelay {
   keyRevoked(keyHash: string): void {
     this.sdkKeys.forget(keyHash);
     if (this.reachesOthers) void this.notify({ revokedKeyHash: keyHash });
+  }
+
+  /**
+   * After commit: the environment was created, or one of its SDK keys was created or revoked. The
+   * relay feeds of every node compare it again (design record 045).
+   */
+  environmentAccessChanged(environmentId: string): void {
+    for (const listener of this.accessListeners) listener(environmentId);
+    if (!this.reachesOthers) return;
+    this.notify({ accessChangedIn: environmentId, from: this.nodeId }).catch((error: unknown) =>
+      this.log.warn(
+        { err: error },
+        'environment notice not sent; relay feeds catch up at a resync',
+      ),
+    );
+  }
+
+  /** After commit: a relay key was revoked; its open feeds close on every node. */
+  relayKeyRevoked(relayKeyId: string): void {
+    for (const listener of this.relayKeyListeners) listener(relayKeyId);
+    if (!this.reachesOthers) return;
+    this.notify({ revokedRelayKeyId: relayKeyId, from: this.nodeId }).catch((error: unknown) =>
+      this.log.warn(
+        { err: error },
+        'relay key notice not sent; its feeds close at their next keep-alive check',
+      ),
+    );
+  }
+
+  /** Calls `listener` with each environment created, or whose SDK keys changed, here or elsewhere. */
+  onEnvironmentAccessChanged(listener: (environmentId: string) => void): () => void {
+    this.accessListeners.add(listener);
+    return () => this.accessListeners.delete(listener);
+  }
+
+  /** Calls `listener` with each relay key revoked here or on another node. */
+  onRelayKeyRevoked(listener: (relayKeyId: string) => void): () => void {
+    this.relayKeyListeners.add(listener);
+    return () => this.relayKeyListeners.delete(listener);
   }
 
   /** After commit: webhook deliveries were queued. */
@@ -222,6 +266,16 @@ export class NodeBus implements StreamRelay {
     }
     if ('liveChange' in notice) {
       if (notice.from !== this.nodeId) this.publishLiveChange(notice.liveChange);
+      return;
+    }
+    if ('accessChangedIn' in notice) {
+      if (notice.from !== this.nodeId)
+        for (const listener of this.accessListeners) listener(notice.accessChangedIn);
+      return;
+    }
+    if ('revokedRelayKeyId' in notice) {
+      if (notice.from !== this.nodeId)
+        for (const listener of this.relayKeyListeners) listener(notice.revokedRelayKeyId);
       return;
     }
     if ('revokedKeyHash' in notice) {

@@ -204,6 +204,21 @@ export interface SdkKeysTable {
   last_used_at: string | null;
 }
 
+/** A relay's credential (design record 045); only the secret's hash is stored. */
+export interface RelayKeysTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  key_hash: string;
+  last_four: string;
+  /** JSON array of project ids; null means every project. */
+  project_scope: string | null;
+  /** JSON array of environment keys; null means every environment of the covered projects. */
+  environment_keys: string | null;
+  created_at: string;
+  revoked_at: string | null;
+}
+
 export interface WebhookSubscriptionsTable {
   id: string;
   organization_id: string;
@@ -405,6 +420,7 @@ export interface Schema {
   rules: RulesTable;
   segments: SegmentsTable;
   sdk_keys: SdkKeysTable;
+  relay_keys: RelayKeysTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_secrets: WebhookSecretsTable;
   webhook_events: WebhookEventsTable;

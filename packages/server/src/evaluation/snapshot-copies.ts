@@ -58,10 +58,11 @@ export interface SnapshotToCopy {
 
 /**
  * Names the database a copy was read from, without its password: a copy made for another
- * database (a directory shared by mistake, a changed `VEXIL_DATABASE_URL`) is foreign. A relay
- * names its upstream instead (`relay:<upstream URL>`, design record 044).
+ * database (a directory shared by mistake, a changed `VEXIL_DATABASE_URL`) is foreign. Also the
+ * upstream identity a full node announces to the relays that follow it (design record 045). A
+ * relay names its upstream instead (`relay:<upstream URL>`, design record 044).
  */
-function databaseFingerprint(databaseUrl: string): string {
+export function databaseFingerprint(databaseUrl: string): string {
   let name = databaseUrl;
   try {
     const url = new URL(databaseUrl);

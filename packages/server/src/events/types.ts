@@ -31,6 +31,8 @@ export const EVENT_TYPES = [
   'api_token.created',
   'api_token.updated',
   'api_token.deleted',
+  'relay_key.created',
+  'relay_key.revoked',
   'organization.updated',
   'member.created',
   'member.updated',

@@ -59,6 +59,12 @@ const REACH: Record<string, ReachClass> = {
   },
   'GET /api/v1/orgs/{org}/service-tokens': { reach: 'reach' },
   'DELETE /api/v1/orgs/{org}/service-tokens/{tokenId}': { reach: 'reach' },
+  'POST /api/v1/orgs/{org}/relay-keys': {
+    reach: 'grant',
+    body: { name: 'wider', projectIds: ['{elsewhere}'] },
+  },
+  'GET /api/v1/orgs/{org}/relay-keys': { reach: 'reach' },
+  'DELETE /api/v1/orgs/{org}/relay-keys/{relayKeyId}': { reach: 'reach' },
   'POST /api/v1/orgs/{org}/webhooks': {
     reach: 'grant',
     body: { name: 'wider', url: 'https://127.0.0.1:1/hook', projectIds: ['{elsewhere}'] },
@@ -182,6 +188,9 @@ describe.each(testDialects())('reach matrix on %s', (dialect) => {
         projectIds: [elsewhereId],
       })
     ).id;
+    beyond.relayKeyId = (
+      await post('/relay-keys', { name: 'elsewhere', projectIds: [elsewhereId] })
+    ).id;
     const invitation = await post('/invitations', {
       email: 'elsewhere@example.test',
       role: 'Viewer',
@@ -212,6 +221,7 @@ describe.each(testDialects())('reach matrix on %s', (dialect) => {
       elsewhereMember.userId,
       beyond.id,
       beyond.tokenId,
+      beyond.relayKeyId,
       beyond.deliveryId,
       invitation.id,
       'elsewhere@example.test',
@@ -298,7 +308,7 @@ describe.each(testDialects())('reach matrix on %s', (dialect) => {
         ]);
         break;
       case 'reach':
-        if (route.path.match(/\{(id|userId|tokenId|deliveryId)\}/))
+        if (route.path.match(/\{(id|userId|tokenId|relayKeyId|deliveryId)\}/))
           expect([403, 404], label).toContain(response.status);
         if (response.status === 403) expect(response.body.error, label).toBe('outside_allowlist');
         expectNoLeak(route.id, url, response);

@@ -18,6 +18,7 @@ import { registerMySessionRoutes } from './me/sessions.js';
 import { registerOrgRoutes } from './orgs/routes.js';
 import { registerProjectRoutes } from './projects/routes.js';
 import { registerSdkKeyRoutes } from './sdk-keys/routes.js';
+import { registerRelayKeyRoutes } from './relay-keys/routes.js';
 import { registerServiceTokenRoutes } from './service-tokens/routes.js';
 import { registerSsoConnectionRoutes } from './sso-connections/routes.js';
 import { registerRuleRoutes } from './targeting/rules.js';
@@ -37,6 +38,7 @@ export function registerManagementApi(
   registerMeRoutes(app, services);
   registerOrgRoutes(app, services);
   registerServiceTokenRoutes(app, services);
+  registerRelayKeyRoutes(app, services);
   registerProjectRoutes(app, services);
   registerEnvironmentRoutes(app, services);
   registerFlagRoutes(app, services);

@@ -177,6 +177,33 @@ export class UsageAggregator {
   }
 
   /**
+   * Adds `count` evaluations of `flagKey` serving `variationKey`, counted elsewhere (by a relay,
+   * design record 045) in the hour containing `hourMs`; `lastMs` is the latest of them.
+   */
+  addEvaluations(
+    environmentId: string,
+    flagKey: string,
+    variationKey: string,
+    hourMs: number,
+    count: number,
+    lastMs: number,
+  ): void {
+    addToFlag(
+      this.flagsOf(environmentId),
+      flagKey,
+      variationKey,
+      startOfHour(hourMs),
+      count,
+      lastMs,
+    );
+  }
+
+  /** Adds `count` custom events named `eventKey`, counted elsewhere, in the hour containing `hourMs`. */
+  addCustomEvents(environmentId: string, eventKey: string, hourMs: number, count: number): void {
+    this.addCustomEvent(environmentId, eventKey, startOfHour(hourMs), count);
+  }
+
+  /**
    * Notes that the SDK key with id `keyId` was used at `atMs` (epoch ms); written to the key's
    * `last_used_at` with the next flush. A null id (a grant from an old snapshot copy) is ignored.
    */

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { App } from '../http/app-instance.js';
 import { ProblemError } from '../evaluation/problem.js';
 import type { SdkAuthenticator } from '../evaluation/sdk-authenticator.js';
+import type { Snapshot } from '../evaluation/snapshots.js';
 import type { EvaluationServices } from '../services.js';
 import { HOUR_MS, type DiscardReason, type UsageAggregator } from './aggregator.js';
 
@@ -99,6 +100,40 @@ export function intakeEvents(
 }
 
 /**
+ * Records a batch of events sent with a key of `type` for the snapshot's environment, as
+ * `/v1/sdk/events` (`ServerSide`) and `/v1/client/events` (`ClientSide`) do, and as the relay
+ * intake does for the events a relay received (design record 045).
+ * @throws ProblemError 413 for more than {@link MAX_EVENTS_PER_REQUEST} events
+ */
+export function acceptEvents(
+  services: Pick<EvaluationServices, 'usage' | 'clock'>,
+  snapshot: Pick<Snapshot, 'environmentId' | 'clientSideKeys' | 'compiled'>,
+  events: unknown[],
+  type: 'ClientSide' | 'ServerSide',
+): { accepted: number } {
+  if (events.length > MAX_EVENTS_PER_REQUEST) {
+    throw new ProblemError(
+      413,
+      'Too many events',
+      `A request may carry at most ${MAX_EVENTS_PER_REQUEST} events; this one has ${events.length}.`,
+      { maxEvents: MAX_EVENTS_PER_REQUEST },
+    );
+  }
+  const knownKeys: ReadonlySet<string> | ReadonlyMap<string, number> =
+    type === 'ClientSide' ? snapshot.clientSideKeys : snapshot.compiled.flagIndex;
+  intakeEvents(
+    events,
+    {
+      usage: services.usage,
+      environmentId: snapshot.environmentId,
+      knownFlag: (key) => knownKeys.has(key),
+    },
+    services.clock.now().getTime(),
+  );
+  return { accepted: events.length };
+}
+
+/**
  * `POST /v1/client/events` (client key, rate limited per client IP) and `POST /v1/sdk/events`
  * (server key): analytics intake, answered `202 {accepted}` whatever is discarded.
  * Request-level refusals, as problem bodies: 401 for a missing or invalid key, 413 for a body over
@@ -126,26 +161,7 @@ export function registerEventRoutes(
     type: 'ClientSide' | 'ServerSide',
   ) => {
     const snapshot = await sdk.authenticate(request.headers.authorization, type);
-    if (events.length > MAX_EVENTS_PER_REQUEST) {
-      throw new ProblemError(
-        413,
-        'Too many events',
-        `A request may carry at most ${MAX_EVENTS_PER_REQUEST} events; this one has ${events.length}.`,
-        { maxEvents: MAX_EVENTS_PER_REQUEST },
-      );
-    }
-    const knownKeys: ReadonlySet<string> | ReadonlyMap<string, number> =
-      type === 'ClientSide' ? snapshot.clientSideKeys : snapshot.compiled.flagIndex;
-    intakeEvents(
-      events,
-      {
-        usage: services.usage,
-        environmentId: snapshot.environmentId,
-        knownFlag: (key) => knownKeys.has(key),
-      },
-      services.clock.now().getTime(),
-    );
-    return { accepted: events.length };
+    return acceptEvents(services, snapshot, events, type);
   };
 
   app.post(
