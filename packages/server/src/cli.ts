@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { createVexil, SERVICE_ROLES, type ServiceRole, type Vexil } from './app.js';
 import { systemClock } from './clock.js';
 import { runClusterPrimary, workerCount } from './cluster/primary.js';
-import { ConfigError, loadConfig, parseWorkers, type Config } from './config.js';
+import { ConfigError, loadConfig, parseUpstreamUrl, parseWorkers, type Config } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 import type { Plan } from './db/schema.js';
 import { ApiError } from './http/errors.js';
@@ -31,6 +31,8 @@ import {
   restoreSqlite,
 } from './ops/backup.js';
 import { bannerText, describeDatabase, nextSteps, type StartUp } from './ops/start-up-banner.js';
+import { RELAY_KEY_PREFIX } from './relay/protocol.js';
+import { createRelayNode, type VexilRelay } from './relay/relay-node.js';
 
 // `../package.json` from both `src/` and `dist/`: the server package's own manifest.
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -59,13 +61,7 @@ program
   .option(
     '--workers <count>',
     'worker processes behind the one port, a number or "auto" (one per core); default VEXIL_WORKERS or 1',
-    (value: string) => {
-      try {
-        return parseWorkers(value, '--workers');
-      } catch (error) {
-        throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
-      }
-    },
+    (value: string) => workersOption(value),
   )
   .addOption(
     // Set by the primary of `--workers` on the processes it forks: which worker this is.
@@ -144,6 +140,134 @@ async function serve(
     if (process.stdout.isTTY) process.stdout.write(bannerText(startUp));
     else vexil.app.log.info(startUp, 'Vexil started');
   }
+}
+
+/** `--workers`' parser, shared by `serve` and `relay`. */
+function workersOption(value: string): number | 'auto' {
+  try {
+    return parseWorkers(value, '--workers');
+  } catch (error) {
+    throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+program
+  .command('relay')
+  .description(
+    'serve the evaluation API from an upstream Vexil (a full node or another relay), without a database: VEXIL_RELAY_KEY holds the relay key',
+  )
+  .option(
+    '--upstream <url>',
+    "the upstream's address, e.g. https://flags.example.com; default VEXIL_RELAY_UPSTREAM",
+    (value: string) => {
+      try {
+        return parseUpstreamUrl(value, '--upstream');
+      } catch (error) {
+        throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
+      }
+    },
+  )
+  .option('--port <port>', 'port to listen on; default VEXIL_PORT or 8080', (value: string) => {
+    if (!/^\d{1,5}$/.test(value) || Number(value) > 65_535)
+      throw new InvalidArgumentError('--port: a port number, 0 to 65535');
+    return Number(value);
+  })
+  .option('--host <host>', 'address to listen on; default VEXIL_HOST or 127.0.0.1')
+  .option(
+    '--workers <count>',
+    'worker processes behind the one port, a number or "auto"; default VEXIL_WORKERS or 1',
+    workersOption,
+  )
+  .addOption(new Option('--cluster-worker <index>').hideHelp().argParser((value) => Number(value)))
+  .action(
+    async (options: {
+      upstream?: string;
+      port?: number;
+      host?: string;
+      workers?: number | 'auto';
+      clusterWorker?: number;
+    }) => {
+      const loaded = loadConfig();
+      const config: Config = {
+        ...loaded,
+        host: options.host ?? loaded.host,
+        port: options.port ?? loaded.port,
+      };
+      const upstreamUrl = options.upstream ?? config.relay.upstreamUrl;
+      if (!upstreamUrl)
+        throw new ConfigError(
+          'vexil relay needs its upstream: --upstream https://flags.example.com (or VEXIL_RELAY_UPSTREAM)',
+        );
+      const relayKey = config.relay.key;
+      if (!relayKey?.startsWith(RELAY_KEY_PREFIX))
+        throw new ConfigError(
+          `vexil relay needs VEXIL_RELAY_KEY, a relay key (${RELAY_KEY_PREFIX}…) an Admin creates upstream with POST /api/v1/orgs/{org}/relay-keys`,
+        );
+      const count = workerCount(options.workers ?? config.workers);
+      if (options.clusterWorker === undefined && count > 1) {
+        await runClusterPrimary({
+          count,
+          shutdownTimeoutMs: config.shutdownTimeoutMs,
+          logLevel: config.logLevel,
+        });
+        return;
+      }
+      await relay(config, upstreamUrl, relayKey, options.clusterWorker);
+    },
+  );
+
+/**
+ * One relay process (design record 044). With good copies on disk it serves them at once and
+ * follows the upstream in the background; without, it waits for the upstream's initial set, and
+ * a wrong address or key ends it with the reason.
+ */
+async function relay(
+  config: Config,
+  upstreamUrl: string,
+  relayKey: string,
+  clusterWorker: number | undefined,
+): Promise<void> {
+  const node: VexilRelay = await createRelayNode(config, {
+    upstreamUrl,
+    relayKey,
+    clusterWorker: clusterWorker !== undefined,
+  });
+  if (!node.source.hasConfigurations()) {
+    const problem = await node.follower.firstConnection();
+    if (problem) {
+      await node.close();
+      throw new ConfigError(`vexil relay cannot start: ${problem.detail}`);
+    }
+  }
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    node.app.log.info({ signal }, 'shutting down');
+    setTimeout(() => {
+      node.app.log.error(
+        { timeoutMs: config.shutdownTimeoutMs },
+        'shutdown did not finish in time; exiting',
+      );
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
+    await node.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  const listening = await node.app.listen({ host: config.host, port: config.port });
+  if (clusterWorker === undefined || clusterWorker === 1)
+    node.app.log.info(
+      {
+        version,
+        listening,
+        upstream: upstreamUrl,
+        environments: node.source.environments().length,
+        following: node.follower.following(),
+      },
+      'Vexil relay started',
+    );
 }
 
 program

@@ -61,6 +61,13 @@ export interface Config {
    * it serves, to serve them when started while the database is unreachable (design record 019).
    */
   snapshotCacheDir: string | null;
+  /** `vexil relay` (design record 044): what the relay follows, and with which key. */
+  relay: {
+    /** `VEXIL_RELAY_UPSTREAM` (or `--upstream`): the upstream's base address, http(s). */
+    upstreamUrl: string | null;
+    /** `VEXIL_RELAY_KEY`: the relay key, `vxr_…`, created upstream by an Admin. */
+    key: string | null;
+  };
   /** How long SIGTERM may take before the process exits regardless, in milliseconds (design record 019). */
   shutdownTimeoutMs: number;
   /**
@@ -151,6 +158,24 @@ export function parseWorkers(value: string, name: string): number | 'auto' {
   return Number(value);
 }
 
+/**
+ * A relay's upstream: an `http://` or `https://` base address, returned without a trailing slash.
+ * @throws ConfigError naming `name` for anything else.
+ */
+export function parseUpstreamUrl(value: string, name: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(
+      `${name}: "${value}" is not an address such as https://flags.example.com`,
+    );
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(`${name}: "${value}" must be an http:// or https:// address`);
+  return url.toString().replace(/\/+$/, '');
+}
+
 function integer(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === '') return fallback;
   const parsed = Number(value);
@@ -209,6 +234,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'VEXIL_SNAPSHOT_CHECK_INTERVAL',
     ),
     snapshotCacheDir: env.VEXIL_SNAPSHOT_CACHE_DIR ? resolve(env.VEXIL_SNAPSHOT_CACHE_DIR) : null,
+    relay: {
+      upstreamUrl: env.VEXIL_RELAY_UPSTREAM
+        ? parseUpstreamUrl(env.VEXIL_RELAY_UPSTREAM, 'VEXIL_RELAY_UPSTREAM')
+        : null,
+      key: env.VEXIL_RELAY_KEY || null,
+    },
     shutdownTimeoutMs: parseDuration(env.VEXIL_SHUTDOWN_TIMEOUT || '30s', 'VEXIL_SHUTDOWN_TIMEOUT'),
     workers: parseWorkers(env.VEXIL_WORKERS || '1', 'VEXIL_WORKERS'),
     streamHeartbeatMs: parseDuration(env.VEXIL_STREAM_HEARTBEAT || '15s', 'VEXIL_STREAM_HEARTBEAT'),

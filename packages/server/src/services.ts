@@ -33,3 +33,6 @@ export interface Services {
   /** Password attempts and reset mails, counted per address and IP (design record 034). */
   attempts: AttemptCounter;
 }
+
+/** What the evaluation API uses of a node's services: no database, which a relay has none of. */
+export type EvaluationServices = Pick<Services, 'config' | 'clock' | 'usage'>;

@@ -15,7 +15,7 @@ import { toApiError } from '../http/envelope.js';
 import { ApiError } from '../http/errors.js';
 import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
 import { fieldProblems, validationSummary } from '../http/validation-messages.js';
-import type { Services } from '../services.js';
+import type { EvaluationServices } from '../services.js';
 import { notAnSdkKeyDetail, SdkAuthFailure, type SdkAuthenticator } from './sdk-authenticator.js';
 import type { Snapshot } from './snapshots.js';
 
@@ -235,7 +235,11 @@ function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: 
  * see every flag, client keys only client-side-visible ones (others are FLAG_NOT_FOUND).
  * Answers come from the same in-memory snapshots as the Vexil evaluation API.
  */
-export function registerOfrepApi(app: App, services: Services, sdk: SdkAuthenticator): void {
+export function registerOfrepApi(
+  app: App,
+  services: EvaluationServices,
+  sdk: SdkAuthenticator,
+): void {
   app.setErrorHandler(ofrepErrorHandler);
   answerUnmatchedRequests(app, ({ method, path, allowed }) =>
     allowed.length > 0

@@ -7,7 +7,7 @@ import type { ValidateFunction } from 'ajv';
 import type { App } from '../http/app-instance.js';
 import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
 import type { RequestDurations } from '../ops/request-durations.js';
-import type { Services } from '../services.js';
+import type { EvaluationServices } from '../services.js';
 import { registerEventRoutes } from '../usage/events-routes.js';
 import { clientFlagsBody } from './client-flags.js';
 import type { LeanRoute } from './lean-lane.js';
@@ -88,7 +88,10 @@ export interface EvaluationAnswers {
 }
 
 /** The {@link EvaluationAnswers} of this node. */
-export function evaluationAnswers(services: Services, sdk: SdkAuthenticator): EvaluationAnswers {
+export function evaluationAnswers(
+  services: EvaluationServices,
+  sdk: SdkAuthenticator,
+): EvaluationAnswers {
   return {
     server: (headers, { flagKey, context }) =>
       whenReady(sdk.authenticate(headers.authorization, 'ServerSide'), (snapshot) => {
@@ -166,7 +169,7 @@ function sendJson(reply: FastifyReply, answer: string | Buffer | Promise<string 
  */
 export function registerEvaluationApi(
   app: App,
-  services: Services,
+  services: EvaluationServices,
   snapshots: SnapshotStore,
   sdk: SdkAuthenticator,
   streamRelay: StreamRelay,

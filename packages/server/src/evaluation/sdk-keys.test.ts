@@ -7,7 +7,7 @@ import {
   testDialects,
   type TestVexil,
 } from '../test-support/harness.js';
-import { SdkKeyResolver } from './sdk-keys.js';
+import { databaseSdkKeys, SdkKeyResolver } from './sdk-keys.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 
@@ -30,7 +30,7 @@ describe.each(testDialects())('SDK key resolver on %s', (dialect) => {
       .execute();
 
   it('keeps a grant for its time to live, and drops it when told the hash was revoked', async () => {
-    const resolver = new SdkKeyResolver(vexil.services.db);
+    const resolver = new SdkKeyResolver(databaseSdkKeys(vexil.services.db));
     const grant = await resolver.resolve(key, NOW);
     expect(grant).toMatchObject({ type: 'ServerSide', environmentId: expect.any(String) });
     await revokeElsewhere(key);
@@ -43,7 +43,7 @@ describe.each(testDialects())('SDK key resolver on %s', (dialect) => {
 
   it('cached() answers without waiting only what resolve() has cached, for its time to live', async () => {
     const key = (await createProjectWithFlag(vexil, await createOrg(vexil, 'initech'))).sdkKey;
-    const resolver = new SdkKeyResolver(vexil.services.db);
+    const resolver = new SdkKeyResolver(databaseSdkKeys(vexil.services.db));
     const unknown = 'vxl_srv_not-a-key';
     expect(resolver.cached(key, NOW)).toBeUndefined();
     expect(resolver.cached(unknown, NOW)).toBeUndefined();
@@ -59,12 +59,12 @@ describe.each(testDialects())('SDK key resolver on %s', (dialect) => {
 
   it('looks keys up again after the time to live and after forgetAll', async () => {
     const fresh = (await createProjectWithFlag(vexil, await createOrg(vexil, 'globex'))).sdkKey;
-    const resolver = new SdkKeyResolver(vexil.services.db);
+    const resolver = new SdkKeyResolver(databaseSdkKeys(vexil.services.db));
     expect(await resolver.resolve(fresh, NOW)).not.toBeNull();
     await revokeElsewhere(fresh);
     expect(await resolver.resolve(fresh, NOW + 10_001)).toBeNull();
 
-    const other = new SdkKeyResolver(vexil.services.db);
+    const other = new SdkKeyResolver(databaseSdkKeys(vexil.services.db));
     const unknown = 'vxl_srv_unknown';
     expect(await other.resolve(unknown, NOW)).toBeNull();
     other.forgetAll();
@@ -72,7 +72,7 @@ describe.each(testDialects())('SDK key resolver on %s', (dialect) => {
   });
 
   it('resolves strings far longer than a key without keeping them, and forgets them by hash', async () => {
-    const resolver = new SdkKeyResolver(vexil.services.db);
+    const resolver = new SdkKeyResolver(databaseSdkKeys(vexil.services.db));
     const long = `vxl_srv_${'x'.repeat(10_000)}`;
     expect(await resolver.resolve(long, NOW)).toBeNull();
     expect(await resolver.resolve(long, NOW + 1)).toBeNull();

@@ -17,6 +17,26 @@ const CACHE_LIMIT = 100_000;
  */
 const MAX_RAW_KEY_LENGTH = 128;
 
+/**
+ * Finds the grant of an active SDK key by its stored hash (null for none): in the database
+ * ({@link databaseSdkKeys}), or in the key hashes a relay follows (design record 044).
+ * @throws when the keys cannot be read (the database is unavailable)
+ */
+export type SdkKeyLookup = (keyHash: string) => Promise<SdkKeyGrant | null>;
+
+/** The {@link SdkKeyLookup} of a node with a database. */
+export function databaseSdkKeys(db: Kysely<Schema>): SdkKeyLookup {
+  return async (keyHash) => {
+    const row = await db
+      .selectFrom('sdk_keys')
+      .select(['id', 'environment_id', 'type'])
+      .where('key_hash', '=', keyHash)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return row ? { environmentId: row.environment_id, type: row.type, keyId: row.id } : null;
+  };
+}
+
 interface CachedGrant {
   grant: SdkKeyGrant | null;
   expiresAt: number;
@@ -40,7 +60,7 @@ export class SdkKeyResolver {
    *   cached: the snapshot copies on disk (design record 019); revocations reach them too
    */
   constructor(
-    private readonly db: Kysely<Schema>,
+    private readonly lookup: SdkKeyLookup,
     private readonly copies?: Pick<SnapshotCopies, 'grant' | 'keyRevoked'>,
   ) {}
 
@@ -67,13 +87,7 @@ export class SdkKeyResolver {
     const cacheKey = short ? key : hash;
     let grant: SdkKeyGrant | null;
     try {
-      const row = await this.db
-        .selectFrom('sdk_keys')
-        .select(['id', 'environment_id', 'type'])
-        .where('key_hash', '=', hash)
-        .where('revoked_at', 'is', null)
-        .executeTakeFirst();
-      grant = row ? { environmentId: row.environment_id, type: row.type, keyId: row.id } : null;
+      grant = await this.lookup(hash);
     } catch (error) {
       const lastKnown = this.cache.get(cacheKey)?.grant ?? (await this.copies?.grant(hash));
       if (!lastKnown) throw error;

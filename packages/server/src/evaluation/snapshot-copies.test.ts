@@ -15,9 +15,9 @@ import {
   type TestVexil,
 } from '../test-support/harness.js';
 import { eventually, freePort } from '../test-support/processes.js';
-import { SdkKeyResolver } from './sdk-keys.js';
+import { databaseSdkKeys, SdkKeyResolver } from './sdk-keys.js';
 import { SnapshotCopies } from './snapshot-copies.js';
-import { SnapshotStore } from './snapshots.js';
+import { databaseSnapshots, SnapshotStore } from './snapshots.js';
 
 /** Collects log lines: the reasons a copy was ignored are part of the contract. */
 function recordingLog() {
@@ -82,7 +82,11 @@ describe('snapshot copies', () => {
   const storeOverCopies = (databaseUrl: string) => {
     const { lines, log } = recordingLog();
     const copies = new SnapshotCopies(directory, databaseUrl, log);
-    return { lines, copies, store: new SnapshotStore(unreachable.db, { copies, log }) };
+    return {
+      lines,
+      copies,
+      store: new SnapshotStore(databaseSnapshots(unreachable.db), { copies, log }),
+    };
   };
 
   it('without its database, a store serves the copy: same document, same answers', async () => {
@@ -122,13 +126,13 @@ describe('snapshot copies', () => {
 
   it('without its database, a key is granted from the copy until it is revoked', async () => {
     const { copies } = storeOverCopies(vexil.databaseUrl);
-    const resolver = new SdkKeyResolver(unreachable.db, copies);
+    const resolver = new SdkKeyResolver(databaseSdkKeys(unreachable.db), copies);
     expect(await resolver.resolve(sdkKey, Date.now())).toEqual({
       environmentId,
       type: 'ServerSide',
       keyId: expect.any(String),
     });
-    const other = new SdkKeyResolver(unreachable.db, copies);
+    const other = new SdkKeyResolver(databaseSdkKeys(unreachable.db), copies);
     other.forget(hashSecret(sdkKey));
     await eventually(async () => !(await copies.grant(hashSecret(sdkKey))), 5000);
     await expect(other.resolve(sdkKey, Date.now())).rejects.toThrow();

@@ -59,7 +59,8 @@ export interface SnapshotToCopy {
 /**
  * Names the database a copy was read from, without its password: a copy made for another
  * database (a directory shared by mistake, a changed `VEXIL_DATABASE_URL`) is foreign. Also the
- * upstream identity a full node announces to the relays that follow it (design record 045).
+ * upstream identity a full node announces to the relays that follow it (design record 045). A
+ * relay names its upstream instead (`relay:<upstream URL>`, design record 044).
  */
 export function databaseFingerprint(databaseUrl: string): string {
   let name = databaseUrl;
@@ -136,7 +137,27 @@ export class SnapshotCopies {
   /** The environment's copy, or undefined when there is none or it fails a check (logged). */
   async read(environmentId: string): Promise<CopiedConfiguration | undefined> {
     const file = await this.readFile(environmentId);
-    if (!file) return undefined;
+    return file && this.parse(environmentId, file);
+  }
+
+  /**
+   * Every good copy with its environment's active SDK keys: what a relay starts from while its
+   * upstream cannot be reached (design record 044). Copies that fail a check are left out (logged).
+   */
+  async readAll(): Promise<{ copy: CopiedConfiguration; sdkKeys: CopiedKey[] }[]> {
+    const copies: { copy: CopiedConfiguration; sdkKeys: CopiedKey[] }[] = [];
+    for (const environmentId of await this.environmentIds()) {
+      const file = await this.readFile(environmentId);
+      const copy = file && (await this.parse(environmentId, file));
+      if (file && copy) copies.push({ copy, sdkKeys: file.header.sdkKeys });
+    }
+    return copies;
+  }
+
+  private async parse(
+    environmentId: string,
+    file: { header: CopyHeader; gzipped: Buffer },
+  ): Promise<CopiedConfiguration | undefined> {
     try {
       const configuration = JSON.parse(
         (await gunzipAsync(file.gzipped)).toString(),

@@ -11,7 +11,7 @@ import {
   type EnvironmentConfiguration,
 } from './sdk-configuration.js';
 import { activeKeyHashes } from './sdk-keys.js';
-import type { SnapshotCopies } from './snapshot-copies.js';
+import type { CopiedConfiguration, CopiedKey, SnapshotCopies } from './snapshot-copies.js';
 
 /**
  * One outcome a client-visible flag has been served with, and its serialized `"key":{...}` entry
@@ -47,6 +47,25 @@ export interface Snapshot {
 }
 
 /**
+ * Where a {@link SnapshotStore} reads configurations: the database ({@link databaseSnapshots}),
+ * or what a relay has received from its upstream (design record 044).
+ */
+export interface SnapshotReader {
+  /** The environment's configuration as a snapshot; undefined when the environment does not exist. */
+  read(environmentId: string): Promise<Snapshot | undefined>;
+  /** The environment's active SDK keys, for its copy on disk. */
+  activeKeys(environmentId: string): Promise<CopiedKey[]>;
+}
+
+/** The {@link SnapshotReader} of a node with a database. */
+export function databaseSnapshots(db: Kysely<Schema>): SnapshotReader {
+  return {
+    read: (environmentId) => readSnapshot(db, environmentId),
+    activeKeys: (environmentId) => activeKeyHashes(db, environmentId),
+  };
+}
+
+/**
  * In-memory snapshots of environment configurations: the evaluation API never touches the
  * database on the hot path. A snapshot is built on first use and dropped when a committed change
  * touches its environment; concurrent first requests share one build.
@@ -68,7 +87,7 @@ export class SnapshotStore {
   private readonly restored = new WeakSet<Snapshot>();
 
   constructor(
-    private readonly db: Kysely<Schema>,
+    private readonly reader: SnapshotReader,
     private readonly options: {
       copies?: SnapshotCopies;
       log?: Pick<FastifyBaseLogger, 'warn'>;
@@ -173,7 +192,7 @@ export class SnapshotStore {
     const { copies } = this.options;
     let snapshot: Snapshot | undefined;
     try {
-      snapshot = await readSnapshot(this.db, environmentId);
+      snapshot = await this.reader.read(environmentId);
     } catch (error) {
       const lastGood = this.lastGood.get(environmentId) ?? (await this.restore(environmentId));
       if (!lastGood) throw error;
@@ -191,7 +210,7 @@ export class SnapshotStore {
     this.lastGood.set(environmentId, snapshot);
     if (copies) {
       const copied = snapshot;
-      void activeKeyHashes(this.db, environmentId).then(
+      void this.reader.activeKeys(environmentId).then(
         (keys) => copies.save(copied, keys),
         (error: unknown) =>
           this.options.log?.warn({ err: error, environmentId }, 'snapshot copy not written'),
@@ -204,21 +223,30 @@ export class SnapshotStore {
   private async restore(environmentId: string): Promise<Snapshot | undefined> {
     const copy = await this.options.copies?.read(environmentId);
     if (!copy) return undefined;
-    const { environment, version, flags, segments } = copy.configuration;
-    const writer = new ConfigurationDocumentWriter();
-    writer.begin(environment, version);
-    await writer.addFlags(flags);
-    const document = await writer.finish(segments);
-    const snapshot = compileSnapshot(
-      environmentId,
-      { ...copy, environment, version, segments },
-      writer.flagKeys,
-      document,
-    );
+    const snapshot = await snapshotFromCopy(copy);
     this.lastGood.set(environmentId, snapshot);
     this.restored.add(snapshot);
     return snapshot;
   }
+}
+
+/**
+ * A snapshot of a configuration copied as its `GET /v1/sdk/flags` document (a copy on disk, or
+ * a relay's upstream's `environment` event): the document is written again by the same writer,
+ * so its bytes and ETag are those of the node it was copied from.
+ */
+export async function snapshotFromCopy(copy: CopiedConfiguration): Promise<Snapshot> {
+  const { environment, version, flags, segments } = copy.configuration;
+  const writer = new ConfigurationDocumentWriter();
+  writer.begin(environment, version);
+  await writer.addFlags(flags);
+  const document = await writer.finish(segments);
+  return compileSnapshot(
+    copy.environmentId,
+    { ...copy, environment, version, segments },
+    writer.flagKeys,
+    document,
+  );
 }
 
 /** Reads an environment's configuration from the database into a snapshot; undefined when gone. */

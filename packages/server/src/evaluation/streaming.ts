@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../http/app-instance.js';
 import type { Clock } from '../clock.js';
-import type { Services } from '../services.js';
+import type { EvaluationServices } from '../services.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
 import { evaluateClientFlags } from './client-flags.js';
 import { ProblemError } from './problem.js';
@@ -336,7 +336,7 @@ export interface ClientStreams {
  */
 export function registerStreamingApi(
   app: App,
-  services: Services,
+  services: EvaluationServices,
   snapshots: SnapshotStore,
   sdk: SdkAuthenticator,
   relay: StreamRelay,

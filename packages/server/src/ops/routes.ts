@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
+import type { UsageAggregator } from '../usage/aggregator.js';
 import type { App } from '../http/app-instance.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
@@ -41,6 +42,39 @@ export function registerOpsRoutes(
   snapshots: SnapshotStore,
   state: OpsState,
 ): RequestDurations {
+  return registerNodeOpsRoutes(app, {
+    usage: services.usage,
+    snapshots,
+    clusterWorker: state.clusterWorker,
+    health: databaseHealth(services, snapshots, state),
+    metrics: (registry) => webhookDeliveryGauge(registry, services),
+  });
+}
+
+/** What `/healthz` and `/readyz` say of a node: by its database, or a relay by its upstream. */
+export interface NodeHealth {
+  /** Why the node is degraded (empty when it is not): `/healthz`. */
+  degradedReasons(): Promise<string[]>;
+  /** `/readyz`: the status code and body. */
+  readiness(): Promise<{ statusCode: 200 | 503; body: Record<string, unknown> }>;
+}
+
+/** What every node's operations routes look at. */
+export interface NodeOpsOptions {
+  usage: Pick<UsageAggregator, 'flushLagSeconds' | 'discardCounts'>;
+  snapshots: SnapshotStore;
+  clusterWorker: boolean;
+  health: NodeHealth;
+  /** Registers the node's own metrics. */
+  metrics?: (registry: Registry) => void;
+}
+
+/**
+ * The operations routes of any node, the health checks given by `options.health`.
+ * @returns the request-duration histogram, for routes served outside Fastify (design record 030)
+ */
+export function registerNodeOpsRoutes(app: App, options: NodeOpsOptions): RequestDurations {
+  const { usage, snapshots } = options;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -101,7 +135,7 @@ export function registerOpsRoutes(
     // Each worker flushes its own counts: the node lags as much as its slowest worker.
     aggregator: 'max',
     collect() {
-      this.set(services.usage.flushLagSeconds(Date.now()));
+      this.set(usage.flushLagSeconds(Date.now()));
     },
   });
 
@@ -113,78 +147,28 @@ export function registerOpsRoutes(
     // Each worker counts its own discards.
     aggregator: 'sum',
     collect() {
-      for (const [reason, count] of Object.entries(services.usage.discardCounts())) {
+      for (const [reason, count] of Object.entries(usage.discardCounts())) {
         this.set({ reason }, count);
       }
     },
   });
 
-  new Gauge({
-    name: 'vexil_webhook_deliveries',
-    help: 'Webhook deliveries by status (Pending is the queue depth)',
-    labelNames: ['status'],
-    registers: [registry],
-    // Read from the database, which every worker shares: the same figures from each.
-    aggregator: 'first',
-    async collect() {
-      // While the database is away the last counts stand: /metrics must answer through outages.
-      const rows = await services.db
-        .selectFrom('webhook_deliveries')
-        .select(['status', (eb) => eb.fn.countAll().as('count')])
-        .groupBy('status')
-        .execute()
-        .catch(() => undefined);
-      if (!rows) return;
-      this.reset();
-      for (const status of ['Pending', 'Succeeded', 'DeadLettered']) {
-        this.set({ status }, Number(rows.find((row) => row.status === status)?.count ?? 0));
-      }
-    },
-  });
-
-  /** Whether the database answers `select 1` within {@link PROBE_TIMEOUT_MS}. */
-  async function databaseAnswers(): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), PROBE_TIMEOUT_MS);
-    });
-    const probe = sql`select 1`.execute(services.db).then(
-      () => true,
-      () => false,
-    );
-    const answered = await Promise.race([probe, timeout]);
-    clearTimeout(timer);
-    return answered && state.databasePrepared();
-  }
+  options.metrics?.(registry);
 
   // Liveness: always 200 while the process answers; "degraded" lists what it is doing without
   // (design record 019).
   app.get('/healthz', { schema: { hide: true } }, async () => {
-    const reasons: string[] = [];
-    if (!(await databaseAnswers()))
-      reasons.push(
-        'database unavailable: evaluations served from held configurations; management API answers 503',
-      );
-    const restored = snapshots.restoredCount();
-    if (restored > 0)
-      reasons.push(`serving ${restored} environment(s) from snapshot copies on disk`);
-    if (state.perNodeRateLimits())
-      reasons.push('Redis unavailable: management rate limits counted per node');
+    const reasons = await options.health.degradedReasons();
     return reasons.length === 0 ? { status: 'ok' } : { status: 'degraded', reasons };
   });
 
-  // Readiness: an evaluation node stays in rotation through a database outage while it has
-  // configurations to serve.
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-    if (!state.accepting) return reply.status(503).send({ status: 'shutting down' });
-    if (await databaseAnswers()) return { status: 'ready' };
-    if (state.evaluates && (await snapshots.canServeWithoutDatabase()))
-      return { status: 'degraded', reason: 'database unavailable: serving held configurations' };
-    return reply.status(503).send({ status: 'database unavailable' });
+    const { statusCode, body } = await options.health.readiness();
+    return reply.status(statusCode).send(body);
   });
 
   // Under `--workers`, a scrape reaches one worker, which answers for the node (design record 029).
-  const workerMetrics = state.clusterWorker ? new ClusterWorkerMetrics(registry) : undefined;
+  const workerMetrics = options.clusterWorker ? new ClusterWorkerMetrics(registry) : undefined;
   if (workerMetrics !== undefined) {
     app.addHook('onClose', (_instance, done) => {
       workerMetrics.stop();
@@ -209,4 +193,79 @@ export function registerOpsRoutes(
     return reply.type(registry.contentType).send(nodeMetrics);
   });
   return requestDurations;
+}
+
+/** The webhook delivery queue's depth and outcomes, read from the database. */
+function webhookDeliveryGauge(registry: Registry, services: Services): void {
+  new Gauge({
+    name: 'vexil_webhook_deliveries',
+    help: 'Webhook deliveries by status (Pending is the queue depth)',
+    labelNames: ['status'],
+    registers: [registry],
+    // Read from the database, which every worker shares: the same figures from each.
+    aggregator: 'first',
+    async collect() {
+      // While the database is away the last counts stand: /metrics must answer through outages.
+      const rows = await services.db
+        .selectFrom('webhook_deliveries')
+        .select(['status', (eb) => eb.fn.countAll().as('count')])
+        .groupBy('status')
+        .execute()
+        .catch(() => undefined);
+      if (!rows) return;
+      this.reset();
+      for (const status of ['Pending', 'Succeeded', 'DeadLettered']) {
+        this.set({ status }, Number(rows.find((row) => row.status === status)?.count ?? 0));
+      }
+    },
+  });
+}
+
+/**
+ * The health of a node with a database: `/readyz` is ready while the database answers and
+ * migrations have run, or, on an evaluation node, while it has configurations to serve.
+ */
+function databaseHealth(services: Services, snapshots: SnapshotStore, state: OpsState): NodeHealth {
+  /** Whether the database answers `select 1` within {@link PROBE_TIMEOUT_MS}. */
+  async function databaseAnswers(): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), PROBE_TIMEOUT_MS);
+    });
+    const probe = sql`select 1`.execute(services.db).then(
+      () => true,
+      () => false,
+    );
+    const answered = await Promise.race([probe, timeout]);
+    clearTimeout(timer);
+    return answered && state.databasePrepared();
+  }
+
+  return {
+    async degradedReasons() {
+      const reasons: string[] = [];
+      if (!(await databaseAnswers()))
+        reasons.push(
+          'database unavailable: evaluations served from held configurations; management API answers 503',
+        );
+      const restored = snapshots.restoredCount();
+      if (restored > 0)
+        reasons.push(`serving ${restored} environment(s) from snapshot copies on disk`);
+      if (state.perNodeRateLimits())
+        reasons.push('Redis unavailable: management rate limits counted per node');
+      return reasons;
+    },
+    // Readiness: an evaluation node stays in rotation through a database outage while it has
+    // configurations to serve.
+    async readiness() {
+      if (!state.accepting) return { statusCode: 503, body: { status: 'shutting down' } };
+      if (await databaseAnswers()) return { statusCode: 200, body: { status: 'ready' } };
+      if (state.evaluates && (await snapshots.canServeWithoutDatabase()))
+        return {
+          statusCode: 200,
+          body: { status: 'degraded', reason: 'database unavailable: serving held configurations' },
+        };
+      return { statusCode: 503, body: { status: 'database unavailable' } };
+    },
+  };
 }

@@ -7,14 +7,14 @@ import {
   type TestVexil,
   createTestVexil,
 } from '../test-support/harness.js';
-import { HOUR_MS, UsageAggregator } from './aggregator.js';
+import { DatabaseUsageStore, HOUR_MS, UsageAggregator } from './aggregator.js';
 
 describe('usage aggregation: one bucket per variation and hour', () => {
   const database = openDatabase(':memory:');
   afterAll(() => database.close());
 
   it('counts across an hour boundary inside one flush interval into two buckets', () => {
-    const usage = new UsageAggregator(database.db, () => undefined);
+    const usage = new UsageAggregator(new DatabaseUsageStore(database.db), () => undefined);
     const hour = Date.UTC(2026, 5, 1, 11);
     usage.recordEvaluation('env', 'flag', 'on', hour - 1000);
     usage.recordEvaluation('env', 'flag', 'on', hour - 500);
@@ -38,8 +38,8 @@ describe('usage aggregation: one bucket per variation and hour', () => {
   });
 
   it('recordEvaluations counts each result that served a variation, as recordEvaluation does', () => {
-    const batched = new UsageAggregator(database.db, () => undefined);
-    const single = new UsageAggregator(database.db, () => undefined);
+    const batched = new UsageAggregator(new DatabaseUsageStore(database.db), () => undefined);
+    const single = new UsageAggregator(new DatabaseUsageStore(database.db), () => undefined);
     const at = Date.UTC(2026, 5, 1, 11, 30);
     const results = [
       { key: 'a', variation: 'on' },
@@ -124,7 +124,7 @@ describe.each(testDialects())('usage retention on %s', (dialect) => {
       ])
       .execute();
 
-    const usage = new UsageAggregator(db, (error) => {
+    const usage = new UsageAggregator(new DatabaseUsageStore(db), (error) => {
       throw error;
     });
     expect(await usage.prune(cutoff + 30 * 60_000)).toBe(4);

@@ -9,6 +9,12 @@ const ROWS_PER_STATEMENT = 500;
  * so without a bound a flood of invented keys could grow memory until the next flush.
  */
 const MAX_PENDING_CUSTOM_BUCKETS = 100_000;
+/**
+ * Evaluation buckets kept back from a failed flush for the next one. Past it (a long outage of
+ * the database, or of a relay's upstream, spanning many hours) the counts are dropped and
+ * counted as `overflow` discards, so memory stays bounded however long the outage lasts.
+ */
+const MAX_KEPT_EVALUATION_BUCKETS = 100_000;
 /** How often counts past their retention are removed. */
 const PRUNE_INTERVAL_MS = HOUR_MS;
 
@@ -16,21 +22,35 @@ const PRUNE_INTERVAL_MS = HOUR_MS;
 export type DiscardReason =
   'invalid' | 'timestamp' | 'flagKeyTooLong' | 'tooManyEventKeys' | 'unknownFlag' | 'overflow';
 
-interface EvaluationBucket {
+/**
+ * Where flushed counts go: the database ({@link DatabaseUsageStore}), or, on a relay, its
+ * upstream (design record 044).
+ */
+export interface UsageStore {
+  /**
+   * Adds a batch of counts to what is stored.
+   * @throws when it could not: the aggregator keeps the counts for the next flush
+   */
+  write(batch: UsageBatch): Promise<void>;
+  /** Removes the counts of hours before `beforeHourMs` (epoch ms); how many rows went. */
+  prune(beforeHourMs: number): Promise<number>;
+}
+
+export interface EvaluationBucket {
   variationKey: string;
   hourMs: number;
   count: number;
   lastMs: number;
 }
 
-interface CustomBucket {
+export interface CustomBucket {
   eventKey: string;
   hourMs: number;
   count: number;
 }
 
-/** Counts not yet in the database. */
-interface Pending {
+/** Counts not yet in the database (or, on a relay, not yet sent upstream). */
+export interface UsageBatch {
   /** environment id → flag key → variation key (or `variation\nhour` across an hour boundary) → bucket */
   evaluations: Map<string, Map<string, Map<string, EvaluationBucket>>>;
   /** environment id → `eventKey\nhour` → bucket */
@@ -48,7 +68,7 @@ export interface PendingFlagUsage {
   lastEvaluatedMs: number;
 }
 
-function emptyPending(): Pending {
+function emptyPending(): UsageBatch {
   return {
     evaluations: new Map(),
     customEvents: new Map(),
@@ -105,7 +125,7 @@ function addToFlag(
 export class UsageAggregator {
   private pending = emptyPending();
   /** The batch being written, still visible to reads until it is committed. */
-  private flushing: Pending | null = null;
+  private flushing: UsageBatch | null = null;
   private flushChain: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private pruneTimer: NodeJS.Timeout | null = null;
@@ -121,7 +141,7 @@ export class UsageAggregator {
   };
 
   constructor(
-    private readonly db: Kysely<Schema>,
+    private readonly store: UsageStore,
     private readonly onFlushError: (error: unknown) => void,
   ) {}
 
@@ -290,7 +310,7 @@ export class UsageAggregator {
    * @returns how many rows were removed
    */
   prune(beforeMs: number): Promise<number> {
-    const pruning = this.flushChain.then(() => this.pruneOnce(startOfHour(beforeMs)));
+    const pruning = this.flushChain.then(() => this.store.prune(startOfHour(beforeMs)));
     const settled = pruning.catch((error: unknown) => {
       this.onFlushError(error);
       return 0;
@@ -299,7 +319,82 @@ export class UsageAggregator {
     return settled;
   }
 
-  private async pruneOnce(beforeHourMs: number): Promise<number> {
+  /**
+   * Writes the pending counts to the store ({@link DatabaseUsageStore}: one transaction).
+   * Flushes run one at a time; a failed write is logged and its counts are kept for the next
+   * flush, up to {@link MAX_KEPT_EVALUATION_BUCKETS}. Never rejects.
+   */
+  flush(): Promise<void> {
+    this.flushChain = this.flushChain.then(() => this.flushOnce());
+    return this.flushChain;
+  }
+
+  /** Stops the timer and writes what is pending; call before the database closes. */
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
+    this.timer = null;
+    this.pruneTimer = null;
+    await this.flush();
+  }
+
+  /** Seconds since every count was last written: how much a crash would lose now. */
+  flushLagSeconds(nowMs: number): number {
+    return (nowMs - this.lastCompleteFlushMs) / 1000;
+  }
+
+  private async flushOnce(): Promise<void> {
+    const batch = this.pending;
+    if (batch.evaluations.size === 0 && batch.customEvents.size === 0 && batch.keyUses.size === 0) {
+      this.lastCompleteFlushMs = Date.now();
+      return;
+    }
+    this.pending = emptyPending();
+    this.flushing = batch;
+    try {
+      await this.store.write(batch);
+      this.lastCompleteFlushMs = Date.now();
+    } catch (error) {
+      this.onFlushError(error);
+      this.restore(batch);
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  /** Puts a batch that could not be written back in front of newer counts. */
+  private restore(batch: UsageBatch): void {
+    let kept = 0;
+    for (const [environmentId, flags] of batch.evaluations) {
+      const pending = this.flagsOf(environmentId);
+      for (const [flagKey, buckets] of flags) {
+        for (const b of buckets.values()) {
+          if (kept >= MAX_KEPT_EVALUATION_BUCKETS) {
+            this.discards.overflow += b.count;
+            continue;
+          }
+          kept += 1;
+          addToFlag(pending, flagKey, b.variationKey, b.hourMs, b.count, b.lastMs);
+        }
+      }
+    }
+    for (const [environmentId, buckets] of batch.customEvents) {
+      for (const bucket of buckets.values()) {
+        this.addCustomEvent(environmentId, bucket.eventKey, bucket.hourMs, bucket.count);
+      }
+    }
+    for (const [keyId, atMs] of batch.keyUses) this.recordKeyUse(keyId, atMs);
+  }
+}
+
+/**
+ * The counts in the database: upserts into `flag_usage` and `custom_event_usage` that add to
+ * existing counts, and the SDK keys' last uses into `sdk_keys`, in one transaction.
+ */
+export class DatabaseUsageStore implements UsageStore {
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  async prune(beforeHourMs: number): Promise<number> {
     const before = new Date(beforeHourMs).toISOString();
     const hours = await this.db
       .selectFrom('flag_usage')
@@ -332,68 +427,7 @@ export class UsageAggregator {
     return removed + Number(custom.numDeletedRows);
   }
 
-  /**
-   * Writes the pending counts to `flag_usage` and `custom_event_usage` (upserts that add to
-   * existing counts) and the SDK keys' last uses to `sdk_keys`, in one transaction. Flushes run one at a time; a failed write is logged
-   * and its counts are kept for the next flush. Never rejects.
-   */
-  flush(): Promise<void> {
-    this.flushChain = this.flushChain.then(() => this.flushOnce());
-    return this.flushChain;
-  }
-
-  /** Stops the timer and writes what is pending; call before the database closes. */
-  async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    if (this.pruneTimer) clearInterval(this.pruneTimer);
-    this.timer = null;
-    this.pruneTimer = null;
-    await this.flush();
-  }
-
-  /** Seconds since every count was last written: how much a crash would lose now. */
-  flushLagSeconds(nowMs: number): number {
-    return (nowMs - this.lastCompleteFlushMs) / 1000;
-  }
-
-  private async flushOnce(): Promise<void> {
-    const batch = this.pending;
-    if (batch.evaluations.size === 0 && batch.customEvents.size === 0 && batch.keyUses.size === 0) {
-      this.lastCompleteFlushMs = Date.now();
-      return;
-    }
-    this.pending = emptyPending();
-    this.flushing = batch;
-    try {
-      await this.write(batch);
-      this.lastCompleteFlushMs = Date.now();
-    } catch (error) {
-      this.onFlushError(error);
-      this.restore(batch);
-    } finally {
-      this.flushing = null;
-    }
-  }
-
-  /** Puts a batch that could not be written back in front of newer counts. */
-  private restore(batch: Pending): void {
-    for (const [environmentId, flags] of batch.evaluations) {
-      const pending = this.flagsOf(environmentId);
-      for (const [flagKey, buckets] of flags) {
-        for (const b of buckets.values()) {
-          addToFlag(pending, flagKey, b.variationKey, b.hourMs, b.count, b.lastMs);
-        }
-      }
-    }
-    for (const [environmentId, buckets] of batch.customEvents) {
-      for (const bucket of buckets.values()) {
-        this.addCustomEvent(environmentId, bucket.eventKey, bucket.hourMs, bucket.count);
-      }
-    }
-    for (const [keyId, atMs] of batch.keyUses) this.recordKeyUse(keyId, atMs);
-  }
-
-  private async write(batch: Pending): Promise<void> {
+  async write(batch: UsageBatch): Promise<void> {
     const usageRows: FlagUsageTable[] = [];
     for (const [environmentId, flags] of batch.evaluations) {
       // Flag keys are unique per project; the environment names the project.

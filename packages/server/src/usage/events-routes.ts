@@ -5,7 +5,7 @@ import type { App } from '../http/app-instance.js';
 import { ProblemError } from '../evaluation/problem.js';
 import type { SdkAuthenticator } from '../evaluation/sdk-authenticator.js';
 import type { Snapshot } from '../evaluation/snapshots.js';
-import type { Services } from '../services.js';
+import type { EvaluationServices } from '../services.js';
 import { HOUR_MS, type DiscardReason, type UsageAggregator } from './aggregator.js';
 
 /** Events per request; a larger batch is refused with 413 (design record 008). */
@@ -106,7 +106,7 @@ export function intakeEvents(
  * @throws ProblemError 413 for more than {@link MAX_EVENTS_PER_REQUEST} events
  */
 export function acceptEvents(
-  services: Pick<Services, 'usage' | 'clock'>,
+  services: Pick<EvaluationServices, 'usage' | 'clock'>,
   snapshot: Pick<Snapshot, 'environmentId' | 'clientSideKeys' | 'compiled'>,
   events: unknown[],
   type: 'ClientSide' | 'ServerSide',
@@ -140,7 +140,11 @@ export function acceptEvents(
  * {@link EVENTS_BODY_LIMIT_BYTES} or more than {@link MAX_EVENTS_PER_REQUEST} events, 429 with
  * `Retry-After` when the client IP's quota is spent.
  */
-export function registerEventRoutes(app: App, services: Services, sdk: SdkAuthenticator): void {
+export function registerEventRoutes(
+  app: App,
+  services: EvaluationServices,
+  sdk: SdkAuthenticator,
+): void {
   const { points, windowSeconds } = services.config.clientEventsRateLimit;
   const perIp = new RateLimiterMemory({ points, duration: windowSeconds });
 

@@ -1,0 +1,170 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import type { FastifyRequest } from 'fastify';
+import type { App } from '../http/app-instance.js';
+import { ProblemError } from '../evaluation/problem.js';
+import { openEventStream } from '../evaluation/streaming.js';
+import type { EvaluationServices } from '../services.js';
+import { acceptEvents } from '../usage/events-routes.js';
+import {
+  RELAY_EVENTS_PATH,
+  RELAY_FEED_PATH,
+  RELAY_INTAKE_BODY_LIMIT_BYTES,
+  RELAY_PROTOCOL_VERSION,
+  RELAY_USAGE_PATH,
+  relayFeedFrame,
+  RelayEventsBody,
+  RelayEventsResponse,
+  RelayFeedBody,
+  RelayUsageBody,
+  type RelayFeedEventName,
+  type RelayFeedEvents,
+} from './protocol.js';
+import type { UpstreamFollower } from './upstream-follower.js';
+import type { HeldChange, UpstreamSource } from './upstream-source.js';
+
+/** What a relay's own feed passes on. */
+export interface DownstreamOptions {
+  services: EvaluationServices;
+  source: UpstreamSource;
+  follower: UpstreamFollower;
+  /** The relay's own key: a downstream relay must present the same one (spec: relay, chains). */
+  relayKey: string;
+  /** Names the upstream in `hello` until the upstream's own `hello` has named itself. */
+  upstreamUrl: string;
+  keepAliveMs: number;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
+
+/** Refuses a request without the relay's own key (401, as the upstream would). */
+function checkKey(request: FastifyRequest, keyHash: Buffer): void {
+  const sent = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+  if (sent === undefined || !timingSafeEqual(sha256(sent), keyHash))
+    throw new ProblemError(
+      401,
+      'Unauthorized',
+      'A relay following this relay sends the same relay key (Authorization: Bearer vxr_…).',
+    );
+}
+
+/**
+ * The relay protocol's routes on a relay (design record 044), so that relays can follow relays
+ * (a chain): the feed passes on what this relay holds and every change it receives; usage and
+ * events sent by a downstream relay are added into this relay's own counts, which go upstream
+ * with its next flush. A downstream relay needs the same relay key: it covers the same
+ * environments.
+ */
+export function registerDownstreamRoutes(app: App, options: DownstreamOptions): void {
+  const { services, source, follower } = options;
+  const keyHash = sha256(options.relayKey);
+  const feeds = new Set<ServerResponse>();
+  app.addHook('preClose', (done) => {
+    for (const response of feeds) response.end();
+    done();
+  });
+
+  app.post(
+    RELAY_FEED_PATH,
+    { schema: { hide: true, body: RelayFeedBody } },
+    async (request, reply) => {
+      checkKey(request, keyHash);
+      const response = openEventStream(reply);
+      feeds.add(response);
+      const send = <E extends RelayFeedEventName>(event: E, data: RelayFeedEvents[E]) => {
+        if (!response.writableEnded && !response.destroyed)
+          response.write(relayFeedFrame(event, data));
+      };
+      send('hello', {
+        protocol: RELAY_PROTOCOL_VERSION,
+        upstream: follower.upstreamId ?? `relay:${options.upstreamUrl}`,
+        relayKeyId: follower.relayKeyId ?? '00000000-0000-0000-0000-000000000000',
+      });
+      const { known } = request.body;
+      const held = new Set<string>();
+      for (const environment of source.environments()) {
+        held.add(environment.environmentId);
+        if (known[environment.environmentId] === environment.version) {
+          // Keys change without a version: the relay's are sent again on resume.
+          const { environmentId, sdkKeys } = environment;
+          send('keys', { environmentId, sdkKeys });
+        } else send('environment', environment);
+      }
+      for (const environmentId of Object.keys(known))
+        if (!held.has(environmentId)) send('removed', { environmentId });
+      send('ready', {});
+      const passOn = (change: HeldChange) => {
+        if (change.kind === 'environment') send('environment', change.environment);
+        else if (change.kind === 'keys')
+          send('keys', { environmentId: change.environmentId, sdkKeys: change.sdkKeys });
+        else send('removed', { environmentId: change.environmentId });
+      };
+      const unsubscribe = [
+        source.onChange(passOn),
+        follower.onRevoked(() => {
+          send('revoked', {});
+          response.end();
+        }),
+      ];
+      const keepAlive = setInterval(() => {
+        if (!response.writableEnded) response.write(': keep-alive\n\n');
+      }, options.keepAliveMs);
+      keepAlive.unref();
+      response.on('close', () => {
+        clearInterval(keepAlive);
+        for (const stop of unsubscribe) stop();
+        feeds.delete(response);
+      });
+    },
+  );
+
+  app.post(
+    RELAY_USAGE_PATH,
+    { schema: { hide: true, body: RelayUsageBody }, bodyLimit: RELAY_INTAKE_BODY_LIMIT_BYTES },
+    async (request, reply) => {
+      checkKey(request, keyHash);
+      const { evaluations, customEvents, keyUses } = request.body;
+      const nowMs = services.clock.now().getTime();
+      const { usage } = services;
+      for (const row of evaluations) {
+        // As the upstream's intake does (relay/routes.ts): a null variation served none.
+        if (row.variation === null || row.hourMs > nowMs) continue;
+        const lastMs = Math.min(Math.max(row.lastAtMs ?? row.hourMs, row.hourMs), nowMs);
+        usage.addEvaluations(
+          row.environmentId,
+          row.flagKey,
+          row.variation,
+          row.hourMs,
+          row.count,
+          lastMs,
+        );
+      }
+      for (const row of customEvents)
+        if (row.hourMs <= nowMs)
+          usage.addCustomEvents(row.environmentId, row.eventKey, row.hourMs, row.count);
+      for (const use of keyUses) usage.recordKeyUse(use.keyId, Math.min(use.atMs, nowMs));
+      return reply.status(204).send();
+    },
+  );
+
+  app.post(
+    RELAY_EVENTS_PATH,
+    {
+      schema: { hide: true, body: RelayEventsBody, response: { 202: RelayEventsResponse } },
+      bodyLimit: RELAY_INTAKE_BODY_LIMIT_BYTES,
+    },
+    async (request, reply) => {
+      checkKey(request, keyHash);
+      const { environmentId, keyType, events } = request.body;
+      const snapshot = await source.snapshots.get(environmentId);
+      if (!snapshot)
+        throw new ProblemError(
+          403,
+          'Forbidden',
+          `The relay key does not cover environment ${environmentId}.`,
+          { environmentIds: [environmentId] },
+        );
+      return reply.status(202).send(acceptEvents(services, snapshot, events, keyType));
+    },
+  );
+}

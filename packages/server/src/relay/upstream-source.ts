@@ -1,0 +1,179 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { SdkKeyGrant } from '../evaluation/sdk-key-grant.js';
+import { SdkKeyResolver } from '../evaluation/sdk-keys.js';
+import type { CopiedKey, SnapshotCopies } from '../evaluation/snapshot-copies.js';
+import { snapshotFromCopy, SnapshotStore, type Snapshot } from '../evaluation/snapshots.js';
+import type { StreamRelay } from '../evaluation/streaming.js';
+import type { EvaluationSource } from '../node/evaluation-role.js';
+import type { RelayEnvironmentEvent as FeedEnvironment, RelaySdkKey } from './protocol.js';
+
+/** A change to what a relay holds, as its own downstream feed passes it on. */
+export type HeldChange =
+  | { kind: 'environment'; environment: FeedEnvironment }
+  | { kind: 'keys'; environmentId: string; sdkKeys: RelaySdkKey[] }
+  | { kind: 'removed'; environmentId: string };
+
+interface Held {
+  environment: FeedEnvironment;
+  snapshot: Snapshot;
+}
+
+/** A relay holds one process's streams: `identify` reaches no other process. */
+const THIS_PROCESS_ONLY: StreamRelay = {
+  onIdentify: () => undefined,
+  identifyElsewhere: () => Promise.resolve(false),
+};
+
+/**
+ * A relay's evaluation source (design record 044): the environments and SDK key hashes its
+ * upstream's feed sent, held in memory as snapshots built exactly as snapshots are restored from
+ * copies on disk, so that its answers and ETags are byte for byte the upstream's. With
+ * `VEXIL_SNAPSHOT_CACHE_DIR` every environment received is copied to disk (naming the upstream),
+ * and a relay started while its upstream is unreachable serves the good copies.
+ */
+export class UpstreamSource implements EvaluationSource {
+  readonly snapshots: SnapshotStore;
+  readonly sdkKeys: SdkKeyResolver;
+  readonly streams = THIS_PROCESS_ONLY;
+  private readonly held = new Map<string, Held>();
+  private readonly grants = new Map<string, SdkKeyGrant>();
+  private readonly listeners = new Set<(change: HeldChange) => void>();
+  /** Changes are applied one at a time, in the feed's order. */
+  private applying: Promise<void> = Promise.resolve();
+  /** How many environments were restored from copies and not yet received from the upstream. */
+  private readonly fromCopies = new Set<string>();
+
+  constructor(
+    private readonly copies: SnapshotCopies | undefined,
+    private readonly log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>,
+  ) {
+    this.snapshots = new SnapshotStore(
+      {
+        read: (environmentId) => Promise.resolve(this.held.get(environmentId)?.snapshot),
+        activeKeys: (environmentId) =>
+          Promise.resolve(this.held.get(environmentId)?.environment.sdkKeys ?? []),
+      },
+      { log },
+    );
+    this.sdkKeys = new SdkKeyResolver((hash) => Promise.resolve(this.grants.get(hash) ?? null));
+  }
+
+  /** Loads the good copies on disk (cold start); returns how many environments they hold. */
+  async restoreFromCopies(): Promise<number> {
+    for (const { copy, sdkKeys } of (await this.copies?.readAll()) ?? []) {
+      // A relay's copies are all written with key ids; a key without one cannot have come from it.
+      const keys = sdkKeys.filter((key): key is RelaySdkKey => key.id !== undefined);
+      const environment: FeedEnvironment = {
+        ...copy,
+        version: copy.configuration.version,
+        sdkKeys: keys,
+      };
+      this.hold(environment, await snapshotFromCopy(copy));
+      this.fromCopies.add(copy.environmentId);
+    }
+    if (this.fromCopies.size > 0)
+      this.log.info(
+        { environments: this.fromCopies.size },
+        'relay started from snapshot copies on disk',
+      );
+    return this.fromCopies.size;
+  }
+
+  /** What the relay holds, by environment id → version: the feed's `known` on (re)connect. */
+  known(): Record<string, number> {
+    return Object.fromEntries(
+      [...this.held].map(([id, { environment }]) => [id, environment.version]),
+    );
+  }
+
+  /** Every environment held, as the feed sent it (for the relay's own downstream feed). */
+  environments(): FeedEnvironment[] {
+    return [...this.held.values()].map(({ environment }) => environment);
+  }
+
+  /** Whether the relay has any configuration to serve (`/readyz`). */
+  hasConfigurations(): boolean {
+    return this.held.size > 0;
+  }
+
+  /** How many environments are served from copies on disk, not yet received from the upstream. */
+  restoredCount(): number {
+    return this.fromCopies.size;
+  }
+
+  /** Calls `listener` with every change applied; returns the unsubscribe function. */
+  onChange(listener: (change: HeldChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** An environment's full state (`event: environment`): served, copied, passed on. */
+  environment(environment: FeedEnvironment): Promise<void> {
+    return this.apply(async () => {
+      const snapshot = await snapshotFromCopy(environment);
+      this.hold(environment, snapshot);
+      this.fromCopies.delete(environment.environmentId);
+      await this.copies?.save(snapshot, environment.sdkKeys);
+      this.announce({ kind: 'environment', environment });
+    });
+  }
+
+  /** An environment's SDK keys changed (`event: keys`): created keys work, revoked ones stop. */
+  keys(environmentId: string, sdkKeys: RelaySdkKey[]): Promise<void> {
+    return this.apply(async () => {
+      const held = this.held.get(environmentId);
+      if (!held) return;
+      this.hold({ ...held.environment, sdkKeys }, held.snapshot);
+      await this.copies?.save(held.snapshot, sdkKeys);
+      this.announce({ kind: 'keys', environmentId, sdkKeys });
+    });
+  }
+
+  /** An environment was deleted or left the relay key's scope (`event: removed`). */
+  removed(environmentId: string): Promise<void> {
+    return this.apply(async () => {
+      const held = this.held.get(environmentId);
+      if (!held) return;
+      this.held.delete(environmentId);
+      this.fromCopies.delete(environmentId);
+      this.setGrants(environmentId, held.environment.sdkKeys, []);
+      this.snapshots.invalidate([environmentId]);
+      await this.copies?.remove(environmentId);
+      this.announce({ kind: 'removed', environmentId });
+    });
+  }
+
+  private hold(environment: FeedEnvironment, snapshot: Snapshot): void {
+    const before = this.held.get(environment.environmentId);
+    this.held.set(environment.environmentId, { environment, snapshot });
+    this.setGrants(
+      environment.environmentId,
+      before?.environment.sdkKeys ?? [],
+      environment.sdkKeys,
+    );
+    // Streams of the environment refresh from here, reading the new snapshot.
+    if (before?.snapshot !== snapshot) this.snapshots.invalidate([environment.environmentId]);
+  }
+
+  /** Replaces an environment's key grants; every key that came or went is looked up afresh. */
+  private setGrants(environmentId: string, before: CopiedKey[], after: CopiedKey[]): void {
+    for (const key of before) {
+      this.grants.delete(key.hash);
+      this.sdkKeys.forget(key.hash);
+    }
+    for (const key of after) {
+      this.grants.set(key.hash, { environmentId, type: key.type, keyId: key.id ?? null });
+      this.sdkKeys.forget(key.hash);
+    }
+  }
+
+  private apply(change: () => Promise<void>): Promise<void> {
+    const next = this.applying.then(change);
+    this.applying = next.catch(() => undefined);
+    return next;
+  }
+
+  private announce(change: HeldChange): void {
+    for (const listener of this.listeners) listener(change);
+  }
+}

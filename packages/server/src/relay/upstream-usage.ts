@@ -1,0 +1,114 @@
+import type { UsageBatch, UsageStore } from '../usage/aggregator.js';
+import { MAX_RELAY_USAGE_ROWS, RELAY_USAGE_PATH, type RelayUsageBody } from './protocol.js';
+
+/** How long a failed send waits before the next at most (ms); it doubles from the flush interval. */
+const MAX_BACKOFF_MS = 5 * 60_000;
+
+/** A flush skipped while the upstream is backed off: counts wait, nothing is logged again. */
+export class UpstreamBackingOff extends Error {}
+
+/**
+ * A relay's usage store (design record 044): each flush of its aggregator is sent to the
+ * upstream's `POST /v1/relay/usage` (in bodies of at most {@link MAX_RELAY_USAGE_ROWS} rows of
+ * each kind), where it is added into the upstream's counts as direct SDK traffic would be, so
+ * the archive guard, removal candidates and usage charts count relay traffic. Events received on
+ * the relay were checked and counted there exactly as the upstream's intake would, so they go up
+ * as counts too. A failed send keeps the counts in the aggregator (bounded: past the bound they
+ * are dropped and counted as `overflow` discards) and backs off, doubling up to
+ * {@link MAX_BACKOFF_MS}; an answer that refuses the batch itself (4xx but 429) drops it and
+ * counts it in {@link refusedCounts}.
+ */
+export class UpstreamUsageStore implements UsageStore {
+  private failures = 0;
+  private retryAtMs = 0;
+  /** Counts the upstream refused (evaluations and custom events), for `/metrics`. */
+  refusedCounts = 0;
+
+  constructor(
+    private readonly options: {
+      upstreamUrl: string;
+      relayKey: string;
+      /** The aggregator's flush interval: the first back-off (ms). */
+      intervalMs: number;
+      onRefused: (status: number, detail: string) => void;
+    },
+  ) {}
+
+  async write(batch: UsageBatch): Promise<void> {
+    const nowMs = Date.now();
+    if (nowMs < this.retryAtMs)
+      throw new UpstreamBackingOff('usage not sent: the upstream is backed off');
+    try {
+      for (const body of usageBodies(batch)) await this.send(body);
+      this.failures = 0;
+    } catch (error) {
+      this.failures += 1;
+      const delay = Math.min(MAX_BACKOFF_MS, this.options.intervalMs * 2 ** this.failures);
+      this.retryAtMs = Date.now() + delay;
+      throw error;
+    }
+  }
+
+  /** Nothing is kept on a relay: its upstream prunes. */
+  prune(): Promise<number> {
+    return Promise.resolve(0);
+  }
+
+  private async send(body: RelayUsageBody): Promise<void> {
+    const response = await fetch(new URL(`/v1${RELAY_USAGE_PATH}`, this.options.upstreamUrl), {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${this.options.relayKey}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await response.text();
+    if (response.ok) return;
+    if (response.status >= 400 && response.status < 500 && response.status !== 429) {
+      // Retrying would be refused again: the batch is dropped, and said so.
+      this.refusedCounts +=
+        body.evaluations.reduce((sum, row) => sum + row.count, 0) +
+        body.customEvents.reduce((sum, row) => sum + row.count, 0);
+      this.options.onRefused(response.status, text);
+      return;
+    }
+    throw new Error(`the upstream answered ${response.status} to the usage sent: ${text}`);
+  }
+}
+
+/** A batch as protocol bodies, at most {@link MAX_RELAY_USAGE_ROWS} rows of each kind in each. */
+function* usageBodies(batch: UsageBatch): Generator<RelayUsageBody> {
+  const evaluations: RelayUsageBody['evaluations'] = [];
+  for (const [environmentId, flags] of batch.evaluations)
+    for (const [flagKey, buckets] of flags)
+      for (const bucket of buckets.values())
+        evaluations.push({
+          environmentId,
+          flagKey,
+          variation: bucket.variationKey,
+          hourMs: bucket.hourMs,
+          count: bucket.count,
+          lastAtMs: bucket.lastMs,
+        });
+  const customEvents: RelayUsageBody['customEvents'] = [];
+  for (const [environmentId, buckets] of batch.customEvents)
+    for (const bucket of buckets.values())
+      customEvents.push({
+        environmentId,
+        eventKey: bucket.eventKey,
+        hourMs: bucket.hourMs,
+        count: bucket.count,
+      });
+  const keyUses = [...batch.keyUses].map(([keyId, atMs]) => ({ keyId, atMs }));
+  const rows = Math.max(evaluations.length, customEvents.length, keyUses.length);
+  for (let start = 0; start < rows; start += MAX_RELAY_USAGE_ROWS) {
+    const end = start + MAX_RELAY_USAGE_ROWS;
+    yield {
+      evaluations: evaluations.slice(start, end),
+      customEvents: customEvents.slice(start, end),
+      keyUses: keyUses.slice(start, end),
+    };
+  }
+}
