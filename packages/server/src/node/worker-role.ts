@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { NodeBus } from '../bus/node-bus.js';
+import { scheduledChangeRequests } from '../management/change-requests/due-work.js';
 import { DueWorkRunner } from '../schedules/due-work.js';
 import type { Services } from '../services.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
@@ -24,6 +25,7 @@ export function workerRole(services: Services, bus: NodeBus, log: FastifyBaseLog
   const webhookWorker = new DeliveryWorker(services, log);
   bus.onDeliveriesQueued(() => webhookWorker.wake());
   const dueWork = new DueWorkRunner(services.clock, log);
+  dueWork.register(scheduledChangeRequests(services));
   return {
     webhookWorker,
     dueWork,
