@@ -807,7 +807,9 @@ export async function applyDocument(
           key: state.project.key,
         });
       await direct.run();
-      if (protectedKeys.length === 0)
+      const option = options.changeRequest;
+      // Without a change request, planned() refused any plan reaching a protected environment.
+      if (protectedKeys.length === 0 || !option)
         return { changes: direct.changes, warnings: direct.warnings, changeRequests: [] };
       // What the direct part left is what the change requests propose: planned against the state
       // it wrote (new flags and variations are there), against the revisions it left.
@@ -817,7 +819,7 @@ export async function applyDocument(
         m,
         written,
         proposedChanges(document, written, protectedKeys),
-        options.changeRequest ?? { title: '' },
+        option,
       );
       return {
         changes: [...direct.changes, ...remaining.proposed],

@@ -166,7 +166,11 @@ describe.each(testDialects())('flags as code and change requests on %s', (dialec
     await expect(
       applyDocument(
         vexil.services,
-        { organizationId: orgId, project, actor: { userId: 'vexil-cli', email: null, name: 'cli' } },
+        {
+          organizationId: orgId,
+          project,
+          actor: { userId: 'vexil-cli', email: null, name: 'cli' },
+        },
         edited(before),
         { dryRun: false, prune: false },
       ),

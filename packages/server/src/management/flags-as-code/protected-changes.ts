@@ -7,6 +7,7 @@ import type { DocumentFlagEnvironment, ProjectDocument } from './document.js';
 import {
   documentFlagEnvironment,
   documentSegment,
+  type EnvironmentRow,
   type FlagState,
   type ProjectState,
 } from './project-state.js';
@@ -45,10 +46,28 @@ export interface OpenedChangeRequest {
   changes: number;
 }
 
-/** The change request an apply opens for its changes to protected environments. */
+/**
+ * Opens one change request inside the apply's mutation, opened for review, as its author (the
+ * caller, or the CLI's operator): given by the change-request module, which depends on flags as
+ * code rather than the other way round.
+ * @throws ApiError 400 naming the path of each problem of the changes
+ */
+export type OpenChangeRequest = (
+  m: Mutation,
+  request: {
+    project: ProjectState['project'];
+    environment: EnvironmentRow;
+    title: string;
+    description: string;
+    changes: ProposedChange[];
+  },
+) => Promise<{ number: number; state: string }>;
+
+/** The change requests an apply opens for its changes to protected environments. */
 export interface ChangeRequestOption {
   title: string;
   description?: string | undefined;
+  open: OpenChangeRequest;
 }
 
 /** What a planned change needs to know to be placed: its kind, key and changed properties. */
@@ -312,13 +331,12 @@ export async function openChangeRequests(
   for (const environment of state.environments) {
     const changes = proposals.get(environment.key);
     if (!changes) continue;
-    const request = await openChangeRequest(m, {
+    const request = await option.open(m, {
       project: state.project,
       environment,
       title: option.title,
       description: option.description ?? '',
       changes,
-      submit: true,
     });
     opened.push({
       environmentKey: environment.key,
