@@ -69,7 +69,6 @@ const ChangeArgument = z
  */
 export function registerChangeRequestTools(server: McpServer, context: ToolContext): void {
   const { client, schemas } = context;
-  const detail = schemas('GET', CHANGE_REQUEST);
   const path = (org: string, project: string, ...rest: string[]) => [
     'orgs',
     org,
@@ -118,7 +117,7 @@ export function registerChangeRequestTools(server: McpServer, context: ToolConte
         'state (`before`), the desired one (`after`) and `conflict` (the target changed since ' +
         'the request was written, or is gone). Viewer or above.',
       inputSchema: { org: OrgArgument, project: ProjectArgument, number: NumberArgument },
-      outputSchema: detail,
+      outputSchema: schemas('GET', CHANGE_REQUEST),
       annotations: { readOnlyHint: true },
     },
     ({ org, project, number }) =>
@@ -151,16 +150,15 @@ export function registerChangeRequestTools(server: McpServer, context: ToolConte
           .optional()
           .describe('Sent as Idempotency-Key: a retried call with the same key opens one request.'),
       },
-      outputSchema: detail,
+      outputSchema: schemas('POST', CHANGE_REQUESTS, 201),
     },
     ({ org, project, idempotencyKey, ...body }) =>
-      asTool(async () => {
-        const created = await client.send<{ number: number }>('POST', path(org, project), {
+      asTool(() =>
+        client.send('POST', path(org, project), {
           body,
           ...(idempotencyKey ? { headers: { 'idempotency-key': idempotencyKey } } : {}),
-        });
-        return client.send('GET', path(org, project, String(created.number)));
-      }),
+        }),
+      ),
   );
 
   server.registerTool(
@@ -178,14 +176,13 @@ export function registerChangeRequestTools(server: McpServer, context: ToolConte
           'Schedule instead of applying now (RFC 3339 with offset, in the future).',
         ),
       },
-      outputSchema: detail,
+      outputSchema: schemas('POST', `${CHANGE_REQUEST}/apply`),
     },
     ({ org, project, number, applyAt }) =>
-      asTool(async () => {
-        await client.send('POST', path(org, project, String(number), 'apply'), {
+      asTool(() =>
+        client.send('POST', path(org, project, String(number), 'apply'), {
           body: applyAt ? { applyAt } : {},
-        });
-        return client.send('GET', path(org, project, String(number)));
-      }),
+        }),
+      ),
   );
 }
