@@ -11,6 +11,7 @@ import { migrate, openDatabase } from './db/database.js';
 import type { Plan } from './db/schema.js';
 import { ApiError } from './http/errors.js';
 import { applyDocument, type ApplyResult } from './management/flags-as-code/apply.js';
+import { flagsAsCodeOpener } from './management/change-requests/flags-as-code-opener.js';
 import { documentJsonSchema } from './management/flags-as-code/document.js';
 import {
   EXPORT_FORMATS,
@@ -362,7 +363,11 @@ program
         dryRun: options.dryRun ?? false,
         prune: options.prune ?? false,
         changeRequest: options.changeRequest
-          ? { title: options.changeRequest, description: options.changeRequestDescription }
+          ? {
+              title: options.changeRequest,
+              description: options.changeRequestDescription,
+              open: flagsAsCodeOpener(CLI_ACTOR, CLI_ACTOR.userId),
+            }
           : undefined,
       });
     });

@@ -55,7 +55,8 @@ export interface OpenedChangeRequest {
 export type OpenChangeRequest = (
   m: Mutation,
   request: {
-    project: ProjectState['project'];
+    /** The project as the apply left it, read in `m`. */
+    state: ProjectState;
     environment: EnvironmentRow;
     title: string;
     description: string;
@@ -276,7 +277,7 @@ export function proposedChanges(
     propose(first, {
       kind: 'segment',
       segmentKey: input.key,
-      baseRevision: stored.revision,
+      baseRevision: stored.version,
       definition,
     });
   }
@@ -332,7 +333,7 @@ export async function openChangeRequests(
     const changes = proposals.get(environment.key);
     if (!changes) continue;
     const request = await option.open(m, {
-      project: state.project,
+      state,
       environment,
       title: option.title,
       description: option.description ?? '',

@@ -3,6 +3,8 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { Services } from '../../services.js';
 import { actorOf } from '../access.js';
+import { flagsAsCodeOpener } from '../change-requests/flags-as-code-opener.js';
+import { authorOf } from '../change-requests/service.js';
 import { scopedRoutes } from '../scope.js';
 import { applyDocument } from './apply.js';
 import { EXPORT_FORMATS, exportProject, serializeDocument } from './export.js';
@@ -164,6 +166,7 @@ function registerRoutes(app: App, services: Services): void {
             ? {
                 title: request.query.changeRequest,
                 description: request.query.changeRequestDescription,
+                open: flagsAsCodeOpener(authorOf(access.caller), access.caller.id),
               }
             : undefined,
         },
