@@ -465,7 +465,10 @@ describe.each(testDialects())('change requests through MCP on %s', (dialect) => 
       next_actions: [{ method: 'POST', path: `${project}/change-requests` }],
     });
     const { revision } = await callOk(vexil, 'GET', configuration, org.token);
-    const proposal = JSON.parse(suggestion ?? '') as { tool: string; arguments: object };
+    const proposal = JSON.parse(suggestion ?? '') as {
+      tool: string;
+      arguments: Record<string, unknown>;
+    };
     expect(proposal).toMatchObject({
       tool: 'propose_change_request',
       arguments: {

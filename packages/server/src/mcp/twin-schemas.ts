@@ -26,7 +26,7 @@ type JsonSchema = z.core.JSONSchema.JSONSchema;
 function objectSchema(json: JsonSchema): JsonSchema {
   const parts = json.allOf;
   if (!parts?.every((part) => typeof part === 'object' && part.type === 'object')) return json;
-  const objects = parts as JsonSchema[];
+  const objects = parts;
   return {
     type: 'object',
     properties: Object.assign({}, ...objects.map((part) => part.properties ?? {})) as Record<

@@ -29,10 +29,8 @@ import { NO_ROLLOUT, requestedRollout } from '../targeting/rule-schemas.js';
 import { insertSegment, updateSegment } from '../targeting/segment-queries.js';
 import type {
   DocumentCondition,
-  DocumentEnvironment,
   DocumentFlag,
   DocumentFlagEnvironment,
-  DocumentSegment,
   ProjectDocument,
 } from './document.js';
 import {
@@ -46,7 +44,6 @@ import {
   type RuleRow,
 } from './project-state.js';
 import {
-  completeCondition,
   completeEnvironment,
   completeFlagEnvironment,
   completeSegment,
