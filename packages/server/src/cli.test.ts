@@ -5,6 +5,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import SQLite from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { TEST_SECRETS_KEY } from './test-support/harness.js';
 import { CLI } from './test-support/processes.js';
@@ -145,6 +146,72 @@ describe('vexil export and vexil apply', () => {
       );
       expect(refused?.code).toBe(1);
       expect(refused?.stderr).toContain('flags[0].environments.production.defaultVariation:');
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
+describe('vexil apply --change-request', () => {
+  it('a plan reaching a protected environment exits 1 naming it; with a title it opens a change request and applies the rest', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'vexil-cli-'));
+    const database = join(directory, 'vexil.db');
+    const env = { ...process.env, VEXIL_DATABASE_URL: database };
+    const vexil = (...args: string[]) => run(process.execPath, [CLI, ...args], { env });
+    const document = (production: boolean, tag: string) =>
+      [
+        'version: 1',
+        'project: { key: web, name: Web }',
+        'environments: [{ key: staging }, { key: production }]',
+        'flags:',
+        '  - key: dark-mode',
+        '    type: Boolean',
+        `    tags: [${tag}]`,
+        '    variations: [{ key: "on", value: "true" }, { key: "off", value: "false" }]',
+        '    environments:',
+        `      production: { enabled: ${production}, defaultVariation: "on", offVariation: "off" }`,
+        '',
+      ].join('\n');
+    try {
+      await vexil('bootstrap', '--org', 'acme', '--email', 'owner@acme.test');
+      const file = join(directory, 'web.yaml');
+      await writeFile(file, document(false, 'one'));
+      await vexil('apply', file, '--org', 'acme');
+      const db = new SQLite(database);
+      db.prepare(
+        "UPDATE environments SET change_requests_required = 1 WHERE key = 'production'",
+      ).run();
+      db.close();
+
+      await writeFile(file, document(true, 'two'));
+      const refused = await vexil('apply', file, '--org', 'acme').then(
+        () => null,
+        (error: unknown) => error as { code: number; stderr: string },
+      );
+      expect(refused?.code).toBe(1);
+      expect(refused?.stderr).toContain('environment "production" serves');
+      expect(refused?.stderr).toContain('--change-request');
+      expect(refused?.stderr).toContain('flags[0].environments.production.enabled:');
+
+      const proposed = await vexil(
+        'apply',
+        file,
+        '--org',
+        'acme',
+        '--change-request',
+        'Dark mode on',
+      );
+      expect(proposed.stdout).toContain('~ update flag dark-mode  (flags[0])');
+      expect(proposed.stdout).toContain(
+        '~ update configuration dark-mode@production  (flags[0].environments.production.enabled)  [change request in production]',
+      );
+      expect(proposed.stdout).toContain(
+        '1 of these proposed in change requests rather than written',
+      );
+      expect(proposed.stdout).toContain('Change request #1 opened in production (1 change, open)');
+      const exported = (await vexil('export', '--org', 'acme', '--project', 'web')).stdout;
+      expect(exported).toContain('- two');
+      expect(exported).not.toContain('enabled: true');
     } finally {
       await rm(directory, { recursive: true, force: true });
     }

@@ -11,6 +11,7 @@ import { migrate, openDatabase } from './db/database.js';
 import type { Plan } from './db/schema.js';
 import { ApiError } from './http/errors.js';
 import { applyDocument, type ApplyResult } from './management/flags-as-code/apply.js';
+import { flagsAsCodeOpener } from './management/change-requests/flags-as-code-opener.js';
 import { documentJsonSchema } from './management/flags-as-code/document.js';
 import {
   EXPORT_FORMATS,
@@ -374,20 +375,29 @@ async function withVexil<T>(work: (vexil: Vexil) => Promise<T>): Promise<T> {
 function describePlan(result: ApplyResult): string {
   const symbols = { create: '+', update: '~', archive: '-', restore: '+', delete: '-' } as const;
   const lines = result.changes.flatMap((change) => [
-    `${symbols[change.action]} ${change.action} ${change.kind} ${change.key}  (${change.path})`,
+    `${symbols[change.action]} ${change.action} ${change.kind} ${change.key}  (${change.path})${change.proposedIn ? `  [change request in ${change.proposedIn}]` : ''}`,
     ...(change.changes ?? []).map(
       (c) => `    ${c.property}: ${c.from ?? 'null'} -> ${c.to ?? 'null'}`,
     ),
   ]);
   const { summary } = result;
+  const proposed = result.changes.filter((change) => change.proposedIn).length;
+  const proposedNote =
+    proposed === 0
+      ? ''
+      : `; ${proposed} of these ${result.dryRun ? 'to propose' : 'proposed'} in change requests rather than written`;
   const counts = `${summary.create} to create, ${summary.update} to update, ${summary.archive} to archive, ${summary.restore} to restore, ${summary.delete} to delete`;
   const outcome =
     result.changes.length === 0
       ? 'No changes: the project matches the document.'
       : result.dryRun
-        ? `Plan: ${counts}. Dry run: nothing was changed.`
-        : `Applied: ${counts}.`;
-  return [...lines, ...result.warnings.map((w) => `! ${w}`), outcome].join('\n');
+        ? `Plan: ${counts}${proposedNote}. Dry run: nothing was changed.`
+        : `Applied: ${counts}${proposedNote}.`;
+  const requests = result.changeRequests.map(
+    (request) =>
+      `Change request #${request.number} opened in ${request.environmentKey} (${request.changes} ${request.changes === 1 ? 'change' : 'changes'}, ${request.state}): a person approves it, then it is applied.`,
+  );
+  return [...lines, ...result.warnings.map((w) => `! ${w}`), outcome, ...requests].join('\n');
 }
 
 program
@@ -431,6 +441,15 @@ program
       }),
   );
 
+/** The options of `vexil apply`. */
+interface ApplyOptions {
+  org: string;
+  dryRun?: boolean;
+  prune?: boolean;
+  changeRequest?: string;
+  changeRequestDescription?: string;
+}
+
 program
   .command('apply')
   .description(
@@ -440,7 +459,17 @@ program
   .requiredOption('--org <slug>', 'organization slug')
   .option('--dry-run', 'print the plan; change nothing')
   .option('--prune', 'archive flags and delete segments the document leaves out')
-  .action(async (file: string, options: { org: string; dryRun?: boolean; prune?: boolean }) => {
+  .option(
+    '--change-request <title>',
+    'propose the changes to environments that require change requests as change requests with this title (one per environment) and apply the rest; without it such a plan is refused whole',
+    (value: string) => {
+      if (value.trim() === '' || value.length > 200)
+        throw new InvalidArgumentError('must be 1 to 200 characters');
+      return value;
+    },
+  )
+  .option('--change-request-description <markdown>', 'the description of those change requests')
+  .action(async (file: string, options: ApplyOptions) => {
     const input = parseDocumentText(
       file === '-'
         ? await text(process.stdin)
@@ -457,6 +486,13 @@ program
       return applyDocument(services, { organizationId: org.id, project, actor: CLI_ACTOR }, input, {
         dryRun: options.dryRun ?? false,
         prune: options.prune ?? false,
+        changeRequest: options.changeRequest
+          ? {
+              title: options.changeRequest,
+              description: options.changeRequestDescription,
+              open: flagsAsCodeOpener(CLI_ACTOR, CLI_ACTOR.userId),
+            }
+          : undefined,
       });
     });
     console.log(describePlan(result));

@@ -2,6 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { App } from '../http/app-instance.js';
 import type { ErrorEnvelope } from '../http/envelope.js';
 import { MCP_CALL_HEADER } from '../http/mcp-call.js';
+import { changeRequestRequired, type ProposalArguments } from './change-request-refusal.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -31,7 +32,11 @@ export class ManagementClient {
   async send<T>(
     method: Method,
     segments: readonly string[],
-    options: { query?: Record<string, string | number | boolean | undefined>; body?: object } = {},
+    options: {
+      query?: Record<string, string | number | boolean | undefined>;
+      body?: object;
+      headers?: Record<string, string>;
+    } = {},
   ): Promise<T> {
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(options.query ?? {}))
@@ -41,6 +46,7 @@ export class ManagementClient {
       method,
       url: `/api/v1/${segments.map(encodeURIComponent).join('/')}${search}`,
       headers: {
+        ...options.headers,
         authorization: this.authorization,
         // Only people review change requests: the API refuses reviews that come this way.
         [MCP_CALL_HEADER]: '1',
@@ -66,14 +72,26 @@ export function toolOutput(structured: Record<string, unknown>): CallToolResult 
  * Runs a tool body and turns a management refusal into an MCP tool error (`isError: true`): the
  * first text reads `code: message`, the second is the full error envelope (fields, near matches,
  * next actions). No structured content: clients check it against the success schema.
+ * A write refused with `change_request_required` names the proposal tool instead, with the
+ * arguments `proposal` works out for the refused call (design record 042, "Flags as code and
+ * agents"); should that fail, the refusal still names the tool.
  */
 export async function asTool(
   work: () => Promise<Record<string, unknown>>,
+  options: { proposal?: () => Promise<ProposalArguments | undefined> } = {},
 ): Promise<CallToolResult> {
   try {
     return toolOutput(await work());
   } catch (error) {
     if (!(error instanceof ToolRefusal)) throw error;
+    if (error.envelope.error === 'change_request_required')
+      return changeRequestRequired(
+        error.envelope,
+        await options.proposal?.().catch((failure: unknown) => {
+          if (failure instanceof ToolRefusal) return undefined;
+          throw failure;
+        }),
+      );
     return {
       isError: true,
       content: [

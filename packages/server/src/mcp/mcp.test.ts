@@ -9,6 +9,7 @@ import type { Dialect } from '../db/database.js';
 import {
   TestClock,
   call,
+  callOk,
   createMember,
   createOrg,
   createProjectWithFlag,
@@ -20,15 +21,19 @@ import {
 import { WebhookReceiver } from '../test-support/webhook-receiver.js';
 
 const TOOLS = [
+  'apply_change_request',
   'deliver_webhook',
   'evaluate_flag',
+  'get_change_request',
   'get_flag',
+  'list_change_requests',
   'list_flags',
   'list_members',
   'list_removal_candidates',
   'list_webhook_deliveries',
   'list_webhooks',
   'manage_webhook',
+  'propose_change_request',
   'toggle_flag',
 ];
 
@@ -420,5 +425,99 @@ describe.each(testDialects())('toggle_flag and its HTTP twin on %s', (dialect) =
     expect(JSON.parse(httpPayload).changes).toEqual([
       { property: 'IsEnabled', from: 'true', to: 'false' },
     ]);
+  });
+});
+
+describe.each(testDialects())('change requests through MCP on %s', (dialect) => {
+  let server: Awaited<ReturnType<typeof startVexil>>;
+  beforeAll(async () => {
+    server = await startVexil(dialect);
+  });
+  afterAll(() => server.close());
+
+  it('agents propose, people approve: a refused toggle names the proposal, a person approves, the agent applies', async () => {
+    const { vexil } = server;
+    const org = await createOrg(vexil, 'acme');
+    await createProjectWithFlag(vexil, org);
+    const project = '/api/v1/orgs/acme/projects/web';
+    const configuration = `${project}/flags/new-checkout/environments/production`;
+    await callOk(vexil, 'PATCH', `${project}/environments/production`, org.token, {
+      changeRequests: { required: true, approvals: 1 },
+    });
+    const agent = await server.connect((await createMember(vexil, org.orgId, 'Member')).token);
+    const toggle = {
+      org: 'acme',
+      project: 'web',
+      flag: 'new-checkout',
+      environment: 'production',
+      enabled: true,
+    };
+
+    const refused = await callTool(agent, 'toggle_flag', toggle);
+    expect(refused.isError).toBe(true);
+    const [summary, envelope, suggestion] = refused.content.map((part) =>
+      part.type === 'text' ? part.text : '',
+    );
+    expect(summary).toMatch(/^change_request_required: /);
+    expect(summary).toMatch(/Call propose_change_request with the arguments in the last text/);
+    expect(JSON.parse(envelope ?? '')).toMatchObject({
+      error: 'change_request_required',
+      next_actions: [{ method: 'POST', path: `${project}/change-requests` }],
+    });
+    const { revision } = await callOk(vexil, 'GET', configuration, org.token);
+    const proposal = JSON.parse(suggestion ?? '') as {
+      tool: string;
+      arguments: Record<string, unknown>;
+    };
+    expect(proposal).toMatchObject({
+      tool: 'propose_change_request',
+      arguments: {
+        org: 'acme',
+        project: 'web',
+        environment: 'production',
+        title: 'Turn "new-checkout" on in "production"',
+        submit: true,
+        changes: [
+          {
+            kind: 'flag',
+            flagKey: 'new-checkout',
+            baseRevision: revision,
+            configuration: { enabled: true, rules: [] },
+          },
+        ],
+      },
+    });
+    expect((await callOk(vexil, 'GET', configuration, org.token)).isEnabled).toBe(false);
+
+    // No tool reviews: the agent's proposal waits for a person.
+    const { tools } = await agent.listTools();
+    expect(tools.filter((tool) => /review|approve|reject/.test(tool.name))).toEqual([]);
+    const proposed = await output(agent, proposal.tool, proposal.arguments);
+    expect(proposed).toMatchObject({ number: 1, state: 'open', environmentKey: 'production' });
+    expect(proposed.diff).toMatchObject([{ conflict: false }]);
+    expect(
+      await refusal(agent, 'apply_change_request', { org: 'acme', project: 'web', number: 1 }),
+    ).toMatch(/^conflict: .*open/);
+
+    await callOk(vexil, 'POST', `${project}/change-requests/1/reviews`, org.token, {
+      decision: 'approve',
+    });
+    const applied = await output(agent, 'apply_change_request', {
+      org: 'acme',
+      project: 'web',
+      number: 1,
+    });
+    expect(applied).toMatchObject({ number: 1, state: 'applied' });
+    expect((await callOk(vexil, 'GET', configuration, org.token)).isEnabled).toBe(true);
+
+    const listed = await output(agent, 'list_change_requests', {
+      org: 'acme',
+      project: 'web',
+      author: 'me',
+    });
+    expect(listed.items.map((item: { number: number }) => item.number)).toEqual([1]);
+    expect(
+      await output(agent, 'get_change_request', { org: 'acme', project: 'web', number: 1 }),
+    ).toMatchObject({ title: 'Turn "new-checkout" on in "production"', state: 'applied' });
   });
 });

@@ -1,4 +1,5 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { registerChangeRequestTools } from './tools/change-request-tools.js';
 import { registerFlagTools } from './tools/flag-tools.js';
 import { registerMemberTools } from './tools/member-tools.js';
 import type { ToolContext } from './tools/tool-context.js';
@@ -14,13 +15,17 @@ export function createMcpServer(context: ToolContext): McpServer {
     { name: 'vexil', version: 'v1' },
     {
       instructions:
-        'Vexil feature flags, outbound webhooks and members. Every tool takes `org` (slug or id). ' +
-        'Refusals come back as tool errors reading "code: message", as the management API ' +
-        'answers them (forbidden, not_found, validation_failed, ...).',
+        'Vexil feature flags, change requests, outbound webhooks and members. Every tool takes ' +
+        '`org` (slug or id). Refusals come back as tool errors reading "code: message", as the ' +
+        'management API answers them (forbidden, not_found, validation_failed, ...). In an ' +
+        'environment that requires change requests, a direct change is refused with ' +
+        'change_request_required and names the propose_change_request call to make instead: ' +
+        'agents propose, people approve.',
     },
   );
   registerWebhookTools(server, context);
   registerFlagTools(server, context);
   registerMemberTools(server, context);
+  registerChangeRequestTools(server, context);
   return server;
 }

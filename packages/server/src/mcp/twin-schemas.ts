@@ -17,6 +17,26 @@ interface OpenApiDocument {
   >;
 }
 
+type JsonSchema = z.core.JSONSchema.JSONSchema;
+
+/**
+ * An intersection of object schemas (TypeBox's `Intersect`, written `allOf`) as the one object
+ * schema it describes: an MCP tool's output schema must be an object schema.
+ */
+function objectSchema(json: JsonSchema): JsonSchema {
+  const parts = json.allOf;
+  if (!parts?.every((part) => typeof part === 'object' && part.type === 'object')) return json;
+  const objects = parts;
+  return {
+    type: 'object',
+    properties: Object.assign({}, ...objects.map((part) => part.properties ?? {})) as Record<
+      string,
+      JsonSchema
+    >,
+    required: objects.flatMap((part) => part.required ?? []),
+  };
+}
+
 /** Reads the response schemas of the HTTP twins from the service's own OpenAPI document. */
 export type TwinSchema = (method: string, path: string, status?: number) => z.ZodType;
 
@@ -39,7 +59,7 @@ export function twinSchemas(app: App): TwinSchema {
           'application/json'
         ]?.schema;
       if (!json) throw new Error(`No ${status} response schema for ${id}.`);
-      schema = z.fromJSONSchema(json);
+      schema = z.fromJSONSchema(objectSchema(json));
       cache.set(id, schema);
     }
     return schema;

@@ -60,7 +60,8 @@ function storedApplyAt(value: string, now: Date): string {
   return at.toISOString();
 }
 
-function authorOf(caller: RequestCaller['access']['caller']): Author {
+/** Who a caller is as the author of a request: the person, or the service token. */
+export function authorOf(caller: RequestCaller['access']['caller']): Author {
   return caller.type === 'user'
     ? { userId: caller.id, email: caller.email, name: caller.name }
     : { tokenId: caller.id, name: caller.name };
@@ -187,47 +188,19 @@ export async function openChangeRequest(
   const row = await mutate(
     services.db,
     { organizationId: scope.org.id, actor: actorOf(scope.caller), now, events: services.events },
-    async (m) => {
-      const policy = await m.trx
-        .selectFrom('environments')
-        .select(['change_requests_required', 'change_request_approvals'])
-        .where('id', '=', environment.id)
-        .executeTakeFirstOrThrow();
-      // The row lock of this update numbers concurrent requests one after the other.
-      const { change_request_count: number } = await m.trx
-        .updateTable('projects')
-        .set((eb) => ({ change_request_count: eb('change_request_count', '+', 1) }))
-        .where('id', '=', scope.project.id)
-        .returning('change_request_count')
-        .executeTakeFirstOrThrow();
-      const approvalsRequired =
-        policy.change_requests_required === 1 ? policy.change_request_approvals : 0;
-      const stored: ChangeRequestRow = {
-        id: uuid(),
-        organization_id: scope.org.id,
-        project_id: scope.project.id,
-        environment_id: environment.id,
-        number,
-        title: input.title,
-        description: input.description ?? '',
-        state: 'draft',
-        author: JSON.stringify(authorOf(scope.caller)),
-        author_id: scope.caller.id,
-        changes: JSON.stringify(changes),
-        approvals_required: approvalsRequired,
-        apply_at: applyAt,
-        applied_at: null,
-        applied_by: null,
-        failure: null,
-        created_at: m.now,
-        updated_at: m.now,
-      };
-      if (input.submit) stored.state = submittedState(stored);
-      await m.trx.insertInto('change_requests').values(stored).execute();
-      if (stored.state !== 'draft')
-        await emitEntered(m, stored, { project: scope.project, environment });
-      return stored;
-    },
+    (m) =>
+      insertChangeRequest(
+        m,
+        { project: scope.project, environment },
+        { author: authorOf(scope.caller), id: scope.caller.id },
+        {
+          title: input.title,
+          description: input.description ?? '',
+          changes,
+          applyAt,
+          submit: input.submit ?? false,
+        },
+      ),
   );
   await applyIfDue(services, row);
   return changeRequestDetail(
@@ -236,6 +209,65 @@ export async function openChangeRequest(
     caller,
     await requireChangeRequest(services, scope.project, row.number),
   );
+}
+
+/**
+ * Stores a request whose changes are checked, inside `m`, and emits its events: numbers it (the
+ * project row's lock orders concurrent opens), copies the environment's approvals (0 where none
+ * are required), and stores it `draft`, or with `submit` in the state it then enters. Used by
+ * {@link openChangeRequest} and by flags-as-code, which opens requests inside its apply.
+ */
+export async function insertChangeRequest(
+  m: Mutation,
+  where: { project: Selectable<ProjectsTable>; environment: KeyedRef },
+  author: { author: Author; id: string },
+  input: {
+    title: string;
+    description: string;
+    changes: readonly Change[];
+    applyAt: string | null;
+    submit: boolean;
+  },
+): Promise<ChangeRequestRow> {
+  const { project, environment } = where;
+  const policy = await m.trx
+    .selectFrom('environments')
+    .select(['change_requests_required', 'change_request_approvals'])
+    .where('id', '=', environment.id)
+    .executeTakeFirstOrThrow();
+  // The row lock of this update numbers concurrent requests one after the other.
+  const { change_request_count: number } = await m.trx
+    .updateTable('projects')
+    .set((eb) => ({ change_request_count: eb('change_request_count', '+', 1) }))
+    .where('id', '=', project.id)
+    .returning('change_request_count')
+    .executeTakeFirstOrThrow();
+  const approvalsRequired =
+    policy.change_requests_required === 1 ? policy.change_request_approvals : 0;
+  const stored: ChangeRequestRow = {
+    id: uuid(),
+    organization_id: project.organization_id,
+    project_id: project.id,
+    environment_id: environment.id,
+    number,
+    title: input.title,
+    description: input.description,
+    state: 'draft',
+    author: JSON.stringify(author.author),
+    author_id: author.id,
+    changes: JSON.stringify(input.changes),
+    approvals_required: approvalsRequired,
+    apply_at: input.applyAt,
+    applied_at: null,
+    applied_by: null,
+    failure: null,
+    created_at: m.now,
+    updated_at: m.now,
+  };
+  if (input.submit) stored.state = submittedState(stored);
+  await m.trx.insertInto('change_requests').values(stored).execute();
+  if (stored.state !== 'draft') await emitEntered(m, stored, { project, environment });
+  return stored;
 }
 
 /**

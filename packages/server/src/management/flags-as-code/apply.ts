@@ -1,7 +1,12 @@
-import type { Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import { mutate, type Mutation } from '../../db/mutate.js';
-import type { ProjectsTable, StoredCondition, StoredConditionGroup } from '../../db/schema.js';
+import type {
+  ProjectsTable,
+  Schema,
+  StoredCondition,
+  StoredConditionGroup,
+} from '../../db/schema.js';
 import { diffProperties, type Actor, type PropertyChange } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { deleteUnlessReferenced } from '../deletion.js';
@@ -24,10 +29,8 @@ import { NO_ROLLOUT, requestedRollout } from '../targeting/rule-schemas.js';
 import { insertSegment, updateSegment } from '../targeting/segment-queries.js';
 import type {
   DocumentCondition,
-  DocumentEnvironment,
   DocumentFlag,
   DocumentFlagEnvironment,
-  DocumentSegment,
   ProjectDocument,
 } from './document.js';
 import {
@@ -40,6 +43,22 @@ import {
   type ProjectState,
   type RuleRow,
 } from './project-state.js';
+import {
+  completeEnvironment,
+  completeFlagEnvironment,
+  completeSegment,
+} from './document-defaults.js';
+import {
+  type ChangeRequestOption,
+  type OpenedChangeRequest,
+  changeRequestRequired,
+  directDocument,
+  newFlagConfigurations,
+  openChangeRequests,
+  proposedChanges,
+  protectedEnvironmentKeys,
+  requestEnvironmentOf,
+} from './protected-changes.js';
 import { checkDocument, checkShape } from './validation.js';
 
 /** What applying a document does to one item, with its path in the document. */
@@ -51,18 +70,25 @@ export interface PlannedChange {
   /** `flag`, `flag/variation`, `flag@environment`, `flag@environment#priority`. */
   key: string;
   changes?: PropertyChange[];
+  /**
+   * The protected environment whose change request holds this change instead of it being
+   * written (an apply with a change request; design record 042, "Flags as code and agents").
+   */
+  proposedIn?: string;
 }
 
 /** The answer of an apply (design record 027). */
 export interface ApplyResult {
   dryRun: boolean;
-  /** Whether anything was written: false for a dry run and for an empty plan. */
+  /** Whether anything was written directly: false for a dry run and for an empty plan. */
   applied: boolean;
   changes: PlannedChange[];
   /** Counts by action. */
   summary: Record<PlannedChange['action'], number>;
   /** Things left alone that a reader may expect changed (e.g. a segment kept while in use). */
   warnings: string[];
+  /** The change requests opened for changes to protected environments (one per environment). */
+  changeRequests: OpenedChangeRequest[];
 }
 
 /** Sorted by key, as stored and exported. */
@@ -70,54 +96,6 @@ function sortedMetadata(metadata: Record<string, string | number | boolean>) {
   return JSON.parse(storedMetadata(metadata)) as Record<string, string | number | boolean>;
 }
 
-// The document with its defaults filled in, member for member in the export's order, so that an
-// item and its stored counterpart compare as text.
-function completeEnvironment(e: DocumentEnvironment): DocumentEnvironment {
-  return {
-    key: e.key,
-    name: e.name ?? null,
-    color: e.color ?? null,
-    sortOrder: e.sortOrder ?? 0,
-    critical: e.critical ?? false,
-  };
-}
-function completeCondition(c: DocumentCondition): DocumentCondition {
-  return {
-    attribute: c.attribute,
-    operator: c.operator,
-    values: c.values,
-    negate: c.negate ?? false,
-  };
-}
-function completeSegment(s: DocumentSegment): DocumentSegment {
-  return {
-    key: s.key,
-    name: s.name ?? null,
-    description: s.description ?? null,
-    conditionLogic: s.conditionLogic ?? 'And',
-    conditions: (s.conditions ?? []).map(completeCondition),
-  };
-}
-function completeFlagEnvironment(c: DocumentFlagEnvironment): DocumentFlagEnvironment {
-  return {
-    enabled: c.enabled,
-    defaultVariation: c.defaultVariation,
-    offVariation: c.offVariation,
-    strategy: c.strategy ?? 'SingleVariation',
-    rollout: c.rollout ?? [],
-    prerequisites: c.prerequisites ?? [],
-    rules: (c.rules ?? []).map((rule) => ({
-      description: rule.description ?? null,
-      variation: rule.variation,
-      rolloutWeight: rule.rolloutWeight ?? null,
-      segment: rule.segment ?? null,
-      conditionGroups: (rule.conditionGroups ?? []).map((group) => ({
-        operator: group.operator ?? 'And',
-        conditions: group.conditions.map(completeCondition),
-      })),
-    })),
-  };
-}
 /** A flag's own members (not its variations or configurations). */
 function flagFields(f: DocumentFlag, withSalt: boolean) {
   return {
@@ -681,6 +659,62 @@ function emptyState(document: ProjectDocument, organizationId: string, now: stri
   };
 }
 
+/** The organization's slug, for the paths a refusal names. */
+async function organizationSlug(db: Kysely<Schema>, organizationId: string): Promise<string> {
+  const row = await db
+    .selectFrom('organizations')
+    .select('slug')
+    .where('id', '=', organizationId)
+    .executeTakeFirstOrThrow();
+  return row.slug;
+}
+
+/**
+ * The plan of `document` against `state`, each change to a protected environment marked with
+ * the environment whose change request would hold it (design record 042).
+ * @returns the plan, and the changes that need a change request (with new flags' configurations
+ *   in protected environments, which the plan does not list)
+ */
+async function markedPlan(
+  document: ProjectDocument,
+  state: ProjectState,
+  prune: boolean,
+  created: boolean,
+) {
+  const reconciliation = new Reconciliation(document, state, prune, null);
+  if (created)
+    reconciliation.changes.push({
+      action: 'create',
+      kind: 'project',
+      path: 'project',
+      key: state.project.key,
+    });
+  await reconciliation.run();
+  const protectedKeys = protectedEnvironmentKeys(state);
+  for (const change of reconciliation.changes) {
+    const environmentKey = requestEnvironmentOf(change, protectedKeys);
+    if (environmentKey) change.proposedIn = environmentKey;
+  }
+  const newConfigurations: PlannedChange[] = newFlagConfigurations(
+    document,
+    state,
+    protectedKeys,
+  ).map((entry) => ({
+    action: 'update',
+    kind: 'configuration',
+    path: entry.path,
+    key: entry.key,
+    proposedIn: requestEnvironmentOf(entry, protectedKeys),
+  }));
+  const changes = [...reconciliation.changes, ...newConfigurations];
+  return {
+    changes,
+    warnings: reconciliation.warnings,
+    protectedKeys,
+    proposed: changes.filter((change) => change.proposedIn !== undefined),
+  };
+}
+
 /**
  * Applies a flags-as-code document to a project (design record 027): checks it whole (shape, then
  * references and values against the project), computes the plan, and, unless `dryRun`, carries
@@ -689,41 +723,58 @@ function emptyState(document: ProjectDocument, organizationId: string, now: stri
  * applying the same document again plans nothing and writes nothing. With `target.project` null
  * (the CLI, on a project that does not exist yet) the project is created in that transaction
  * under the document's `project` key, name and description.
+ *
+ * Changes to what an environment that requires change requests serves (design record 042) are
+ * refused whole, unless `changeRequest` is given: then, in the same transaction, everything else
+ * is written and those changes are proposed as one change request per protected environment,
+ * opened for review (project-wide segment and variation changes in the first protected
+ * environment's). A dry run plans the same, marking each such change with `proposedIn`.
  * @param input the parsed document (see `parseDocumentText`)
- * @throws ApiError 400 `validation_failed` with every problem of the document by path.
+ * @throws ApiError 400 `validation_failed` with every problem of the document by path; 409
+ *   `change_request_required` naming the protected environments and, in `fields`, each change
+ *   that reaches them, when the plan reaches one and `changeRequest` is absent.
  */
 export async function applyDocument(
   services: Pick<Services, 'db' | 'events' | 'clock'>,
   target: ApplyTarget,
   input: unknown,
-  options: { dryRun: boolean; prune: boolean },
+  options: { dryRun: boolean; prune: boolean; changeRequest?: ChangeRequestOption | undefined },
 ): Promise<ApplyResult> {
   const document = await checkShape(
     input,
     async () => (target.project ? readProjectState(services.db, target.project) : null),
     options,
   );
-  const plan = async (state: ProjectState, m: Mutation | null, created: boolean) => {
+  /** The plan of the document against `state`, refused when it needs a change request unasked. */
+  const planned = async (db: Kysely<Schema>, state: ProjectState, created: boolean) => {
     checkDocument(document, state, { prune: options.prune, projectKey: state.project.key });
-    const reconciliation = new Reconciliation(document, state, options.prune, m);
-    if (created)
-      reconciliation.changes.push({
-        action: 'create',
-        kind: 'project',
-        path: 'project',
-        key: state.project.key,
-      });
-    await reconciliation.run();
-    return reconciliation;
+    const plan = await markedPlan(document, state, options.prune, created);
+    if (plan.proposed.length > 0 && !options.changeRequest)
+      throw changeRequestRequired(
+        [...new Set(plan.proposed.map((change) => change.proposedIn ?? ''))],
+        plan.proposed,
+        {
+          orgSlug: await organizationSlug(db, target.organizationId),
+          projectKey: state.project.key,
+        },
+      );
+    return plan;
   };
   if (options.dryRun) {
     const state = target.project
       ? await readProjectState(services.db, target.project)
       : emptyState(document, target.organizationId, services.clock.now().toISOString());
-    const { changes, warnings } = await plan(state, null, target.project === null);
-    return { dryRun: true, applied: false, changes, summary: summarize(changes), warnings };
+    const { changes, warnings } = await planned(services.db, state, target.project === null);
+    return {
+      dryRun: true,
+      applied: false,
+      changes,
+      summary: summarize(changes),
+      warnings,
+      changeRequests: [],
+    };
   }
-  const { changes, warnings } = await mutate(
+  const { changes, warnings, changeRequests } = await mutate(
     services.db,
     {
       organizationId: target.organizationId,
@@ -732,18 +783,56 @@ export async function applyDocument(
       events: services.events,
     },
     async (m) => {
-      if (target.project) return plan(await readProjectState(m.trx, target.project), m, false);
-      const state = emptyState(document, target.organizationId, m.now);
-      await insertProject(m, state.project);
-      return plan(state, m, true);
+      let state: ProjectState;
+      if (target.project) state = await readProjectState(m.trx, target.project);
+      else {
+        state = emptyState(document, target.organizationId, m.now);
+        await insertProject(m, state.project);
+      }
+      const plan = await planned(m.trx, state, target.project === null);
+      const protectedKeys = plan.proposed.length > 0 ? plan.protectedKeys : [];
+      const direct = new Reconciliation(
+        directDocument(document, state, protectedKeys),
+        state,
+        options.prune,
+        m,
+      );
+      if (target.project === null)
+        direct.changes.push({
+          action: 'create',
+          kind: 'project',
+          path: 'project',
+          key: state.project.key,
+        });
+      await direct.run();
+      const option = options.changeRequest;
+      // Without a change request, planned() refused any plan reaching a protected environment.
+      if (protectedKeys.length === 0 || !option)
+        return { changes: direct.changes, warnings: direct.warnings, changeRequests: [] };
+      // What the direct part left is what the change requests propose: planned against the state
+      // it wrote (new flags and variations are there), against the revisions it left.
+      const written = await readProjectState(m.trx, state.project);
+      const remaining = await markedPlan(document, written, false, false);
+      const changeRequests = await openChangeRequests(
+        m,
+        written,
+        proposedChanges(document, written, protectedKeys),
+        option,
+      );
+      return {
+        changes: [...direct.changes, ...remaining.proposed],
+        warnings: direct.warnings,
+        changeRequests,
+      };
     },
   );
   return {
     dryRun: false,
-    applied: changes.length > 0,
+    applied: changes.some((change) => change.proposedIn === undefined),
     changes,
     summary: summarize(changes),
     warnings,
+    changeRequests,
   };
 }
 

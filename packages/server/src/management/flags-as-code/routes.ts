@@ -3,6 +3,8 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { Services } from '../../services.js';
 import { actorOf } from '../access.js';
+import { flagsAsCodeOpener } from '../change-requests/flags-as-code-opener.js';
+import { authorOf } from '../change-requests/service.js';
 import { scopedRoutes } from '../scope.js';
 import { applyDocument } from './apply.js';
 import { EXPORT_FORMATS, exportProject, serializeDocument } from './export.js';
@@ -36,6 +38,12 @@ const ApplyResultSchema = Type.Object({
       path: Type.String({ description: 'Where the item is in the document (its key if pruned).' }),
       key: Type.String(),
       changes: Type.Optional(Type.Array(PropertyChangeSchema)),
+      proposedIn: Type.Optional(
+        Type.String({
+          description:
+            'The protected environment whose change request holds this change instead of it being written (with `changeRequest`).',
+        }),
+      ),
     }),
   ),
   summary: Type.Object({
@@ -46,6 +54,18 @@ const ApplyResultSchema = Type.Object({
     delete: Type.Integer(),
   }),
   warnings: Type.Array(Type.String()),
+  changeRequests: Type.Array(
+    Type.Object({
+      environmentKey: Type.String(),
+      number: Type.Integer(),
+      state: Type.String(),
+      changes: Type.Integer({ description: 'How many changes it holds.' }),
+    }),
+    {
+      description:
+        'The change requests opened for the changes to protected environments, one per environment (with `changeRequest`).',
+    },
+  ),
 });
 
 /** Flags as code: export a project as a document, apply a document to it (design record 027). */
@@ -104,13 +124,27 @@ function registerRoutes(app: App, services: Services): void {
       schema: {
         tags: ['flags as code'],
         description:
-          'Applies a flags-as-code document (JSON, or YAML as `application/yaml`) to the project in one transaction and answers the plan. A document with any problem is refused whole: `fields` lists every problem by its path in the document.',
+          'Applies a flags-as-code document (JSON, or YAML as `application/yaml`) to the project in one transaction and answers the plan. A document with any problem is refused whole: `fields` lists every problem by its path in the document. Changes to what an environment requiring change requests serves are refused whole (409 `change_request_required`), or with `changeRequest` proposed as change requests while the rest is applied.',
         params: ProjectParams,
         querystring: Type.Object({
           dryRun: Type.Optional(Type.Boolean({ description: 'Plan only; change nothing.' })),
           prune: Type.Optional(
             Type.Boolean({
               description: 'Archive flags and delete segments the document leaves out.',
+            }),
+          ),
+          changeRequest: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 200,
+              description:
+                'Title of the change request that proposes the changes to environments requiring change requests (one per environment), while the rest is applied. Without it, a plan reaching such an environment is refused whole (409 `change_request_required`).',
+            }),
+          ),
+          changeRequestDescription: Type.Optional(
+            Type.String({
+              maxLength: 10000,
+              description: 'Markdown description of that change request (with `changeRequest`).',
             }),
           ),
         }),
@@ -125,7 +159,17 @@ function registerRoutes(app: App, services: Services): void {
         services,
         { organizationId: access.org.id, project, actor: actorOf(access.caller) },
         input,
-        { dryRun: request.query.dryRun ?? false, prune: request.query.prune ?? false },
+        {
+          dryRun: request.query.dryRun ?? false,
+          prune: request.query.prune ?? false,
+          changeRequest: request.query.changeRequest
+            ? {
+                title: request.query.changeRequest,
+                description: request.query.changeRequestDescription,
+                open: flagsAsCodeOpener(authorOf(access.caller), access.caller.id),
+              }
+            : undefined,
+        },
       );
     },
   );

@@ -2,7 +2,8 @@ import { evaluateFlag } from '@vexil/engine';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { docsUrl } from '../../http/envelope.js';
-import { asTool, ToolRefusal } from '../management-client.js';
+import type { ProposalArguments } from '../change-request-refusal.js';
+import { asTool, type ManagementClient, ToolRefusal } from '../management-client.js';
 import { OrgArgument, PageArguments, type ToolContext } from './tool-context.js';
 
 const FLAGS = '/api/v1/orgs/{org}/projects/{project}/flags';
@@ -152,11 +153,73 @@ export function registerFlagTools(server: McpServer, context: ToolContext): void
       outputSchema: schemas('GET', `${FLAGS}/{flag}/environments/{env}`),
       annotations: { idempotentHint: true },
     },
-    ({ org, project, flag, environment, enabled }) =>
-      asTool(async () => {
-        const path = ['orgs', org, 'projects', project, 'flags', flag, 'environments', environment];
-        await client.send('POST', [...path, 'toggle'], { body: { enabled } });
-        return client.send('GET', path);
-      }),
+    (toggle) =>
+      asTool(
+        async () => {
+          const { org, project, flag, environment, enabled } = toggle;
+          const path = [
+            'orgs',
+            org,
+            'projects',
+            project,
+            'flags',
+            flag,
+            'environments',
+            environment,
+          ];
+          await client.send('POST', [...path, 'toggle'], { body: { enabled } });
+          return client.send('GET', path);
+        },
+        { proposal: () => toggleProposal(client, toggle) },
+      ),
   );
+}
+
+/** A flag's configuration in one environment as flags-as-code documents (and changes) hold it. */
+type DocumentConfiguration = Record<string, unknown> & { enabled: boolean };
+
+/**
+ * The change request that proposes a toggle refused in a protected environment: the flag's whole
+ * configuration there, as the project's export writes it, with `enabled` changed, against the
+ * configuration's current revision.
+ * @returns undefined when the export holds no such configuration
+ * @throws ToolRefusal when a read is refused (the refusal then names the tool without arguments)
+ */
+async function toggleProposal(
+  client: ManagementClient,
+  toggle: { org: string; project: string; flag: string; environment: string; enabled: boolean },
+): Promise<ProposalArguments | undefined> {
+  const { org, project, flag, environment, enabled } = toggle;
+  const projectPath = ['orgs', org, 'projects', project];
+  const [found, configuration] = await Promise.all([
+    client.send<{ key: string }>('GET', [...projectPath, 'flags', flag]),
+    client.send<{ environmentKey: string; revision: number }>('GET', [
+      ...projectPath,
+      'flags',
+      flag,
+      'environments',
+      environment,
+    ]),
+  ]);
+  const environmentKey = configuration.environmentKey;
+  const exported = await client.send<{
+    flags?: { key: string; environments?: Record<string, DocumentConfiguration> }[];
+  }>('GET', [...projectPath, 'export'], { query: { environment: environmentKey, format: 'json' } });
+  const current = exported.flags?.find((f) => f.key === found.key)?.environments?.[environmentKey];
+  if (!current) return undefined;
+  return {
+    org,
+    project,
+    environment: environmentKey,
+    title: `Turn "${found.key}" ${enabled ? 'on' : 'off'} in "${environmentKey}"`,
+    changes: [
+      {
+        kind: 'flag',
+        flagKey: found.key,
+        baseRevision: configuration.revision,
+        configuration: { ...current, enabled },
+      },
+    ],
+    submit: true,
+  };
 }
