@@ -9,6 +9,7 @@ import { useToReview } from './change-requests/queries';
 import { CommandBar } from './CommandBar';
 import { useLiveUpdates } from '../api/live';
 import { Logo } from './Logo';
+import '../change-requests.css';
 import { lastProjectKey } from './people/organization';
 import {
   projectPages,
@@ -191,6 +192,7 @@ function NavLinks(props: { pages: readonly ConsolePage[] }) {
       }
     >
       {page.label}
+      {page.count && ' '}
       {page.count && (
         <span className="nav-count">
           {page.count.value}

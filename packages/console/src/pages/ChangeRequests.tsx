@@ -6,6 +6,7 @@ import { changeRequestPath, changeRequestsPath } from '../components/change-requ
 import { authorName, StateBadge } from '../components/change-requests/StateBadge';
 import { formatWhen } from '../components/change-requests/when';
 import { usePlace } from '../components/Shell';
+import '../flag-pages.css';
 
 type Query = {
   state?: string;

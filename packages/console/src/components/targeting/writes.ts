@@ -122,9 +122,7 @@ export function collectingWrites(
         ...current,
         settings: {
           ...current.settings,
-          ...(body.strategy === undefined
-            ? {}
-            : { strategy: body.strategy }),
+          ...(body.strategy === undefined ? {} : { strategy: body.strategy }),
           ...(body.defaultVariationId === undefined
             ? {}
             : { defaultVariationId: body.defaultVariationId }),
