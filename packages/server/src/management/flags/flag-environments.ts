@@ -50,6 +50,7 @@ export function configurationResponse(
     strategy: row.strategy,
     rollout: JSON.parse(row.rollout) as RolloutWeight[],
     prerequisites: JSON.parse(row.prerequisites) as Prerequisite[],
+    revision: row.revision,
     _actions: actionsFor(role, {
       update: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
       toggle: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
@@ -223,18 +224,16 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
           ...(body.prerequisites ? { prerequisites: JSON.stringify(body.prerequisites) } : {}),
         });
         await m.touchFlag(flag, [environment.id]);
-        const { _actions: _before, ...before } = configurationResponse(
-          configuration,
-          environment.key,
-          access.role,
-          flag,
-        );
-        const { _actions: _after, ...after } = configurationResponse(
-          row,
-          environment.key,
-          access.role,
-          flag,
-        );
+        const {
+          _actions: _before,
+          revision: _from,
+          ...before
+        } = configurationResponse(configuration, environment.key, access.role, flag);
+        const {
+          _actions: _after,
+          revision: _to,
+          ...after
+        } = configurationResponse(row, environment.key, access.role, flag);
         await m.emit({
           type: 'flag.environment_config.updated',
           project,
@@ -268,6 +267,7 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
         setFlagEnabled(m, project, flag, environment, {
           from: configuration.is_enabled === 1,
           to: enabled,
+          emergencyOff: true,
         }),
       );
       return reply.status(204).send();
