@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from '@playwright/test';
 import {
   apiCall,
@@ -269,4 +270,34 @@ test('a rejected request ends rejected, and a request in conflict is refused and
   await expect(page.getByRole('alert')).toContainText('Failed');
   expect(await served(sdkKey, flag, 'AT')).toBe(false);
   await secondReviewer.context().close();
+});
+
+/** The pictures in docs/change-requests-console.md, taken here so they show the console as it is. */
+test('screenshots of change requests, light and dark', async ({ page }) => {
+  const images = fileURLToPath(new URL('../../../docs/images/console/', import.meta.url));
+  const flag = 'pictured-launch';
+  await setUp(flag);
+  await apiCall('PATCH', `${PROJECT}/environments/production`, {
+    changeRequests: { required: true, approvals: 1 },
+  });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await signIn(page);
+  await widenRuleToAustria(page, flag);
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page
+      .getByRole('region', { name: 'Pending changes in Production' })
+      .scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${images}change-request-pending-${scheme}.png` });
+  }
+  const number = await requestReview(page, 'Launch in Austria');
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.goto(`${server.url}${PAGES}/change-requests/${number}`);
+    await expect(page.getByRole('table', { name: /before and after/ })).toBeVisible();
+    await page.screenshot({ path: `${images}change-request-review-${scheme}.png`, fullPage: true });
+    await page.goto(`${server.url}${PAGES}/change-requests?tab=mine`);
+    await expect(page.getByRole('row', { name: /Launch in Austria/ }).first()).toBeVisible();
+    await page.screenshot({ path: `${images}change-requests-${scheme}.png` });
+  }
 });

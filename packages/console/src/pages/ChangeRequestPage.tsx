@@ -47,7 +47,7 @@ export function ChangeRequestPage(props: { org: string; project: string; number:
   if (!request.data) return <p role="status">Loading…</p>;
   const data = request.data;
   const environment = environments.find((e) => e.key === data.environmentKey);
-  const diff = data.diff as DiffEntry[];
+  const diff: DiffEntry[] = data.diff ?? [];
   return (
     <>
       <nav aria-label="Breadcrumb" className="hint">
@@ -122,7 +122,8 @@ function Reviews({ request }: { request: ChangeRequestDetail }) {
           {request.reviews.map((review, index) => (
             <li key={index}>
               <strong>{authorName(review.reviewer)}</strong>{' '}
-              {review.decision === 'approve' ? 'approved' : 'rejected'} ·{' '}
+              {review.decision === 'approve' ? 'approved' : 'rejected'}
+              {review.withdrawn && ' (withdrawn: the request was edited after)'} ·{' '}
               <span className="hint">{formatWhen(review.at)}</span>
               {review.comment && <p>{review.comment}</p>}
             </li>
@@ -164,7 +165,9 @@ function Actions({ path, request }: { path: Path; request: ChangeRequestDetail }
       unwrap(api.POST(`${base}/apply`, { params: { path }, body: when ? { applyAt: when } : {} })),
     );
   const canReview = can('approve') || can('reject');
-  const anything = canReview || can('apply') || can('schedule') || can('cancel') || can('submit');
+  const anything =
+    canReview ||
+    ['apply', 'schedule', 'unschedule', 'cancel', 'submit'].some((action) => can(action));
   if (!anything) return null;
   return (
     <section aria-labelledby={headingId} className="cr-actions">
@@ -218,7 +221,7 @@ function Actions({ path, request }: { path: Path; request: ChangeRequestDetail }
           </Button>
         </div>
       )}
-      {can('schedule') && request.state !== 'scheduled' && (
+      {can('schedule') && (
         <form
           className="row schedule"
           onSubmit={(event) => {
@@ -232,7 +235,7 @@ function Actions({ path, request }: { path: Path; request: ChangeRequestDetail }
           </Button>
         </form>
       )}
-      {request.state === 'scheduled' && (can('schedule') || can('cancel')) && (
+      {can('unschedule') && (
         <Button
           type="button"
           variant="soft"

@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useSearch } from 'wouter';
 import { api, unwrap } from '../api/client';
-import type { ChangeRequest } from '../api/types';
+import type { ChangeRequest, ChangeRequestState } from '../api/types';
 import { changeRequestPath, changeRequestsPath } from '../components/change-requests/paths';
 import { authorName, StateBadge } from '../components/change-requests/StateBadge';
 import { formatWhen } from '../components/change-requests/when';
@@ -9,8 +9,8 @@ import { usePlace } from '../components/Shell';
 import '../flag-pages.css';
 
 type Query = {
-  state?: string;
-  author?: string;
+  state?: ChangeRequestState;
+  author?: 'me';
   reviewable?: boolean;
 };
 
@@ -33,12 +33,12 @@ const TABS = {
     query: { state: 'scheduled' },
     empty: 'No request is scheduled.',
   },
-  done: {
-    label: 'Done',
-    query: { state: 'applied,rejected,cancelled,failed' },
-    empty: 'No request has ended yet.',
-  },
+  done: { label: 'Done', query: {}, empty: 'No request has ended yet.' },
 } satisfies Record<string, { label: string; query: Query; empty: string }>;
+
+/** The final states, which "Done" lists: the API filters one state at a time. */
+const DONE: readonly ChangeRequestState[] = ['applied', 'rejected', 'cancelled', 'failed'];
+const SHOWN = 100;
 type Tab = keyof typeof TABS;
 
 /**
@@ -52,15 +52,24 @@ export function ChangeRequests({ org, project }: { org: string; project: string 
   const { environments } = usePlace();
   const list = useQuery({
     queryKey: ['change-requests', org, project, 'list', tab],
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/orgs/{org}/projects/{project}/change-requests', {
-          params: { path: { org, project }, query: { ...TABS[tab].query, limit: 100 } },
-        }),
-      ),
+    queryFn: async () => {
+      const read = (query: Query) =>
+        unwrap(
+          api.GET('/api/v1/orgs/{org}/projects/{project}/change-requests', {
+            params: { path: { org, project }, query: { ...query, limit: SHOWN } },
+          }),
+        );
+      if (tab !== 'done') return (await read(TABS[tab].query)).items;
+      // One read per final state, merged newest first and cut to one page's worth.
+      const pages = await Promise.all(DONE.map((state) => read({ state })));
+      return pages
+        .flatMap((page) => page.items)
+        .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
+        .slice(0, SHOWN);
+    },
   });
   const environmentName = (key: string) => environments.find((e) => e.key === key)?.name ?? key;
-  const items = list.data?.items ?? [];
+  const items = list.data ?? [];
   return (
     <>
       <h1>Change requests</h1>

@@ -3,19 +3,37 @@ import { percentageOf } from '../targeting/PercentageControl';
 import { describeCondition } from '../targeting/sentence';
 import { asConfiguration, type ConfigurationDocument, type DocumentRule } from './configuration';
 
-/** One change of a request's diff: what the target is now, what it will be, and a conflict. */
+/**
+ * One change of a request's diff as the API reads it: what the target is now (`before`, null when
+ * gone), what it will be (`after`), and whether its revision moved since the change was written.
+ */
 export interface DiffEntry {
+  target?: string;
   before: unknown;
   after: unknown;
+  revision?: number | null;
+  baseRevision?: number | null;
   conflict: boolean;
+}
+
+/** The fields of a change the console reads (change-requests.md section 2). */
+interface ChangeFields {
+  kind: string;
+  flagKey?: string;
+  segmentKey?: string;
+  baseRevision?: number;
+  configuration?: unknown;
+  definition?: unknown;
+  variations?: unknown;
 }
 
 /** What a change targets, in words: "Flag new-checkout", "Segment beta-testers". */
 export function changeTarget(change: Change): string {
-  if (change.kind === 'flag') return `Flag ${change.flagKey ?? ''}`;
-  if (change.kind === 'segment') return `Segment ${change.segmentKey ?? ''}`;
-  if (change.kind === 'variations') return `Variations of ${change.flagKey ?? ''}`;
-  return `${change.kind} ${change.flagKey ?? change.segmentKey ?? ''}`.trim();
+  const { kind, flagKey = '', segmentKey = '' } = change as ChangeFields;
+  if (kind === 'flag') return `Flag ${flagKey}`;
+  if (kind === 'segment') return `Segment ${segmentKey}`;
+  if (kind === 'variations') return `Variations of ${flagKey}`;
+  return `${kind} ${flagKey || segmentKey}`.trim();
 }
 
 /**
@@ -31,8 +49,9 @@ export function ChangeDiff(props: {
   entry: DiffEntry | undefined;
   segments: readonly Segment[];
 }) {
-  const { change, entry } = props;
-  const heading = `Change ${props.index + 1}: ${changeTarget(change)}`;
+  const { entry } = props;
+  const change = props.change as ChangeFields;
+  const heading = `Change ${props.index + 1}: ${changeTarget(props.change)}`;
   const before = entry?.before ?? null;
   const after = entry?.after ?? change.configuration ?? change.definition ?? change.variations;
   const beforeConfiguration = asConfiguration(before);
@@ -49,7 +68,9 @@ export function ChangeDiff(props: {
           <strong>Conflict:</strong>{' '}
           {before === null
             ? 'the target no longer exists.'
-            : `it changed since this request was written (revision ${String(change.baseRevision ?? '?')}): applying is refused until the author rewrites the change.`}
+            : `it changed since this request was written (revision ${String(
+                entry.baseRevision ?? change.baseRevision ?? '?',
+              )}, now ${String(entry.revision ?? '?')}): applying is refused until the author rewrites the change.`}
         </p>
       )}
       <table className="diff" aria-label={`${heading}, before and after`}>

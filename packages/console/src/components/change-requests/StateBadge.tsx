@@ -6,7 +6,9 @@ import { formatWhen } from './when';
  * waits for: approvals so far, or the time it is scheduled for.
  */
 export function StateBadge({ request }: { request: ChangeRequest }) {
-  const approvals = request.reviews.filter((review) => review.decision === 'approve').length;
+  const approvals = request.reviews.filter(
+    (review) => review.decision === 'approve' && !review.withdrawn,
+  ).length;
   return (
     <span className="state">
       <span className={`badge state-${request.state}`}>{request.state}</span>
@@ -23,8 +25,17 @@ export function StateBadge({ request }: { request: ChangeRequest }) {
   );
 }
 
-/** A person by name, else e-mail; a service token by its name. */
-export function authorName(author: ChangeRequest['author'] | null | undefined): string {
-  if (!author) return 'someone';
-  return author.name ?? author.email ?? 'a service token';
+/** Who acted: a person (`userId`, `email`, `name`), a service token, or the schedule. */
+interface Actor {
+  name?: string | null;
+  email?: string | null;
+  tokenId?: string;
+  service?: string;
+}
+
+/** A person by name, else e-mail; a service token by its name; the schedule as "the schedule". */
+export function authorName(actor: ChangeRequest['author'] | null | undefined): string {
+  const who = (actor ?? {}) as Actor;
+  if (who.service === 'schedule') return 'the schedule';
+  return who.name ?? who.email ?? (who.tokenId ? 'a service token' : 'someone');
 }
