@@ -32,11 +32,13 @@ async function reviewerPage(browser: Browser): Promise<Page> {
       { email: REVIEWER.email, role: 'Member' },
     );
     const token = new URL(acceptUrl).hash.replace('#token=', '');
-    await apiCall('POST', '/api/v1/invitations/accept', {
-      token,
-      name: REVIEWER.name,
-      password: REVIEWER.password,
+    // Accepted as the newcomer does: without the Owner's credential.
+    const accepted = await fetch(`${server.url}/api/v1/invitations/accept`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token, name: REVIEWER.name, password: REVIEWER.password }),
     });
+    expect(accepted.status).toBe(200);
   }
   const context = await browser.newContext({ timezoneId: 'America/New_York' });
   const page = await context.newPage();
@@ -58,6 +60,10 @@ async function setUp(flag: string): Promise<{ sdkKey: string }> {
     `${PROJECT}/flags/${flag}`,
   );
   const on = detail.variations.find((v) => v.key === 'true')!.id;
+  const off = detail.variations.find((v) => v.key === 'false')!.id;
+  await apiCall('PATCH', `${PROJECT}/flags/${flag}/environments/production`, {
+    defaultVariationId: off,
+  });
   await apiCall('POST', `${PROJECT}/flags/${flag}/environments/production/rules`, {
     description: 'Germany',
     variationId: on,
@@ -96,7 +102,10 @@ async function served(sdkKey: string, flag: string, country: string): Promise<un
   const answer = await fetch(`${server.url}/v1/sdk/evaluate`, {
     method: 'POST',
     headers: { authorization: `Bearer ${sdkKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ flagKey: flag, context: { userId: `u-${country}`, country } }),
+    body: JSON.stringify({
+      flagKey: flag,
+      context: { userId: `u-${country}`, attributes: { country } },
+    }),
   });
   return ((await answer.json()) as { value: unknown }).value;
 }
@@ -160,6 +169,7 @@ test('two people: a rule change in production is requested, reviewed, approved a
 
   await widenRuleToAustria(author, flag);
   await expectAccessible(author);
+  expect(await served(sdkKey, flag, 'DE')).toBe(true);
   expect(await served(sdkKey, flag, 'AT')).toBe(false);
   const number = await requestReview(author, 'Launch in Austria');
   await expect(author.getByText('open', { exact: true })).toBeVisible();
@@ -175,7 +185,7 @@ test('two people: a rule change in production is requested, reviewed, approved a
   const nav = reviewer.getByRole('navigation', { name: 'Sections' });
   await expect(nav.getByRole('link', { name: 'Change requests 1 to review' })).toBeVisible();
   await nav.getByRole('link', { name: /Change requests/ }).click();
-  await reviewer.getByRole('link', { name: 'To review' }).click();
+  await reviewer.getByRole('link', { name: 'To review', exact: true }).click();
   await expectAccessible(reviewer);
   await reviewer.getByRole('link', { name: `CR ${number}: Launch in Austria` }).click();
 
@@ -259,7 +269,7 @@ test('a rejected request ends rejected, and a request in conflict is refused and
 
   await page.goto(`${server.url}${PAGES}/change-requests/${conflicting}`);
   await page.getByRole('button', { name: 'Apply now' }).click();
-  await expect(page.getByRole('alert')).toContainText(/conflict/i);
+  await expect(page.getByRole('alert')).toContainText(/^Conflict: nothing was applied/i);
   await expect(page.getByText('approved', { exact: true })).toBeVisible();
   await page.getByLabel(/^Schedule for \(/).fill(await localTimeFromNow(page, 2));
   await page.getByRole('button', { name: 'Schedule' }).click();

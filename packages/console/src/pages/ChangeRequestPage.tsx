@@ -2,7 +2,7 @@ import { Button } from '@radix-ui/themes';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { Link } from 'wouter';
-import { api, unwrap } from '../api/client';
+import { ApiProblem, api, unwrap } from '../api/client';
 import type { ChangeRequestDetail } from '../api/types';
 import { ApplyAtField } from '../components/change-requests/ApplyAtField';
 import { ChangeDiff, type DiffEntry } from '../components/change-requests/ChangeDiff';
@@ -262,7 +262,9 @@ function Actions({ path, request }: { path: Path; request: ChangeRequestDetail }
       )}
       {act.error && (
         <p role="alert" className="field-error">
-          {act.error.message}
+          {act.error instanceof ApiProblem && act.error.code === 'change_request_conflict'
+            ? `Conflict: ${act.error.message} The author rewrites the change from the current targeting, which withdraws the approvals.`
+            : act.error.message}
         </p>
       )}
     </section>
