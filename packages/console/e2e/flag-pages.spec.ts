@@ -119,10 +119,10 @@ test('every flag type is created from "New flag" and served to an SDK', async ({
   expect(await evaluate(sdkKey, 'checkout-config')).toEqual({ items: 3 });
 });
 
-/** API requests of a page beyond the frame's own (who, organizations, projects, environments, the live stream). */
+/** API requests of a page beyond the frame's own (who, organizations, projects, environments, change requests to review, the live stream). */
 function countPageRequests(page: Page): string[] {
   const frame =
-    /^\/api\/v1\/(me|orgs|orgs\/acme|orgs\/acme\/projects|orgs\/acme\/projects\/web\/environments|orgs\/acme\/events\/stream)$/;
+    /^\/api\/v1\/(me|orgs|orgs\/acme|orgs\/acme\/projects|orgs\/acme\/projects\/web\/environments|orgs\/acme\/projects\/web\/change-requests|orgs\/acme\/events\/stream)$/;
   const seen: string[] = [];
   page.on('request', (request) => {
     const url = new URL(request.url());

@@ -7,6 +7,8 @@ import { OrgShell } from './components/people/OrgShell';
 import { Shell } from './components/Shell';
 import { AcceptInvitation } from './pages/AcceptInvitation';
 import { Account } from './pages/Account';
+import { ChangeRequestPage } from './pages/ChangeRequestPage';
+import { ChangeRequests } from './pages/ChangeRequests';
 import { FlagList } from './pages/FlagList';
 import { FlagPage } from './pages/FlagPage';
 import { Members } from './pages/Members';
@@ -75,6 +77,20 @@ export function App() {
         {(params) => (
           <InShell {...params}>
             <FlagList org={params.org} project={params.project} />
+          </InShell>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/change-requests/:number`}>
+        {(params) => (
+          <InShell {...params}>
+            <ChangeRequestPage {...params} />
+          </InShell>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/change-requests`}>
+        {(params) => (
+          <InShell {...params}>
+            <ChangeRequests org={params.org} project={params.project} />
           </InShell>
         )}
       </Route>

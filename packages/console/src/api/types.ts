@@ -40,3 +40,9 @@ export type SsoConnection = Ok<`${Org}/sso-connections`, 'get'>['items'][number]
 export type RelayKey = Ok<`${Org}/relay-keys`, 'get'>['items'][number];
 export type Role = Member['role'];
 export const ROLES: readonly Role[] = ['Viewer', 'Member', 'Admin', 'Owner'];
+
+export type EnvironmentPolicy = Environment['changeRequests'];
+export type ChangeRequest = Ok<`${Project}/change-requests`, 'get'>['items'][number];
+export type ChangeRequestDetail = Ok<`${Project}/change-requests/{number}`, 'get'>;
+export type Change = ChangeRequest['changes'][number];
+export type ChangeRequestState = ChangeRequest['state'];

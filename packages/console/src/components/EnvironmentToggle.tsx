@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { AlertDialog, Switch } from '@radix-ui/themes';
+import { AlertDialog, Button, Switch } from '@radix-ui/themes';
 import { useId, useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Environment } from '../api/types';
@@ -10,6 +10,10 @@ import { DialogActions } from './DialogActions';
  * On/off for one flag in one environment (`POST …/toggle`); a critical environment asks first.
  * Disabled, with the API's reason, when `allowed` refuses (`_actions.toggle`). `compact` (the
  * flag list's cells) names the switch by flag and environment without showing the label.
+ *
+ * In an environment that requires change requests the switch is read-only (on/off is proposed
+ * in the targeting's pending changes) and, while the flag is on and the policy allows it, one
+ * red "Emergency off" button turns it off at once, audited as a bypass (design record 043).
  */
 export function EnvironmentToggle(props: {
   org: string;
@@ -41,6 +45,14 @@ export function EnvironmentToggle(props: {
       ]),
   });
 
+  const policy = environment.changeRequests;
+  const reviewed = policy.required;
+  const note = reviewed
+    ? `Changes in ${name} go through review.`
+    : allowed?.allowed
+      ? ''
+      : (allowed?.reason ?? '');
+
   function request(enabled: boolean) {
     if (isCritical(environment)) setAsking(enabled);
     else toggle.mutate(enabled);
@@ -52,7 +64,7 @@ export function EnvironmentToggle(props: {
         id={id}
         color="green"
         checked={props.enabled}
-        disabled={!allowed?.allowed || toggle.isPending}
+        disabled={reviewed || !allowed?.allowed || toggle.isPending}
         onCheckedChange={request}
         aria-label={compact ? `${flag} in ${name}` : undefined}
         aria-describedby={`${id}-note`}
@@ -62,8 +74,32 @@ export function EnvironmentToggle(props: {
         id={`${id}-note`}
         className={toggle.error ? 'field-error' : compact ? 'visually-hidden' : 'hint'}
       >
-        {toggle.error?.message ?? (allowed?.allowed ? '' : (allowed?.reason ?? ''))}
+        {toggle.error?.message ?? note}
       </span>
+      {reviewed && policy.emergencyOff && props.enabled && !compact && (
+        <AlertDialog.Root>
+          <AlertDialog.Trigger>
+            <Button type="button" color="red" variant="soft">
+              Emergency off in {name}
+            </Button>
+          </AlertDialog.Trigger>
+          <AlertDialog.Content className="dialog-body">
+            <AlertDialog.Title>
+              Turn {flag} off in {name} now, without review?
+            </AlertDialog.Title>
+            <AlertDialog.Description>
+              Emergency off skips the change request: SDKs in {name} are served the off variation
+              within seconds, and the audit log records that review was bypassed.
+            </AlertDialog.Description>
+            <DialogActions
+              alert
+              danger
+              confirmLabel={`Turn off in ${name} now`}
+              onConfirm={() => toggle.mutate(false)}
+            />
+          </AlertDialog.Content>
+        </AlertDialog.Root>
+      )}
       <AlertDialog.Root open={asking !== null} onOpenChange={(open) => !open && setAsking(null)}>
         <AlertDialog.Content className="dialog-body">
           <AlertDialog.Title>

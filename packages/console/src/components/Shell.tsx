@@ -5,9 +5,11 @@ import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { forgetToken } from '../api/token';
 import type { Environment } from '../api/types';
+import { useToReview } from './change-requests/queries';
 import { CommandBar } from './CommandBar';
 import { useLiveUpdates } from '../api/live';
 import { Logo } from './Logo';
+import '../change-requests.css';
 import { lastProjectKey } from './people/organization';
 import {
   projectPages,
@@ -55,6 +57,7 @@ export function Shell(props: { org: string; project: string; children: React.Rea
   useEffect(() => setMenuOpen(false), [location]);
   useEffect(() => sessionStorage.setItem(lastProjectKey(org), project), [org, project]);
   const administration = useAdministrationPages(org, project);
+  const toReview = useToReview(org, project);
   const organization = useOrganizationPages(org);
   const home = `/orgs/${org}/projects/${project}/flags`;
 
@@ -150,7 +153,7 @@ export function Shell(props: { org: string; project: string; children: React.Rea
           </nav>
           <CommandBar org={org} project={project} />
           <nav aria-label="Sections" className="pages">
-            <NavLinks pages={projectPages(org, project)} />
+            <NavLinks pages={projectPages(org, project, toReview.data?.items.length)} />
             <p className="nav-group">Administer</p>
             <NavLinks pages={administration} />
             <p className="nav-group">Organization</p>
@@ -189,6 +192,13 @@ function NavLinks(props: { pages: readonly ConsolePage[] }) {
       }
     >
       {page.label}
+      {page.count && ' '}
+      {page.count && (
+        <span className="nav-count">
+          {page.count.value}
+          <span className="visually-hidden"> {page.count.of}</span>
+        </span>
+      )}
     </Link>
   ));
 }

@@ -1,16 +1,30 @@
+import { COUNTED } from './change-requests/queries';
 import { useOrganization } from './people/organization';
 
 /** A console page a person may open: its name and address. */
 export interface ConsolePage {
   label: string;
   path: string;
+  /** A number shown beside the label, and what it counts ("to review"). */
+  count?: { value: string; of: string } | undefined;
 }
 
-/** The project's own pages: its flags and their removal candidates. */
-export function projectPages(org: string, project: string): ConsolePage[] {
+/**
+ * The project's own pages: its flags, its change requests (with how many wait for the caller's
+ * review, when any do) and the removal candidates.
+ */
+export function projectPages(org: string, project: string, toReview = 0): ConsolePage[] {
   const base = `/orgs/${org}/projects/${project}`;
   return [
     { label: 'Flags', path: `${base}/flags` },
+    {
+      label: 'Change requests',
+      path: `${base}/change-requests`,
+      count:
+        toReview > 0
+          ? { value: toReview >= COUNTED ? `${COUNTED - 1}+` : String(toReview), of: 'to review' }
+          : undefined,
+    },
     { label: 'Removal candidates', path: `${base}/removal-candidates` },
   ];
 }

@@ -1,10 +1,9 @@
-import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, unwrap } from '../../api/client';
 import type { Flag, FlagEnvironment } from '../../api/types';
 import { Labelled } from '../Field';
 import { useFormMutation } from '../useFormMutation';
 import { PercentageControl, percentageOf, weightOf } from './PercentageControl';
+import { useTargetingWrites } from './writes';
 
 type Strategy = FlagEnvironment['strategy'];
 
@@ -14,14 +13,12 @@ type Strategy = FlagEnvironment['strategy'];
  * flag is off. Saved together with `PATCH …/environments/{env}`.
  */
 export function Fallthrough(props: {
-  org: string;
-  project: string;
   flag: Flag;
   environment: string;
   configuration: FlagEnvironment;
 }) {
-  const { org, project, flag, environment, configuration } = props;
-  const queryClient = useQueryClient();
+  const { flag, environment, configuration } = props;
+  const writes = useTargetingWrites();
   const [strategy, setStrategy] = useState<Strategy>(
     configuration.strategy === 'PercentageRollout' ? 'PercentageRollout' : 'SingleVariation',
   );
@@ -35,33 +32,31 @@ export function Fallthrough(props: {
       }),
     ),
   );
-  const flagKey = flag.key ?? flag.id;
 
   const save = useFormMutation({
     mutationFn: () =>
-      unwrap(
-        api.PATCH('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}', {
-          params: { path: { org, project, flag: flagKey, env: environment } },
-          body: {
-            strategy,
-            defaultVariationId: defaultId,
-            offVariationId: offId,
-            ...(strategy === 'PercentageRollout'
-              ? {
-                  rollout: flag.variations.map((variation) => ({
-                    variationId: variation.id,
-                    weight: weightOf(percentages[variation.id] ?? '0'),
-                  })),
-                }
-              : {}),
-          },
-        }),
+      writes.updateSettings(
+        {
+          strategy,
+          defaultVariationId: defaultId,
+          offVariationId: offId,
+          ...(strategy === 'PercentageRollout'
+            ? {
+                rollout: flag.variations.map((variation) => ({
+                  variationId: variation.id,
+                  weight: weightOf(percentages[variation.id] ?? '0'),
+                })),
+              }
+            : {}),
+        },
+        'Default serve changed',
       ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] }),
   });
   const rolloutProblem = save.problemAt('rollout');
   const total = Object.values(percentages).reduce((sum, p) => sum + (Number(p) || 0), 0);
-  const canUpdate = configuration._actions['update']?.allowed ?? false;
+  const canUpdate = writes.collecting
+    ? writes.mayPropose
+    : (configuration._actions['update']?.allowed ?? false);
 
   return (
     <form
@@ -128,7 +123,7 @@ export function Fallthrough(props: {
         </p>
       )}
       <button type="submit" disabled={!canUpdate || save.isPending}>
-        Save default serve
+        {writes.collecting ? 'Add default serve to pending changes' : 'Save default serve'}
       </button>
     </form>
   );

@@ -1,9 +1,10 @@
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Flag, FlagEnvironment } from '../../api/types';
 import { Labelled } from '../Field';
 import { useFormMutation } from '../useFormMutation';
+import { useTargetingWrites } from './writes';
 
 interface Draft {
   prerequisiteFlagKey: string;
@@ -31,7 +32,7 @@ export function Prerequisites(props: {
       expectedVariationKey,
     })),
   );
-  const queryClient = useQueryClient();
+  const writes = useTargetingWrites();
   const flags = useQuery({
     queryKey: ['flags', org, project, 'prerequisite-choices'],
     // Read when a prerequisite is shown or being added, not for every targeting page.
@@ -46,16 +47,11 @@ export function Prerequisites(props: {
   const choices = (flags.data?.items ?? []).filter((candidate) => candidate.key !== flagKey);
 
   const save = useFormMutation({
-    mutationFn: () =>
-      unwrap(
-        api.PATCH('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}', {
-          params: { path: { org, project, flag: flagKey, env: environment } },
-          body: { prerequisites: drafts },
-        }),
-      ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] }),
+    mutationFn: () => writes.updateSettings({ prerequisites: drafts }, 'Prerequisites changed'),
   });
-  const canUpdate = configuration._actions['update']?.allowed ?? false;
+  const canUpdate = writes.collecting
+    ? writes.mayPropose
+    : (configuration._actions['update']?.allowed ?? false);
   /** Whether the API's message names one prerequisite, and so shows at its row. */
   const shownAtRow = drafts.some((_, index) => save.problemAt(`prerequisites.${String(index)}`));
   const listMessage = save.message ?? (shownAtRow ? undefined : save.problemAt('prerequisites'));
@@ -102,7 +98,7 @@ export function Prerequisites(props: {
           Add prerequisite
         </button>
         <button type="submit" disabled={!canUpdate || save.isPending}>
-          Save prerequisites
+          {writes.collecting ? 'Add prerequisites to pending changes' : 'Save prerequisites'}
         </button>
       </div>
     </form>

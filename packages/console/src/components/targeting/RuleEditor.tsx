@@ -1,7 +1,5 @@
 import { Button } from '@radix-ui/themes';
-import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { Labelled } from '../Field';
 import { FormDialog } from '../FormDialog';
@@ -15,6 +13,7 @@ import {
   emptyCondition,
   type DraftGroup,
 } from './ConditionGroup';
+import { useTargetingWrites } from './writes';
 
 interface Draft {
   description: string;
@@ -45,19 +44,18 @@ function draftOf(rule: Rule | undefined, flag: Flag): Draft {
  * nothing typed is lost.
  */
 export function RuleEditor(props: {
-  org: string;
-  project: string;
   flag: Flag;
   environment: string;
   rule?: Rule;
   segments: Segment[];
   /** The trigger's text: "Add rule", or "Edit rule 2" for `rule`. */
   label: string;
+  /** How the pending changes name `rule`: "Rule 2". */
+  ruleName?: string;
 }) {
-  const { org, project, flag, environment, rule, segments } = props;
+  const { flag, environment, rule, segments } = props;
   const [draft, setDraft] = useState(() => draftOf(rule, flag));
-  const queryClient = useQueryClient();
-  const path = { org, project, flag: flag.key ?? flag.id, env: environment };
+  const writes = useTargetingWrites();
   const environmentName =
     usePlace().environments.find((e) => e.key === environment)?.name ?? environment;
 
@@ -73,25 +71,7 @@ export function RuleEditor(props: {
           conditions: conditionsOfDraft(group.conditions),
         })),
       };
-      return rule
-        ? unwrap(
-            api.PUT(
-              '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules/{rule}',
-              { params: { path: { ...path, rule: rule.id } }, body },
-            ),
-          )
-        : unwrap(
-            api.POST(
-              '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules',
-              {
-                params: { path },
-                body,
-              },
-            ),
-          );
-    },
-    onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: ['flag', org, project, path.flag] });
+      return writes.saveRule(rule ?? null, body, props.ruleName ?? 'Rule');
     },
   });
   const { problemAt } = save;
@@ -109,7 +89,7 @@ export function RuleEditor(props: {
       description="The rule matches when the context is in the segment (if any) and every condition group matches; the first matching rule serves its variation."
       wide
       form={save}
-      confirmLabel="Save rule"
+      confirmLabel={writes.collecting ? 'Add rule to pending changes' : 'Save rule'}
       onOpen={() => setDraft(draftOf(rule, flag))}
     >
       <Labelled label="Description" error={problemAt('description')}>

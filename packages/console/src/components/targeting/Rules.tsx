@@ -1,55 +1,36 @@
 import { Button } from '@radix-ui/themes';
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { percentageOf } from './PercentageControl';
 import { RuleEditor } from './RuleEditor';
 import { describeRule } from './sentence';
+import { useTargetingWrites } from './writes';
 
 /**
  * The environment's targeting rules in evaluation order (journey 3): drag a rule, or use its
  * move buttons from the keyboard, to reorder (`PUT …/rules/reorder`); edit and delete each.
  */
 export function Rules(props: {
-  org: string;
-  project: string;
   flag: Flag;
   environment: string;
   rules: Rule[];
   segments: Segment[];
   canEdit: boolean;
 }) {
-  const { org, project, flag, environment, rules, segments, canEdit } = props;
-  const queryClient = useQueryClient();
+  const { flag, environment, rules, segments, canEdit } = props;
+  const writes = useTargetingWrites();
   const [dragged, setDragged] = useState<string | null>(null);
-  const path = { org, project, flag: flag.key ?? flag.id, env: environment };
   const variationName = (id: string) => {
     const variation = flag.variations.find((v) => v.id === id);
     return variation?.name ?? variation?.key ?? id;
   };
-  const refresh = () =>
-    queryClient.invalidateQueries({ queryKey: ['flag', org, project, path.flag] });
 
   const reorder = useMutation({
-    mutationFn: (ruleIds: string[]) =>
-      unwrap(
-        api.PUT(
-          '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules/reorder',
-          { params: { path }, body: { ruleIds } },
-        ),
-      ),
-    onSettled: refresh,
+    mutationFn: (ruleIds: string[]) => writes.reorderRules(ruleIds),
   });
   const remove = useMutation({
-    mutationFn: (rule: string) =>
-      unwrap(
-        api.DELETE(
-          '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules/{rule}',
-          { params: { path: { ...path, rule } } },
-        ),
-      ),
-    onSettled: refresh,
+    mutationFn: ({ rule, label }: { rule: Rule; label: string }) => writes.deleteRule(rule, label),
   });
 
   function move(ruleId: string, to: number) {
@@ -63,14 +44,7 @@ export function Rules(props: {
       <div className="page-heading">
         <h3>Rules</h3>
         {canEdit && (
-          <RuleEditor
-            org={org}
-            project={project}
-            flag={flag}
-            environment={environment}
-            segments={segments}
-            label="Add rule"
-          />
+          <RuleEditor flag={flag} environment={environment} segments={segments} label="Add rule" />
         )}
       </div>
       {rules.length === 0 && (
@@ -126,19 +100,18 @@ export function Rules(props: {
                     Move rule {index + 1} down
                   </Button>
                   <RuleEditor
-                    org={org}
-                    project={project}
                     flag={flag}
                     environment={environment}
                     rule={rule}
                     segments={segments}
                     label={`Edit rule ${index + 1}`}
+                    ruleName={`Rule ${index + 1}`}
                   />
                   <Button
                     type="button"
                     variant="soft"
                     color="gray"
-                    onClick={() => remove.mutate(rule.id)}
+                    onClick={() => remove.mutate({ rule, label: `Rule ${index + 1}` })}
                   >
                     Delete rule {index + 1}
                   </Button>

@@ -2,10 +2,19 @@ import { useQuery } from '@tanstack/react-query';
 import { Tabs } from 'radix-ui';
 import { api, unwrap } from '../../api/client';
 import type { Environment, Flag, FlagEnvironment } from '../../api/types';
+import { PendingChangesPanel } from '../change-requests/PendingChangesPanel';
+import { usePendingChanges } from '../change-requests/pending';
+import { useToReview } from '../change-requests/queries';
 import { Fallthrough } from './Fallthrough';
 import { Playground } from './Playground';
 import { Prerequisites } from './Prerequisites';
 import { Rules } from './Rules';
+import {
+  collectingWrites,
+  TargetingWritesContext,
+  useDirectWrites,
+  type TargetingWrites,
+} from './writes';
 
 /**
  * A flag's targeting, one tab per environment: default serve, rules and the playground. The
@@ -78,20 +87,71 @@ function EnvironmentTargeting(props: {
         }),
       ),
   });
-  const ruleList = rules.data?.items ?? [];
+  const protectedHere = props.environment.changeRequests.required;
+  // Whether the caller may propose: the navigation's count query says it already.
+  const proposals = useToReview(org, project);
+  const { pending, record, discard } = usePendingChanges({
+    org,
+    project,
+    flag: flagKey,
+    environment: env,
+  });
+  const direct = useDirectWrites({ org, project, flag: flagKey, env });
+  const storedRules = rules.data?.items ?? [];
+  const stored = {
+    baseRevision: configuration.revision,
+    settings: configuration,
+    rules: storedRules,
+  };
+  const mayPropose = proposals.data?._actions['create']?.allowed ?? false;
+  const writes: TargetingWrites = protectedHere
+    ? collectingWrites(stored, mayPropose, record)
+    : direct;
+  const shown = pending ?? stored;
+  const ruleList = shown.rules;
   const segmentList = segments.data?.items ?? [];
+  const shownConfiguration = { ...configuration, ...shown.settings };
   const shared = { org, project, flag, environment: env };
+  // Forms keep their drafts as local state: after a discard they start again from what is shown.
+  const version = pending ? pending.edits.length : 0;
   return (
-    <div className="environment-targeting">
-      <Fallthrough {...shared} configuration={configuration} />
-      <Prerequisites {...shared} configuration={configuration} />
-      <Rules
-        {...shared}
-        rules={ruleList}
-        segments={segmentList}
-        canEdit={configuration._actions['createRule']?.allowed ?? false}
-      />
-      <Playground {...shared} rules={ruleList} segments={segmentList} />
-    </div>
+    <TargetingWritesContext.Provider value={writes}>
+      <div className="environment-targeting">
+        {protectedHere && rules.data && (
+          <PendingChangesPanel
+            org={org}
+            project={project}
+            flag={flag}
+            environment={props.environment}
+            stored={stored}
+            pending={pending}
+            segments={segmentList}
+            mayPropose={mayPropose}
+            onDiscard={discard}
+          />
+        )}
+        <Fallthrough
+          key={`fallthrough-${version}`}
+          flag={flag}
+          environment={env}
+          configuration={shownConfiguration}
+        />
+        <Prerequisites
+          key={`prerequisites-${version}`}
+          {...shared}
+          configuration={shownConfiguration}
+        />
+        <Rules
+          flag={flag}
+          environment={env}
+          rules={ruleList}
+          segments={segmentList}
+          canEdit={
+            protectedHere ? mayPropose : (configuration._actions['createRule']?.allowed ?? false)
+          }
+        />
+        <Playground {...shared} rules={storedRules} segments={segmentList} />
+      </div>
+    </TargetingWritesContext.Provider>
   );
 }

@@ -5,7 +5,8 @@ import { api, unwrap } from '../../api/client';
 import type { Environment } from '../../api/types';
 import { ActionsTableHead } from '../../components/ActionsTableHead';
 import { ConfirmButton } from '../../components/ConfirmButton';
-import { Field } from '../../components/Field';
+import { Field, Labelled } from '../../components/Field';
+import { useOrganization } from '../../components/people/organization';
 import { KeyNameFields } from '../../components/KeyNameFields';
 import { FormDialog } from '../../components/FormDialog';
 import { useFormMutation } from '../../components/useFormMutation';
@@ -16,6 +17,10 @@ interface Draft {
   name: string;
   color: string;
   critical: boolean;
+  /** The change-request policy (change-requests.md section 1), set by Admins. */
+  reviewRequired: boolean;
+  approvals: number;
+  emergencyOff: boolean;
 }
 
 /**
@@ -67,7 +72,8 @@ export function Environments({ org, project }: { org: string; project: string })
       </div>
       <p className="hint">
         Each environment has its own configuration of every flag and its own SDK keys. Changes in a
-        critical environment ask for confirmation first.
+        critical environment ask for confirmation first; in one that requires review, they go
+        through a change request approved by someone else.
       </p>
       {reorder.error && (
         <p role="alert" className="field-error">
@@ -76,7 +82,7 @@ export function Environments({ org, project }: { org: string; project: string })
       )}
       {environments.error && <p role="alert">{environments.error.message}</p>}
       <table>
-        <ActionsTableHead columns={['Environment', 'Key', 'Colour', 'Critical']} />
+        <ActionsTableHead columns={['Environment', 'Key', 'Colour', 'Critical', 'Review']} />
         <tbody>
           {items.map((environment, index) => (
             <EnvironmentRow
@@ -132,6 +138,7 @@ function EnvironmentRow(props: {
         )}
       </td>
       <td>{environment.critical ? <span className="badge">Critical</span> : 'No'}</td>
+      <td>{policyInWords(environment.changeRequests)}</td>
       <td>
         <div className="row">
           {can('update').allowed && (
@@ -181,7 +188,13 @@ function EnvironmentDialog(props: {
     name: environment?.name ?? '',
     color: environment?.color ?? '',
     critical: environment?.critical ?? false,
+    reviewRequired: environment?.changeRequests.required ?? false,
+    approvals: environment?.changeRequests.approvals ?? 1,
+    emergencyOff: environment?.changeRequests.emergencyOff ?? true,
   });
+  // The policy is an Admin's to set: Members see it in the table, not in the form.
+  const isAdmin = useOrganization(org).data?._actions['manageMembers']?.allowed === true;
+  const setsPolicy = environment !== undefined && isAdmin;
   const [draft, setDraft] = useState(initial);
   const queryClient = useQueryClient();
   const title = environment ? `Edit ${environment.name ?? environment.key}` : 'New environment';
@@ -196,7 +209,18 @@ function EnvironmentDialog(props: {
         ? unwrap(
             api.PATCH('/api/v1/orgs/{org}/projects/{project}/environments/{env}', {
               params: { path: { org, project, env: environment.id } },
-              body: fields,
+              body: {
+                ...fields,
+                ...(setsPolicy
+                  ? {
+                      changeRequests: {
+                        required: draft.reviewRequired,
+                        approvals: draft.approvals,
+                        emergencyOff: draft.emergencyOff,
+                      },
+                    }
+                  : {}),
+              },
             }),
           )
         : unwrap(
@@ -248,6 +272,50 @@ function EnvironmentDialog(props: {
         />
         Critical: turning flags on or off here asks for confirmation
       </label>
+      {setsPolicy && (
+        <fieldset className="policy">
+          <legend>Change requests</legend>
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={draft.reviewRequired}
+              onChange={(event) => setDraft({ ...draft, reviewRequired: event.target.checked })}
+            />
+            Require a reviewed change request for every change to what this environment serves
+          </label>
+          <Labelled label="Approvals needed" error={save.problemAt('changeRequests.approvals')}>
+            {(id, describedBy) => (
+              <select
+                id={id}
+                aria-describedby={describedBy}
+                value={draft.approvals}
+                disabled={!draft.reviewRequired}
+                onChange={(event) => setDraft({ ...draft, approvals: Number(event.target.value) })}
+              >
+                {[1, 2, 3, 4, 5].map((count) => (
+                  <option key={count} value={count}>
+                    {count}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Labelled>
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={draft.emergencyOff}
+              disabled={!draft.reviewRequired}
+              onChange={(event) => setDraft({ ...draft, emergencyOff: event.target.checked })}
+            />
+            Allow emergency off: Members may turn a flag off at once, without review (audited)
+          </label>
+          {save.problemAt('changeRequests') && !save.problemAt('changeRequests.approvals') && (
+            <p role="alert" className="field-error">
+              {save.problemAt('changeRequests')}
+            </p>
+          )}
+        </fieldset>
+      )}
     </FormDialog>
   );
 }
@@ -283,4 +351,11 @@ function DeleteEnvironment(props: { org: string; project: string; environment: E
       )}
     </>
   );
+}
+
+/** The change-request policy in a table cell: "Required, 2 approvals" or "No". */
+function policyInWords(policy: Environment['changeRequests']): string {
+  if (!policy.required) return 'No';
+  const approvals = `${policy.approvals} ${policy.approvals === 1 ? 'approval' : 'approvals'}`;
+  return `Required, ${approvals}${policy.emergencyOff ? '' : ', no emergency off'}`;
 }

@@ -1,0 +1,177 @@
+import type { Change, Segment } from '../../api/types';
+import { percentageOf } from '../targeting/PercentageControl';
+import { describeCondition } from '../targeting/sentence';
+import { asConfiguration, type ConfigurationDocument, type DocumentRule } from './configuration';
+
+/**
+ * One change of a request's diff as the API reads it: what the target is now (`before`, null when
+ * gone), what it will be (`after`), and whether its revision moved since the change was written.
+ */
+export interface DiffEntry {
+  target?: string;
+  before: unknown;
+  after: unknown;
+  revision?: number | null;
+  baseRevision?: number | null;
+  conflict: boolean;
+}
+
+/** The fields of a change the console reads (change-requests.md section 2). */
+interface ChangeFields {
+  kind: string;
+  flagKey?: string;
+  segmentKey?: string;
+  baseRevision?: number;
+  configuration?: unknown;
+  definition?: unknown;
+  variations?: unknown;
+}
+
+/** What a change targets, in words: "Flag new-checkout", "Segment beta-testers". */
+export function changeTarget(change: Change): string {
+  const { kind, flagKey = '', segmentKey = '' } = change as ChangeFields;
+  if (kind === 'flag') return `Flag ${flagKey}`;
+  if (kind === 'segment') return `Segment ${segmentKey}`;
+  if (kind === 'variations') return `Variations of ${flagKey}`;
+  return `${kind} ${flagKey || segmentKey}`.trim();
+}
+
+/**
+ * One change before and after, side by side (design record 043): a flag's configuration as
+ * rows of words (on/off, default serve, off variation, prerequisites, each rule as a sentence),
+ * each row marked when it changes; a change the console cannot read as a configuration is shown
+ * as its JSON. A conflict (the target changed since the request was written, or is gone) is
+ * said above the table.
+ */
+export function ChangeDiff(props: {
+  index: number;
+  change: Change;
+  entry: DiffEntry | undefined;
+  segments: readonly Segment[];
+}) {
+  const { entry } = props;
+  const change = props.change as ChangeFields;
+  const heading = `Change ${props.index + 1}: ${changeTarget(props.change)}`;
+  const before = entry?.before ?? null;
+  const after = entry?.after ?? change.configuration ?? change.definition ?? change.variations;
+  const beforeConfiguration = asConfiguration(before);
+  const afterConfiguration = asConfiguration(after);
+  const rows =
+    afterConfiguration && (beforeConfiguration || before === null)
+      ? configurationRows(beforeConfiguration, afterConfiguration, props.segments)
+      : [{ label: 'Value', before: json(before), after: json(after) }];
+  return (
+    <section className="change" aria-label={heading}>
+      <h3>{heading}</h3>
+      {entry?.conflict && (
+        <p className="conflict" role="note">
+          <strong>Conflict:</strong>{' '}
+          {before === null
+            ? 'the target no longer exists.'
+            : `it changed since this request was written (revision ${String(
+                entry.baseRevision ?? change.baseRevision ?? '?',
+              )}, now ${String(entry.revision ?? '?')}): applying is refused until the author rewrites the change.`}
+        </p>
+      )}
+      <table className="diff" aria-label={`${heading}, before and after`}>
+        <thead>
+          <tr>
+            <th scope="col">Setting</th>
+            <th scope="col">Before</th>
+            <th scope="col">After</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((row) => {
+            const changed = row.before !== row.after;
+            return (
+              <tr key={row.label} className={changed ? 'changed' : undefined}>
+                <th scope="row">
+                  {row.label}
+                  {changed && <span className="badge changed-mark">changed</span>}
+                </th>
+                <td>{row.before}</td>
+                <td>{row.after}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function json(value: unknown): string {
+  return value === null || value === undefined ? '—' : JSON.stringify(value, null, 2);
+}
+
+interface Row {
+  label: string;
+  before: string;
+  after: string;
+}
+
+/** The configuration's settings in words, row by row; a side that does not exist reads "—". */
+function configurationRows(
+  before: ConfigurationDocument | null,
+  after: ConfigurationDocument,
+  segments: readonly Segment[],
+): Row[] {
+  const side = (
+    document: ConfigurationDocument | null,
+    read: (d: ConfigurationDocument) => string,
+  ) => (document ? read(document) : '—');
+  const row = (label: string, read: (d: ConfigurationDocument) => string): Row => ({
+    label,
+    before: side(before, read),
+    after: read(after),
+  });
+  const rules = Math.max(before?.rules?.length ?? 0, after.rules?.length ?? 0);
+  return [
+    row('On or off', (d) => (d.enabled ? 'On' : 'Off')),
+    row('When no rule matches', defaultServe),
+    row('While off, serve', (d) => d.offVariation),
+    row('Prerequisites', (d) =>
+      d.prerequisites?.length
+        ? d.prerequisites.map((p) => `${p.flag} serves ${p.variation}`).join('; ')
+        : 'None',
+    ),
+    ...Array.from({ length: rules }, (_, index) =>
+      row(`Rule ${index + 1}`, (d) => {
+        const rule = d.rules?.[index];
+        return rule ? ruleSentence(rule, segments) : 'No rule';
+      }),
+    ),
+  ];
+}
+
+function defaultServe(document: ConfigurationDocument): string {
+  if (document.strategy === 'PercentageRollout' && document.rollout?.length)
+    return `a percentage rollout: ${document.rollout
+      .map((w) => `${w.variation} ${percentageOf(w.weight)}%`)
+      .join(', ')}`;
+  return document.defaultVariation;
+}
+
+/** A document rule as the rules list reads one: "If country is one of DE or AT, serve on". */
+export function ruleSentence(rule: DocumentRule, segments: readonly Segment[]): string {
+  const groups = rule.conditionGroups ?? [];
+  const conditions = groups.map((group) => {
+    const sentence = group.conditions
+      .map((c) => describeCondition({ ...c, negate: c.negate ?? false }))
+      .join(group.operator === 'Or' ? ' or ' : ' and ');
+    return group.conditions.length > 1 && groups.length > 1 ? `(${sentence})` : sentence;
+  });
+  const segment = rule.segment
+    ? (segments.find((s) => s.key === rule.segment)?.name ?? rule.segment)
+    : null;
+  const condition = [segment ? `the context is in segment ${segment}` : '', ...conditions]
+    .filter(Boolean)
+    .join(' and ');
+  const rollout =
+    rule.rolloutWeight === null || rule.rolloutWeight === undefined
+      ? ''
+      : ` to ${percentageOf(rule.rolloutWeight)}%`;
+  const description = rule.description ? ` (${rule.description})` : '';
+  return `If ${condition || 'any context'}, serve ${rule.variation}${rollout}${description}`;
+}
