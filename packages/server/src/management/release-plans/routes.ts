@@ -258,12 +258,10 @@ export function registerReleasePlanRoutes(app: App, services: Services): void {
             `No event "${guard.metric}" has been received in "${environment.key}" yet; the guard waits for it (the metric may be new).`,
           );
       }
-      return reply
-        .status(201)
-        .send({
-          ...(await planResponse(services, plan, scope)),
-          ...(warnings.length ? { warnings } : {}),
-        });
+      return reply.status(201).send({
+        ...(await planResponse(services, plan, scope)),
+        ...(warnings.length ? { warnings } : {}),
+      });
     },
   );
 
