@@ -1,4 +1,3 @@
-import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { Caller } from '../../auth/caller.js';
 import type { Mutation } from '../../db/mutate.js';
