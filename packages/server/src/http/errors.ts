@@ -95,6 +95,16 @@ export const ERROR_CODES = {
     title: 'Conflict',
     text: 'A resource with the same key already exists in this scope, or the resource is in use. `fields` names the field.',
   },
+  change_request_required: {
+    status: 409,
+    title: 'Change request required',
+    text: 'The environment requires change requests for changes to what it serves (or, for a segment or variation change, some environment of the project does). `next_actions` names the change-request call that proposes the same change.',
+  },
+  change_request_conflict: {
+    status: 409,
+    title: 'Change request in conflict',
+    text: 'A change of the request was written against a revision its target no longer has, or its target is gone or archived; nothing was applied. `fields` names each change in conflict. Update the changes (new `baseRevision`) and have them approved again.',
+  },
   idempotency_key_reused: {
     status: 422,
     title: 'Idempotency key reused',
