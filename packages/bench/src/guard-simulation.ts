@@ -113,7 +113,7 @@ async function writeSection(file: string, section: string): Promise<void> {
   const from = text.indexOf(start);
   const to = text.indexOf(end);
   if (from < 0 || to < from) throw new Error(`${file} has no ${start} … ${end} section`);
-  const replaced = `${text.slice(0, from + start.length)}\n\n${section.replace(/^## /, '### ')}\n\n${text.slice(to)}`;
+  const replaced = `${text.slice(0, from + start.length)}\n\n${section.replace(/^## /, '#### ')}\n\n${text.slice(to)}`;
   await writeFile(file, await format(replaced, { ...(await resolveConfig(file)), filepath: file }));
 }
 
