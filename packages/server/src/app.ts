@@ -28,6 +28,7 @@ import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
 import type { DeliveryWorker } from './webhooks/worker.js';
 import { DatabaseUsageStore, UsageAggregator } from './usage/aggregator.js';
+import { ExposureRecorder } from './usage/exposures.js';
 import { announceToRelayFeeds } from './relay/feed-signals.js';
 import { registerRelayApi } from './relay/routes.js';
 
@@ -87,11 +88,14 @@ export async function createVexil(
     secretsKey(config, database.dialect),
     config.previousSecretsKey,
   );
-  const usage = new UsageAggregator(new DatabaseUsageStore(database.db), (error) =>
-    app.log.error(
-      { err: error },
-      'usage counts not written or pruned; unwritten counts kept for the next flush',
-    ),
+  const usage = new UsageAggregator(
+    new DatabaseUsageStore(database.db),
+    (error) =>
+      app.log.error(
+        { err: error },
+        'usage counts not written or pruned; unwritten counts kept for the next flush',
+      ),
+    new ExposureRecorder(database.db),
   );
   // The event seam (design record 018): what mutations write reaches its consumers from here.
   const events = new EventHub();

@@ -18,6 +18,7 @@ import * as webhookProjectScope from './migrations/0013-webhook-project-scope.js
 import * as firstRunSetup from './migrations/0014-first-run-setup.js';
 import * as changeRequests from './migrations/0015-change-requests.js';
 import * as relayKeys from './migrations/0016-relay-keys.js';
+import * as releasePlans from './migrations/0017-release-plans.js';
 import type { Schema } from './schema.js';
 
 export type { Dialect };
@@ -115,6 +116,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0014-first-run-setup': firstRunSetup.up,
   '0015-change-requests': changeRequests.up,
   '0016-relay-keys': relayKeys.up,
+  '0017-release-plans': releasePlans.up,
 };
 
 /** The names of the migrations this version knows, in order (a restore refuses a backup with others). */

@@ -13,8 +13,12 @@ import type { Schema } from './schema.js';
  * - `describes`: creating, naming, describing, tagging, archiving or deleting; never refused.
  * - `emergencyOff`: turning a flag off; passes a policy that allows emergency off, and is then
  *   reported as a bypass. Turning on is never one.
+ * - `releasePlan`: a release plan's own step, resume or rollback (design record 046). The plan was
+ *   started directly where no change request is required, or by an applied change request: its
+ *   steps advance without further approval, and a rollback returns to the reviewed state before
+ *   it (spec: change requests, sections 4–5). Starting a plan is a `serves` write.
  */
-export type WriteKind = 'serves' | 'describes' | 'emergencyOff';
+export type WriteKind = 'serves' | 'describes' | 'emergencyOff' | 'releasePlan';
 
 /**
  * Checks a write against the change-request policy of the environments it reaches: the given
@@ -30,7 +34,7 @@ export async function checkChangeRequestPolicy(
   write: WriteKind,
   applyingChangeRequest: boolean,
 ): Promise<boolean> {
-  if (write === 'describes' || applyingChangeRequest) return false;
+  if (write === 'describes' || write === 'releasePlan' || applyingChangeRequest) return false;
   if ('environmentIds' in target && target.environmentIds.length === 0) return false;
   let query = trx
     .selectFrom('environments')

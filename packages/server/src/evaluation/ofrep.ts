@@ -5,6 +5,7 @@ import {
   flagMetadata,
   hasRolloutFallthrough,
   isStaticFlag,
+  type EvaluationContext,
   type EvaluationResult,
   type FlagMetadata,
 } from '@vexil/engine';
@@ -265,11 +266,22 @@ export function registerOfrepApi(
     return { snapshot, visible };
   }
 
-  function recordServed(request: FastifyRequest, snapshot: Snapshot, results: OfrepSuccess[]) {
+  function recordServed(
+    request: FastifyRequest,
+    snapshot: Snapshot,
+    results: OfrepSuccess[],
+    context: EvaluationContext,
+  ) {
     if (reportsOwnEvaluations(request)) return;
     const nowMs = services.clock.now().getTime();
     for (const result of results)
-      services.usage.recordEvaluation(snapshot.environmentId, result.key, result.variant, nowMs);
+      services.usage.recordEvaluation(
+        snapshot.environmentId,
+        result.key,
+        result.variant,
+        nowMs,
+        context,
+      );
   }
 
   app.post(
@@ -298,7 +310,7 @@ export function registerOfrepApi(
           response.errorDetails,
         );
       }
-      recordServed(request, snapshot, [response]);
+      recordServed(request, snapshot, [response], context);
       return reply.type('application/json').send(response);
     },
   );
@@ -315,7 +327,8 @@ export function registerOfrepApi(
     },
     async (request, reply) => {
       const { snapshot, visible } = await authorize(request);
-      const results = evaluateAll(snapshot.compiled, request.body.context ?? {}, visible);
+      const context = request.body.context ?? {};
+      const results = evaluateAll(snapshot.compiled, context, visible);
       const flags = Object.values(results).map((result) => toOfrep(snapshot, result));
       const body = JSON.stringify({ flags });
       // The ETag covers the answer itself, so it changes exactly when what this context sees does.
@@ -326,6 +339,7 @@ export function registerOfrepApi(
         request,
         snapshot,
         flags.filter((flag): flag is OfrepSuccess => !isFailure(flag)),
+        context,
       );
       return reply.type('application/json').send(body);
     },

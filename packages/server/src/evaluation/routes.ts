@@ -110,6 +110,7 @@ export function evaluationAnswers(
             result.key,
             result.variation,
             nowMs,
+            context,
           );
         }
         return serverResultJson(result);

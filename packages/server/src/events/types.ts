@@ -50,6 +50,14 @@ export const EVENT_TYPES = [
   'change_request.applied',
   'change_request.failed',
   'change_request.cancelled',
+  'release_plan.started',
+  'release_plan.advanced',
+  'release_plan.paused',
+  'release_plan.resumed',
+  'release_plan.completed',
+  'release_plan.rolled_back',
+  'release_plan.regression_detected',
+  'release_plan.deleted',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -77,6 +85,14 @@ export const ENVIRONMENT_SCOPED_EVENT_TYPES: ReadonlySet<EventType> = new Set([
   'change_request.applied',
   'change_request.failed',
   'change_request.cancelled',
+  'release_plan.started',
+  'release_plan.advanced',
+  'release_plan.paused',
+  'release_plan.resumed',
+  'release_plan.completed',
+  'release_plan.rolled_back',
+  'release_plan.regression_detected',
+  'release_plan.deleted',
 ]);
 
 export interface EntityRef {

@@ -1,6 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { NodeBus } from '../bus/node-bus.js';
 import { scheduledChangeRequests } from '../management/change-requests/due-work.js';
+import { releasePlanGuards } from '../management/release-plans/guard.js';
+import { releasePlanSteps } from '../management/release-plans/steps.js';
 import { DueWorkRunner } from '../schedules/due-work.js';
 import type { Services } from '../services.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
@@ -26,6 +28,8 @@ export function workerRole(services: Services, bus: NodeBus, log: FastifyBaseLog
   bus.onDeliveriesQueued(() => webhookWorker.wake());
   const dueWork = new DueWorkRunner(services.clock, log);
   dueWork.register(scheduledChangeRequests(services));
+  dueWork.register(releasePlanSteps(services));
+  dueWork.register(releasePlanGuards(services));
   return {
     webhookWorker,
     dueWork,

@@ -1,5 +1,7 @@
+import type { EvaluationContext } from '@vexil/engine';
 import type { Kysely } from 'kysely';
 import type { CustomEventUsageTable, FlagUsageTable, Schema } from '../db/schema.js';
+import { ExposureRecorder } from './exposures.js';
 
 export const HOUR_MS = 3_600_000;
 /** Rows per upsert statement: far below both dialects' bound-parameter limits. */
@@ -140,19 +142,32 @@ export class UsageAggregator {
     overflow: 0,
   };
 
+
+  /**
+   * @param store where flushed counts go
+   * @param exposures guarded release plans' exposures and metric events, fed by the record calls
+   *   below (design record 046); null on a relay, which forwards counts without their users
+   */
   constructor(
     private readonly store: UsageStore,
     private readonly onFlushError: (error: unknown) => void,
+    readonly exposures: ExposureRecorder | null = null,
   ) {}
 
-  /** Counts one evaluation of `flagKey` serving `variationKey`, at `atMs` (epoch milliseconds). */
+  /**
+   * Counts one evaluation of `flagKey` serving `variationKey`, at `atMs` (epoch milliseconds),
+   * and, when the flag has an active guarded release plan, the exposure of `context`'s user.
+   */
   recordEvaluation(
     environmentId: string,
     flagKey: string,
     variationKey: string,
     atMs: number,
+    context?: EvaluationContext,
   ): void {
     addToFlag(this.flagsOf(environmentId), flagKey, variationKey, startOfHour(atMs), 1, atMs);
+    if (this.exposures?.active === true && context !== undefined)
+      this.exposures.recordEvaluation(environmentId, flagKey, variationKey, context, atMs);
   }
 
   /**
@@ -163,17 +178,25 @@ export class UsageAggregator {
     environmentId: string,
     results: readonly { key: string; variation: string | null }[],
     atMs: number,
+    context?: EvaluationContext,
   ): void {
     const flags = this.flagsOf(environmentId);
     const hourMs = startOfHour(atMs);
     for (const { key, variation } of results) {
       if (variation !== null) addToFlag(flags, key, variation, hourMs, 1, atMs);
     }
+    if (this.exposures?.active === true && context !== undefined)
+      this.exposures.recordEvaluations(environmentId, results, context, atMs);
   }
 
-  /** Counts one custom event (a `track()` call) named `eventKey`, at `atMs`. */
-  recordCustomEvent(environmentId: string, eventKey: string, atMs: number): void {
+  /**
+   * Counts one custom event (a `track()` call) named `eventKey`, at `atMs`; from the user
+   * `userId`, it is a metric event of the guarded release plans watching `eventKey`.
+   */
+  recordCustomEvent(environmentId: string, eventKey: string, atMs: number, userId?: string): void {
     this.addCustomEvent(environmentId, eventKey, startOfHour(atMs), 1);
+    if (this.exposures?.active === true && userId !== undefined)
+      this.exposures.recordMetric(environmentId, eventKey, userId, atMs);
   }
 
   /**
@@ -325,7 +348,10 @@ export class UsageAggregator {
    * flush, up to {@link MAX_KEPT_EVALUATION_BUCKETS}. Never rejects.
    */
   flush(): Promise<void> {
-    this.flushChain = this.flushChain.then(() => this.flushOnce());
+    this.flushChain = this.flushChain
+      .then(() => this.flushOnce())
+      .then(() => this.exposures?.flush())
+      .catch((error: unknown) => this.onFlushError(error));
     return this.flushChain;
   }
 

@@ -19,6 +19,9 @@ import {
   type ProjectState,
 } from '../flags-as-code/project-state.js';
 import { KeySchema } from '../fields.js';
+import { RELEASE_PLAN_ACTOR } from '../release-plans/queries.js';
+import { PlanInput } from '../release-plans/schemas.js';
+import { checkPlanInput, startPlan } from '../release-plans/start.js';
 import { LOGICAL_OPERATORS, type FieldProblems } from '../targeting/conditions.js';
 
 /**
@@ -111,8 +114,15 @@ const VariationsChange = Type.Object(
 );
 type VariationsChange = Static<typeof VariationsChange>;
 
+/** Starts a release plan of a flag in the request's environment (spec section 4; design record 046). */
+const ReleasePlanChange = Type.Object(
+  { kind: Type.Literal('releasePlan'), flagKey: KeySchema, plan: PlanInput },
+  { additionalProperties: false },
+);
+type ReleasePlanChange = Static<typeof ReleasePlanChange>;
+
 /** One change of a request, of any kind in {@link CHANGE_KINDS}. */
-export type Change = FlagChange | SegmentChange | VariationsChange;
+export type Change = FlagChange | SegmentChange | VariationsChange | ReleasePlanChange;
 
 function flagState(state: ProjectState, key: string): FlagState | undefined {
   return state.flags.find((flag) => flag.row.key === key);
@@ -220,9 +230,72 @@ const segmentKind: ChangeKind<SegmentChange> = {
   },
 };
 
+/**
+ * A release plan, started when the request is applied (spec section 4: in an environment that
+ * requires change requests a plan is started by one; its steps then advance without further
+ * approval). Before is the fallthrough the plan would move from; it has no revision of its own
+ * (the plan is checked against the flag as it is at apply time), so it conflicts only when the
+ * flag is gone or archived.
+ */
+const releasePlanKind: ChangeKind<ReleasePlanChange> = {
+  kind: 'releasePlan',
+  schema: ReleasePlanChange,
+  target: (change) => `release plan of flag "${change.flagKey}"`,
+  before(state, environment, change) {
+    const flag = flagState(state, change.flagKey);
+    const configuration = flag?.configurations.get(environment.id);
+    if (!flag || flag.row.is_archived === 1 || !configuration) return null;
+    const key = (id: string) => flag.variations.find((v) => v.id === id)?.key ?? id;
+    return {
+      fallthrough:
+        configuration.strategy === 'SingleVariation'
+          ? { variation: key(configuration.default_variation_id) }
+          : {
+              rollout: (
+                JSON.parse(configuration.rollout) as { variationId: string; weight: number }[]
+              ).map((weight) => ({ variation: key(weight.variationId), weight: weight.weight })),
+            },
+    };
+  },
+  after: (change) => change.plan,
+  revision(state, environment, change) {
+    const flag = flagState(state, change.flagKey);
+    if (!flag || flag.row.is_archived === 1) return null;
+    return flag.configurations.get(environment.id)?.revision ?? null;
+  },
+  baseRevision: () => null,
+  plan(apply, change, index) {
+    const flag = flagState(apply.state, change.flagKey);
+    const configuration = flag?.configurations.get(apply.environment.id);
+    if (!flag || !configuration)
+      throw new Error(`change request: flag "${change.flagKey}" unchecked`);
+    const values = checkPlanInput(
+      change.plan,
+      flag.variations,
+      configuration,
+      `changes[${index}].plan.`,
+    );
+    const { project } = apply.state;
+    const { environment } = apply;
+    apply.writes.push(async (m) => {
+      await startPlan(
+        m,
+        {
+          organizationId: project.organization_id,
+          project: { id: project.id, key: project.key },
+          environment: { id: environment.id, key: environment.key },
+          flag: { id: flag.row.id, key: flag.row.key },
+        },
+        { ...values, createdBy: RELEASE_PLAN_ACTOR.userId },
+        new Date(m.now),
+      );
+    });
+  },
+};
+
 /** Every kind of change, by its `kind`. */
 export const CHANGE_KINDS: ReadonlyMap<string, ChangeKind> = new Map<string, ChangeKind>(
-  ([flagKind, variationsKind, segmentKind] as ChangeKind<never>[]).map((kind) => [
+  ([flagKind, variationsKind, segmentKind, releasePlanKind] as ChangeKind<never>[]).map((kind) => [
     kind.kind,
     kind as unknown as ChangeKind,
   ]),
