@@ -1,0 +1,72 @@
+import { useEffect, useRef } from 'react';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+
+/** One reading of the guard's statistic. */
+export interface StatisticSample {
+  atMs: number;
+  statistic: number;
+}
+
+const STATISTIC_COLOUR = '#2f80ed';
+const THRESHOLD_COLOUR = '#d64545';
+
+/**
+ * The guard's statistic over time against its threshold (uPlot, loaded with this section only).
+ * The canvas is hidden from screen readers: the figures beside it say the same in words.
+ */
+export default function GuardChart(props: { samples: StatisticSample[]; threshold: number }) {
+  const { samples, threshold } = props;
+  const target = useRef<HTMLDivElement>(null);
+
+  useEffect(() => {
+    const element = target.current;
+    if (!element) return;
+    const data: uPlot.AlignedData = [
+      samples.map((sample) => sample.atMs / 1000),
+      samples.map((sample) => sample.statistic),
+      samples.map(() => threshold),
+    ];
+    const chart = new uPlot(
+      {
+        width: Math.max(320, element.clientWidth),
+        height: 180,
+        legend: { show: false },
+        scales: {
+          y: {
+            range: (_self, _min, max) => [0, Math.max(threshold * 1.2, max * 1.1, 1)],
+          },
+        },
+        axes: [
+          { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.2)' } },
+          { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.2)' } },
+        ],
+        series: [
+          {},
+          { label: 'Statistic', stroke: STATISTIC_COLOUR, width: 2, points: { show: true } },
+          { label: 'Threshold', stroke: THRESHOLD_COLOUR, width: 1, dash: [6, 4] },
+        ],
+      },
+      data,
+      element,
+    );
+    const resize = new ResizeObserver(() =>
+      chart.setSize({ width: Math.max(320, element.clientWidth), height: 180 }),
+    );
+    resize.observe(element);
+    return () => {
+      resize.disconnect();
+      chart.destroy();
+    };
+  }, [samples, threshold]);
+
+  return (
+    <div className="guard-chart">
+      <div ref={target} aria-hidden="true" className="usage-chart" />
+      <p className="hint chart-key" aria-hidden="true">
+        <span className="swatch" style={{ background: STATISTIC_COLOUR }} /> statistic{' '}
+        <span className="swatch" style={{ background: THRESHOLD_COLOUR }} /> threshold
+      </p>
+    </div>
+  );
+}

@@ -1,0 +1,189 @@
+import { Button, Callout } from '@radix-ui/themes';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { api, unwrap } from '../../api/client';
+import type { Flag } from '../../api/types';
+import { ConfirmButton } from '../ConfirmButton';
+import { GuardPanel } from './GuardPanel';
+import { addDuration, durationWords, formatTime, viewerTimeZone } from './time';
+import type { ReleasePlan } from './types';
+
+/** The plan's state in words, as the contract names it. */
+export const STATE_WORDS: Record<ReleasePlan['state'], string> = {
+  active: 'Active',
+  paused: 'Paused',
+  completed: 'Completed',
+  rolledBack: 'Rolled back',
+};
+
+/**
+ * When each step started or will start: a started step's `startedAt`; the next one's `nextStepAt`;
+ * the later ones counted on from there by their waits. A paused plan's steps after the current
+ * one have no time (they wait for Resume).
+ */
+export function stepTimes(plan: ReleasePlan): (Date | null)[] {
+  let previous: Date | null = null;
+  return plan.steps.map((step, index) => {
+    let at: Date | null;
+    if (step.startedAt) at = new Date(step.startedAt);
+    else if (plan.state !== 'active') at = null;
+    else if (index === plan.currentStep + 1 && plan.nextStepAt) at = new Date(plan.nextStepAt);
+    else at = previous && addDuration(previous, step.after);
+    previous = at;
+    return at;
+  });
+}
+
+/**
+ * A running or ended release plan (change-requests.md §4): its state and the reason it was paused
+ * or rolled back, the current step, when the next starts, each step on a timeline in the viewer's
+ * time zone, the guard's figures, and Pause, Resume and Roll back.
+ */
+export function PlanState(props: {
+  org: string;
+  project: string;
+  flag: Flag;
+  environment: string;
+  plan: ReleasePlan;
+  onNewPlan: () => void;
+}) {
+  const { org, project, flag, environment, plan } = props;
+  const queryClient = useQueryClient();
+  const flagKey = flag.key ?? flag.id;
+  const path = { org, project, flag: flagKey, env: environment };
+  const target = flag.variations.find((v) => v.key === plan.variation || v.id === plan.variation);
+  const targetName = target?.name ?? target?.key ?? plan.variation;
+  const refresh = () =>
+    queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] });
+
+  const act = useMutation({
+    mutationFn: (action: 'pause' | 'resume' | 'rollback') =>
+      unwrap(
+        action === 'pause'
+          ? api.POST(
+              '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan/pause',
+              { params: { path } },
+            )
+          : action === 'resume'
+            ? api.POST(
+                '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan/resume',
+                { params: { path } },
+              )
+            : api.POST(
+                '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan/rollback',
+                { params: { path } },
+              ),
+      ),
+    onSettled: refresh,
+  });
+
+  const current = plan.steps[plan.currentStep];
+  const times = stepTimes(plan);
+  const running = plan.state === 'active' || plan.state === 'paused';
+  const stepNumber = `Step ${plan.currentStep + 1} of ${plan.steps.length}`;
+
+  return (
+    <section className="plan-state" aria-label={`Release plan in ${environment}`}>
+      <div className="page-heading">
+        <h3>
+          Release of {targetName}{' '}
+          <span className={`badge plan-${plan.state}`}>{STATE_WORDS[plan.state]}</span>
+        </h3>
+      </div>
+      {(plan.state === 'rolledBack' || plan.state === 'paused') && (
+        <Callout.Root color={plan.state === 'rolledBack' ? 'red' : 'amber'} role="status">
+          <Callout.Text>
+            <strong>{plan.state === 'rolledBack' ? 'Rolled back' : 'Paused'}:</strong>{' '}
+            {plan.reason ?? 'no reason recorded'}
+          </Callout.Text>
+        </Callout.Root>
+      )}
+      <dl className="facts">
+        <dt>Current step</dt>
+        <dd>
+          {current ? `${stepNumber}: ${current.percentage}% get ${targetName}` : 'Not started'}
+        </dd>
+        <dt>Next step</dt>
+        <dd>
+          {plan.state === 'active' && plan.nextStepAt ? (
+            <time dateTime={plan.nextStepAt}>{formatTime(plan.nextStepAt)}</time>
+          ) : plan.state === 'paused' ? (
+            'waits for Resume'
+          ) : (
+            'none'
+          )}
+        </dd>
+      </dl>
+      <p className="hint">Times in {viewerTimeZone()}.</p>
+      <ol className="timeline" aria-label="Timeline">
+        {plan.steps.map((step, index) => {
+          const at = times[index];
+          const status =
+            index < plan.currentStep
+              ? 'done'
+              : index === plan.currentStep
+                ? plan.state === 'rolledBack'
+                  ? 'rolled back'
+                  : 'current'
+                : 'to come';
+          return (
+            <li key={index} aria-current={index === plan.currentStep ? 'step' : undefined}>
+              <strong>{step.percentage}%</strong>{' '}
+              <span className="hint">
+                {index === 0 ? 'at the start' : `${durationWords(step.after)} after step ${index}`}
+              </span>{' '}
+              {at && <time dateTime={at.toISOString()}>{formatTime(at)}</time>}{' '}
+              <span className="badge">{status}</span>
+            </li>
+          );
+        })}
+      </ol>
+      {act.error && (
+        <p role="alert" className="field-error">
+          {act.error.message}
+        </p>
+      )}
+      <div className="actions plan-actions">
+        {plan.state === 'active' && (
+          <Button
+            type="button"
+            variant="soft"
+            disabled={act.isPending}
+            onClick={() => act.mutate('pause')}
+          >
+            Pause
+          </Button>
+        )}
+        {plan.state === 'paused' && (
+          <Button type="button" disabled={act.isPending} onClick={() => act.mutate('resume')}>
+            Resume
+          </Button>
+        )}
+        {running && (
+          <ConfirmButton
+            label="Roll back"
+            title={`Roll back the release of ${targetName}?`}
+            description={`The default serve in ${environment} goes back to what it was before the plan, and the plan ends.`}
+            confirm="Roll back"
+            busy={act.isPending}
+            onConfirm={() => act.mutate('rollback')}
+          />
+        )}
+        {!running && (
+          <Button type="button" variant="soft" onClick={props.onNewPlan}>
+            New release plan
+          </Button>
+        )}
+      </div>
+      {plan.guard && (
+        <GuardPanel
+          org={org}
+          project={project}
+          flag={flag}
+          environment={environment}
+          plan={plan}
+          targetName={targetName}
+        />
+      )}
+    </section>
+  );
+}
