@@ -38,10 +38,10 @@ export interface ReporterOptions {
 }
 
 /**
- * Batches what the SDK reports to `POST /v1/sdk/events`: an evaluation summary (one `Evaluation`
- * event per flag, variation and user served since the last flush, at the time it was last
- * served; without the user when the context has no `userId` or past {@link MAX_USERS_PER_FLUSH})
- * and the `track` calls. Naming the user is what lets a release plan's guard count who was
+ * Batches what the SDK reports to `POST /v1/sdk/events`: an evaluation summary and the `track`
+ * calls. The summary is one `Evaluation` event per flag, variation and user served since the last
+ * flush, at the time first served; for contexts without a `userId`, and past
+ * {@link MAX_USERS_PER_FLUSH}, one per flag and variation, at the time last served. Naming the user is what lets a release plan's guard count who was
  * exposed to which variation (design record 047). A server without the endpoint (404) is
  * remembered and never asked again.
  */
@@ -61,11 +61,8 @@ export class EventReporter {
     const named = userId !== undefined && userId !== '' ? userId : undefined;
     const id = `${flagKey}\u0000${variation}`;
     const userEntryId = named === undefined ? undefined : `${id}\u0000${named}`;
-    const existing = userEntryId === undefined ? undefined : this.served.get(userEntryId);
-    if (existing) {
-      existing.atMs = atMs;
-      return;
-    }
+    // A named user keeps the time first served: a guard counts metric events after it.
+    if (userEntryId !== undefined && this.served.has(userEntryId)) return;
     if (userEntryId !== undefined && this.namedUsers < MAX_USERS_PER_FLUSH) {
       this.namedUsers++;
       this.served.set(userEntryId, { flagKey, variation, userId: named, atMs });
