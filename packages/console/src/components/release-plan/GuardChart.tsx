@@ -12,7 +12,8 @@ const STATISTIC_COLOUR = '#2f80ed';
 const THRESHOLD_COLOUR = '#d64545';
 
 /**
- * The guard's statistic over time against its threshold (uPlot, loaded with this section only).
+ * The guard's statistic (the mixture likelihood ratio, design record 046) over time against its
+ * threshold, on a logarithmic axis (uPlot, loaded with a guarded plan only).
  * The canvas is hidden from screen readers: the figures beside it say the same in words.
  */
 export default function GuardChart(props: { samples: StatisticSample[]; threshold: number }) {
@@ -32,19 +33,44 @@ export default function GuardChart(props: { samples: StatisticSample[]; threshol
         width: Math.max(320, element.clientWidth),
         height: 180,
         legend: { show: false },
+        // The statistic is a likelihood ratio: it grows by factors, so its axis is logarithmic.
         scales: {
           y: {
-            range: (_self, _min, max) => [0, Math.max(threshold * 1.2, max * 1.1, 1)],
+            distr: 3,
+            log: 10,
+            range: (_self, min, max) => [Math.min(0.1, min), Math.max(threshold * 10, max * 10)],
           },
         },
         axes: [
           { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.2)' } },
-          { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.2)' } },
+          {
+            stroke: 'currentColor',
+            size: 64,
+            // Powers of ten only: the minor ticks of a log axis would grey the whole plot.
+            filter: (_self, splits) =>
+              splits.map((v) => (Number.isInteger(Math.log10(v)) ? v : null)),
+            grid: {
+              stroke: 'rgba(127,127,127,0.2)',
+              filter: (_self, splits) =>
+                splits.map((v) => (Number.isInteger(Math.log10(v)) ? v : null)),
+            },
+            ticks: {
+              filter: (_self, splits) =>
+                splits.map((v) => (Number.isInteger(Math.log10(v)) ? v : null)),
+            },
+            values: (_self, splits) => splits.map((v) => (v >= 1 ? v.toLocaleString() : String(v))),
+          },
         ],
         series: [
           {},
           { label: 'Statistic', stroke: STATISTIC_COLOUR, width: 2, points: { show: true } },
-          { label: 'Threshold', stroke: THRESHOLD_COLOUR, width: 1, dash: [6, 4] },
+          {
+            label: 'Threshold',
+            stroke: THRESHOLD_COLOUR,
+            width: 1,
+            dash: [6, 4],
+            points: { show: false },
+          },
         ],
       },
       data,

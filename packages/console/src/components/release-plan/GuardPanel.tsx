@@ -3,7 +3,8 @@ import { lazy, Suspense, useEffect, useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Flag } from '../../api/types';
 import type { StatisticSample } from './GuardChart';
-import type { GuardReport, GuardSide, ReleasePlan } from './types';
+import { rateWords } from './PlanState';
+import type { GuardReport, ReleasePlan } from './types';
 
 // uPlot loads with a guarded plan only.
 const GuardChart = lazy(() => import('./GuardChart'));
@@ -12,10 +13,6 @@ const GuardChart = lazy(() => import('./GuardChart'));
 const GUARD_POLL_MS = 5_000;
 /** Readings kept for the chart. */
 const MAX_SAMPLES = 720;
-
-function rateWords(side: GuardSide): string {
-  return side.rate === null || side.rate === undefined ? '—' : `${(side.rate * 100).toFixed(2)}%`;
-}
 
 /**
  * The guard's figures (`GET …/release-plan/guard`, change-requests.md §5): per side the exposed
@@ -44,8 +41,13 @@ export function GuardPanel(props: {
         ),
       ) as Promise<GuardReport>,
   });
-  const [samples, setSamples] = useState<StatisticSample[]>([]);
-  const statistic = report.data?.statistic ?? null;
+  // A stopped plan's chart starts from the finding that stopped it.
+  const [samples, setSamples] = useState<StatisticSample[]>(() =>
+    plan.regression
+      ? [{ atMs: Date.parse(plan.regression.detectedAt), statistic: plan.regression.statistic }]
+      : [],
+  );
+  const statistic = report.data?.testing ? report.data.statistic : null;
   useEffect(() => {
     if (statistic === null || report.dataUpdatedAt === 0) return;
     setSamples((previous) =>
@@ -54,9 +56,7 @@ export function GuardPanel(props: {
   }, [statistic, report.dataUpdatedAt]);
 
   const data = report.data;
-  const waiting =
-    data &&
-    (data.target.exposedUsers < guard.minimumUsers || data.rest.exposedUsers < guard.minimumUsers);
+  const waiting = data && !data.testing;
   const better = guard.direction === 'lower_is_better' ? 'lower' : 'higher';
   return (
     <section className="guard" aria-labelledby={`guard-${environment}`}>
@@ -91,7 +91,7 @@ export function GuardPanel(props: {
                   <th scope="row">{name}</th>
                   <td>{side.exposedUsers.toLocaleString()}</td>
                   <td>{side.usersWithMetric.toLocaleString()}</td>
-                  <td>{rateWords(side)}</td>
+                  <td>{rateWords(side.rate)}</td>
                 </tr>
               ))}
             </tbody>
@@ -99,8 +99,8 @@ export function GuardPanel(props: {
           <p aria-live="polite">
             {waiting
               ? `Waiting for ${guard.minimumUsers.toLocaleString()} exposed users on each side.`
-              : `Statistic ${statistic === null ? '—' : statistic.toFixed(2)} against a threshold of ${data.threshold.toFixed(2)}${
-                  statistic !== null && statistic >= data.threshold ? ': a regression' : ''
+              : `Statistic ${data.statistic.toFixed(2)} against a threshold of ${data.threshold.toFixed(2)}${
+                  data.regressionDetected ? ': a regression' : ''
                 }.`}
           </p>
           {samples.length > 0 && (

@@ -13,7 +13,7 @@ import {
   WAIT_UNITS,
   type WaitUnit,
 } from './time';
-import type { ReleaseGuard } from './types';
+import type { ReleaseGuard, ReleasePlan } from './types';
 
 /** A step as typed: the text of its fields, kept as typed until the API answers. */
 interface DraftStep {
@@ -46,7 +46,8 @@ export function PlanEditor(props: {
   flag: Flag;
   environment: string;
   configuration: FlagEnvironment | undefined;
-  onStarted?: () => void;
+  /** Called with the started plan (its `warnings` say what is worth knowing, e.g. a new metric). */
+  onStarted?: (plan: ReleasePlan) => void;
 }) {
   const { org, project, flag, environment, configuration } = props;
   const queryClient = useQueryClient();
@@ -102,9 +103,9 @@ export function PlanEditor(props: {
           },
         ),
       ),
-    onSuccess: async () => {
+    onSuccess: async (plan) => {
       await queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] });
-      props.onStarted?.();
+      props.onStarted?.(plan as ReleasePlan);
     },
   });
 

@@ -15,6 +15,29 @@ export const STATE_WORDS: Record<ReleasePlan['state'], string> = {
   rolledBack: 'Rolled back',
 };
 
+/** A rate as a percentage with two decimals, or a dash before any user. */
+export function rateWords(rate: number | null): string {
+  return rate === null ? '—' : `${(rate * 100).toFixed(2)}%`;
+}
+
+/**
+ * Why a plan stopped, in words: the guard's finding with both sides' rates, or the reason the
+ * API recorded (a direct change, who paused or rolled it back).
+ */
+export function stopReason(plan: ReleasePlan, targetName: string): string {
+  const { regression, guard } = plan;
+  if (regression && guard) {
+    const statistic = `statistic ${regression.statistic.toFixed(1)} ≥ threshold ${regression.threshold.toFixed(1)}`;
+    return (
+      `the guard found a regression of ${guard.metric}: ${rateWords(regression.target.rate)} of ` +
+      `${regression.target.exposedUsers.toLocaleString()} users on ${targetName} against ` +
+      `${rateWords(regression.rest.rate)} of ${regression.rest.exposedUsers.toLocaleString()} ` +
+      `for the rest (${statistic}), ${formatTime(regression.detectedAt)}.`
+    );
+  }
+  return plan.pausedReason ?? (plan.state === 'rolledBack' ? 'rolled back by hand.' : 'paused.');
+}
+
 /**
  * When each step started or will start: a started step's `startedAt`; the next one's `nextStepAt`;
  * the later ones counted on from there by their waits. A paused plan's steps after the current
@@ -26,7 +49,8 @@ export function stepTimes(plan: ReleasePlan): (Date | null)[] {
     let at: Date | null;
     if (step.startedAt) at = new Date(step.startedAt);
     else if (plan.state !== 'active') at = null;
-    else if (index === plan.currentStep + 1 && plan.nextStepAt) at = new Date(plan.nextStepAt);
+    else if (index === (plan.currentStep ?? -1) + 1 && plan.nextStepAt)
+      at = new Date(plan.nextStepAt);
     else at = previous && addDuration(previous, step.after);
     previous = at;
     return at;
@@ -76,10 +100,15 @@ export function PlanState(props: {
     onSettled: refresh,
   });
 
-  const current = plan.steps[plan.currentStep];
+  const currentStep = plan.currentStep ?? -1;
+  const current = plan.steps[currentStep];
+  const previous = flag.variations.find(
+    (v) => v.key === plan.previousVariation || v.id === plan.previousVariation,
+  );
+  const allowed = (action: string) => plan._actions[action]?.allowed ?? false;
   const times = stepTimes(plan);
   const running = plan.state === 'active' || plan.state === 'paused';
-  const stepNumber = `Step ${plan.currentStep + 1} of ${plan.steps.length}`;
+  const stepNumber = `Step ${currentStep + 1} of ${plan.steps.length}`;
 
   return (
     <section className="plan-state" aria-label={`Release plan in ${environment}`}>
@@ -93,7 +122,7 @@ export function PlanState(props: {
         <Callout.Root color={plan.state === 'rolledBack' ? 'red' : 'amber'} role="status">
           <Callout.Text>
             <strong>{plan.state === 'rolledBack' ? 'Rolled back' : 'Paused'}:</strong>{' '}
-            {plan.reason ?? 'no reason recorded'}
+            {stopReason(plan, targetName)}
           </Callout.Text>
         </Callout.Root>
       )}
@@ -102,6 +131,8 @@ export function PlanState(props: {
         <dd>
           {current ? `${stepNumber}: ${current.percentage}% get ${targetName}` : 'Not started'}
         </dd>
+        <dt>Everyone else</dt>
+        <dd>{previous?.name ?? previous?.key ?? plan.previousVariation}</dd>
         <dt>Next step</dt>
         <dd>
           {plan.state === 'active' && plan.nextStepAt ? (
@@ -118,15 +149,17 @@ export function PlanState(props: {
         {plan.steps.map((step, index) => {
           const at = times[index];
           const status =
-            index < plan.currentStep
+            index < currentStep
               ? 'done'
-              : index === plan.currentStep
+              : index === currentStep
                 ? plan.state === 'rolledBack'
                   ? 'rolled back'
                   : 'current'
-                : 'to come';
+                : running
+                  ? 'to come'
+                  : 'not reached';
           return (
-            <li key={index} aria-current={index === plan.currentStep ? 'step' : undefined}>
+            <li key={index} aria-current={index === currentStep ? 'step' : undefined}>
               <strong>{step.percentage}%</strong>{' '}
               <span className="hint">
                 {index === 0 ? 'at the start' : `${durationWords(step.after)} after step ${index}`}
@@ -143,7 +176,7 @@ export function PlanState(props: {
         </p>
       )}
       <div className="actions plan-actions">
-        {plan.state === 'active' && (
+        {plan.state === 'active' && allowed('pause') && (
           <Button
             type="button"
             variant="soft"
@@ -153,12 +186,12 @@ export function PlanState(props: {
             Pause
           </Button>
         )}
-        {plan.state === 'paused' && (
+        {plan.state === 'paused' && allowed('resume') && (
           <Button type="button" disabled={act.isPending} onClick={() => act.mutate('resume')}>
             Resume
           </Button>
         )}
-        {running && (
+        {running && allowed('rollback') && (
           <ConfirmButton
             label="Roll back"
             title={`Roll back the release of ${targetName}?`}

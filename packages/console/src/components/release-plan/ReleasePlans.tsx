@@ -1,4 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
+import { Callout } from '@radix-ui/themes';
 import { Tabs } from 'radix-ui';
 import { useState } from 'react';
 import { api, ApiProblem, unwrap } from '../../api/client';
@@ -71,6 +72,7 @@ function EnvironmentReleasePlan(props: {
   const { org, project, flag, environment, configuration } = props;
   const flagKey = flag.key ?? flag.id;
   const [drafting, setDrafting] = useState(false);
+  const [warnings, setWarnings] = useState<string[]>([]);
   const plan = useQuery({
     queryKey: ['flag', org, project, flagKey, 'release-plan', environment],
     refetchInterval: (query) =>
@@ -99,6 +101,13 @@ function EnvironmentReleasePlan(props: {
   const running = plan.data?.state === 'active' || plan.data?.state === 'paused';
   return (
     <div className="release-plan">
+      {warnings.length > 0 && (
+        <Callout.Root color="amber" role="status">
+          {warnings.map((warning) => (
+            <Callout.Text key={warning}>{warning}</Callout.Text>
+          ))}
+        </Callout.Root>
+      )}
       {plan.data && (
         <PlanState
           org={org}
@@ -118,7 +127,10 @@ function EnvironmentReleasePlan(props: {
             flag={flag}
             environment={environment}
             configuration={configuration}
-            onStarted={() => setDrafting(false)}
+            onStarted={(started) => {
+              setDrafting(false);
+              setWarnings(started.warnings ?? []);
+            }}
           />
         ) : (
           plan.data === null && <p>No release plan in {environment}.</p>

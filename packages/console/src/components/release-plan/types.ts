@@ -1,11 +1,11 @@
 /**
- * The release plan's shapes as the contract (change-requests.md §4–5) writes them. Replaced by
- * the generated `openapi.json` types once the server's routes land.
+ * The release plan's shapes as the server's schemas write them (change-requests.md §4–5).
+ * Replaced by the generated `openapi.json` types once the server's routes land.
  */
 export interface ReleaseStep {
   percentage: number;
   after: string;
-  startedAt?: string | null;
+  startedAt: string | null;
 }
 
 export interface ReleaseGuard {
@@ -19,25 +19,46 @@ export interface ReleaseGuard {
 
 export type ReleasePlanState = 'active' | 'paused' | 'completed' | 'rolledBack';
 
-export interface ReleasePlan {
-  variation: string;
-  steps: ReleaseStep[];
-  guard?: ReleaseGuard | null;
-  state: ReleasePlanState;
-  currentStep: number;
-  nextStepAt: string | null;
-  reason?: string | null;
-}
-
 export interface GuardSide {
+  variations: string[];
   exposedUsers: number;
   usersWithMetric: number;
   rate: number | null;
 }
 
-export interface GuardReport {
+export interface Regression {
+  detectedAt: string;
+  action: 'rollback' | 'pause';
   target: GuardSide;
   rest: GuardSide;
-  statistic: number | null;
+  statistic: number;
   threshold: number;
+}
+
+export interface ReleasePlan {
+  id: string;
+  variation: string;
+  previousVariation: string;
+  steps: ReleaseStep[];
+  guard: ReleaseGuard | null;
+  state: ReleasePlanState;
+  currentStep: number | null;
+  nextStepAt: string | null;
+  startedAt: string;
+  pausedReason: string | null;
+  regression: Regression | null;
+  warnings?: string[];
+  _actions: Record<string, { allowed: boolean; reason?: string | null } | undefined>;
+}
+
+export interface GuardReport {
+  metric: string;
+  target: GuardSide;
+  rest: GuardSide;
+  testing: boolean;
+  statistic: number;
+  threshold: number;
+  pValue: number;
+  regressionDetected: boolean;
+  checkedAt: string | null;
 }
