@@ -6,6 +6,7 @@ export { bucket, BUCKET_COUNT } from './bucketing.js';
 export { compileEnvironment, compileLazily } from './compile.js';
 export type { CompiledEnvironment, LazyConfiguration } from './compile.js';
 export { validateCondition } from './conditions.js';
+export { bucketingIdentity } from './context.js';
 export type { ConditionInput } from './conditions.js';
 export {
   evaluateAll,

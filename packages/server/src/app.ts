@@ -56,6 +56,8 @@ import { registerPasswordResetRoutes } from './sign-in/password-reset.js';
 import { registerSignInRoutes } from './sign-in/routes.js';
 import { registerSsoRoutes } from './sign-in/sso.js';
 import { DueWorkRunner } from './schedules/due-work.js';
+import { releasePlanGuards } from './management/release-plans/guard.js';
+import { releasePlanSteps } from './management/release-plans/steps.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
 import { DeliveryWorker } from './webhooks/worker.js';
@@ -348,6 +350,8 @@ export async function createVexil(
   const webhookWorker = new DeliveryWorker(services, app.log);
   bus.onDeliveriesQueued(() => webhookWorker.wake());
   const dueWork = new DueWorkRunner(clock, app.log);
+  dueWork.register(releasePlanSteps(services));
+  dueWork.register(releasePlanGuards(services));
   await startup.start(() => {
     // Snapshots restored from copies while the database was away are read afresh.
     snapshots.invalidateAll();

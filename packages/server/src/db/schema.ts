@@ -391,6 +391,52 @@ export interface PasswordResetsTable {
   used_at: string | null;
 }
 
+/** A flag's release plan in one environment (design record 046); one row per flag and environment. */
+export interface ReleasePlansTable {
+  id: string;
+  project_id: string;
+  flag_id: string;
+  environment_id: string;
+  state: 'active' | 'paused' | 'completed' | 'rolledBack';
+  /** The target variation. */
+  variation_id: string;
+  /** The variation the fallthrough served when the plan started: the rest of each step. */
+  previous_variation_id: string;
+  /** JSON `{ strategy, defaultVariationId, rollout }`: the fallthrough before the plan, for rollback. */
+  fallthrough_before: string;
+  /** JSON array of `{ percentage, after, startedAt }` (`startedAt` null until the step starts). */
+  steps: string;
+  /** JSON of the guard (spec section 5), or null. */
+  guard: string | null;
+  /** Index of the latest step started; -1 before the first. */
+  current_step: number;
+  /** When the next step falls due (ISO-8601 UTC); null unless active with a step to come. */
+  next_step_at: string | null;
+  paused_reason: string | null;
+  /** JSON of the regression the guard detected, or null. */
+  regression: string | null;
+  /** When a node last tested the guard: claims the test, at most one node every few seconds. */
+  guard_checked_at: string | null;
+  started_at: string;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * One user of a guarded plan (design record 046): the side of their first exposure (1 target,
+ * 0 the rest) and when, and their latest metric event. Either time may come first across nodes.
+ */
+export interface ReleasePlanExposuresTable {
+  plan_id: string;
+  /** base64url of the first 12 bytes of SHA-256 of the user's identity. */
+  user_hash: string;
+  side: number | null;
+  /** Epoch ms (bigint on PostgreSQL, read back as a number). */
+  exposed_ms: number | null;
+  metric_ms: number | null;
+}
+
 export interface Schema {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -420,4 +466,6 @@ export interface Schema {
   setup_codes: SetupCodesTable;
   sso_identities: SsoIdentitiesTable;
   password_resets: PasswordResetsTable;
+  release_plans: ReleasePlansTable;
+  release_plan_exposures: ReleasePlanExposuresTable;
 }

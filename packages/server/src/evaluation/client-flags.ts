@@ -36,7 +36,7 @@ function evaluateClientSide(
   usage: ClientUsage | null,
 ): EvaluationResult[] {
   const results = evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
-  usage?.aggregator.recordEvaluations(snapshot.environmentId, results, usage.nowMs);
+  usage?.aggregator.recordEvaluations(snapshot.environmentId, results, usage.nowMs, context);
   return results;
 }
 

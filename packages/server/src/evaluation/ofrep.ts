@@ -5,6 +5,7 @@ import {
   flagMetadata,
   hasRolloutFallthrough,
   isStaticFlag,
+  type EvaluationContext,
   type EvaluationResult,
   type FlagMetadata,
 } from '@vexil/engine';
@@ -261,11 +262,22 @@ export function registerOfrepApi(app: App, services: Services, sdk: SdkAuthentic
     return { snapshot, visible };
   }
 
-  function recordServed(request: FastifyRequest, snapshot: Snapshot, results: OfrepSuccess[]) {
+  function recordServed(
+    request: FastifyRequest,
+    snapshot: Snapshot,
+    results: OfrepSuccess[],
+    context: EvaluationContext,
+  ) {
     if (reportsOwnEvaluations(request)) return;
     const nowMs = services.clock.now().getTime();
     for (const result of results)
-      services.usage.recordEvaluation(snapshot.environmentId, result.key, result.variant, nowMs);
+      services.usage.recordEvaluation(
+        snapshot.environmentId,
+        result.key,
+        result.variant,
+        nowMs,
+        context,
+      );
   }
 
   app.post(
@@ -294,7 +306,7 @@ export function registerOfrepApi(app: App, services: Services, sdk: SdkAuthentic
           response.errorDetails,
         );
       }
-      recordServed(request, snapshot, [response]);
+      recordServed(request, snapshot, [response], context);
       return reply.type('application/json').send(response);
     },
   );
@@ -311,7 +323,8 @@ export function registerOfrepApi(app: App, services: Services, sdk: SdkAuthentic
     },
     async (request, reply) => {
       const { snapshot, visible } = await authorize(request);
-      const results = evaluateAll(snapshot.compiled, request.body.context ?? {}, visible);
+      const context = request.body.context ?? {};
+      const results = evaluateAll(snapshot.compiled, context, visible);
       const flags = Object.values(results).map((result) => toOfrep(snapshot, result));
       const body = JSON.stringify({ flags });
       // The ETag covers the answer itself, so it changes exactly when what this context sees does.
@@ -322,6 +335,7 @@ export function registerOfrepApi(app: App, services: Services, sdk: SdkAuthentic
         request,
         snapshot,
         flags.filter((flag): flag is OfrepSuccess => !isFailure(flag)),
+        context,
       );
       return reply.type('application/json').send(body);
     },

@@ -107,6 +107,7 @@ export function evaluationAnswers(services: Services, sdk: SdkAuthenticator): Ev
             result.key,
             result.variation,
             nowMs,
+            context,
           );
         }
         return serverResultJson(result);

@@ -41,6 +41,14 @@ export const EVENT_TYPES = [
   'sso_connection.created',
   'sso_connection.updated',
   'sso_connection.deleted',
+  'release_plan.started',
+  'release_plan.advanced',
+  'release_plan.paused',
+  'release_plan.resumed',
+  'release_plan.completed',
+  'release_plan.rolled_back',
+  'release_plan.regression_detected',
+  'release_plan.deleted',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -61,6 +69,14 @@ export const ENVIRONMENT_SCOPED_EVENT_TYPES: ReadonlySet<EventType> = new Set([
   'sdk_key.created',
   'sdk_key.updated',
   'sdk_key.deleted',
+  'release_plan.started',
+  'release_plan.advanced',
+  'release_plan.paused',
+  'release_plan.resumed',
+  'release_plan.completed',
+  'release_plan.rolled_back',
+  'release_plan.regression_detected',
+  'release_plan.deleted',
 ]);
 
 export interface EntityRef {

@@ -112,6 +112,26 @@ const ROUTES: Record<string, RouteClass> = {
     minimum: 'Member',
     body: { target: 'production' },
   },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan': {
+    minimum: 'Viewer',
+  },
+  'PUT /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan': {
+    minimum: 'Member',
+    body: { variation: 'true', steps: [{ percentage: 100, after: 'PT0S' }] },
+  },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan': {
+    minimum: 'Member',
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan/pause': {
+    minimum: 'Member',
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan/resume':
+    { minimum: 'Member' },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan/rollback':
+    { minimum: 'Member' },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan/guard': {
+    minimum: 'Viewer',
+  },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/evaluate': {
     minimum: 'Viewer',
     body: { context: {} },

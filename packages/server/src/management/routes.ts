@@ -5,6 +5,7 @@ import { registerAuditLogRoutes } from './audit-log/routes.js';
 import { registerEnvironmentRoutes } from './environments/routes.js';
 import { registerCopyConfigurationRoutes } from './flags/copy-configuration.js';
 import { registerFlagEnvironmentRoutes } from './flags/flag-environments.js';
+import { registerReleasePlanRoutes } from './release-plans/routes.js';
 import { registerFlagsAsCodeRoutes } from './flags-as-code/routes.js';
 import { registerLifecycleRoutes } from './flags/lifecycle.js';
 import { registerPlaygroundRoutes } from './flags/playground.js';
@@ -43,6 +44,7 @@ export function registerManagementApi(
   registerVariationRoutes(app, services);
   registerFlagEnvironmentRoutes(app, services);
   registerCopyConfigurationRoutes(app, services);
+  registerReleasePlanRoutes(app, services);
   registerLifecycleRoutes(app, services);
   registerUsageRoutes(app, services);
   registerPlaygroundRoutes(app, services, snapshots);

@@ -1,5 +1,7 @@
+import type { EvaluationContext } from '@vexil/engine';
 import type { Kysely } from 'kysely';
 import type { CustomEventUsageTable, FlagUsageTable, Schema } from '../db/schema.js';
+import { ExposureRecorder } from './exposures.js';
 
 export const HOUR_MS = 3_600_000;
 /** Rows per upsert statement: far below both dialects' bound-parameter limits. */
@@ -120,19 +122,30 @@ export class UsageAggregator {
     overflow: 0,
   };
 
+  /** Guarded release plans' exposures and metric events, fed by the record calls below. */
+  readonly exposures: ExposureRecorder;
+
   constructor(
     private readonly db: Kysely<Schema>,
     private readonly onFlushError: (error: unknown) => void,
-  ) {}
+  ) {
+    this.exposures = new ExposureRecorder(db);
+  }
 
-  /** Counts one evaluation of `flagKey` serving `variationKey`, at `atMs` (epoch milliseconds). */
+  /**
+   * Counts one evaluation of `flagKey` serving `variationKey`, at `atMs` (epoch milliseconds),
+   * and, when the flag has an active guarded release plan, the exposure of `context`'s user.
+   */
   recordEvaluation(
     environmentId: string,
     flagKey: string,
     variationKey: string,
     atMs: number,
+    context?: EvaluationContext,
   ): void {
     addToFlag(this.flagsOf(environmentId), flagKey, variationKey, startOfHour(atMs), 1, atMs);
+    if (this.exposures.active && context !== undefined)
+      this.exposures.recordEvaluation(environmentId, flagKey, variationKey, context, atMs);
   }
 
   /**
@@ -143,17 +156,25 @@ export class UsageAggregator {
     environmentId: string,
     results: readonly { key: string; variation: string | null }[],
     atMs: number,
+    context?: EvaluationContext,
   ): void {
     const flags = this.flagsOf(environmentId);
     const hourMs = startOfHour(atMs);
     for (const { key, variation } of results) {
       if (variation !== null) addToFlag(flags, key, variation, hourMs, 1, atMs);
     }
+    if (this.exposures.active && context !== undefined)
+      this.exposures.recordEvaluations(environmentId, results, context, atMs);
   }
 
-  /** Counts one custom event (a `track()` call) named `eventKey`, at `atMs`. */
-  recordCustomEvent(environmentId: string, eventKey: string, atMs: number): void {
+  /**
+   * Counts one custom event (a `track()` call) named `eventKey`, at `atMs`; from the user
+   * `userId`, it is a metric event of the guarded release plans watching `eventKey`.
+   */
+  recordCustomEvent(environmentId: string, eventKey: string, atMs: number, userId?: string): void {
     this.addCustomEvent(environmentId, eventKey, startOfHour(atMs), 1);
+    if (this.exposures.active && userId !== undefined)
+      this.exposures.recordMetric(environmentId, eventKey, userId, atMs);
   }
 
   /**
@@ -308,10 +329,14 @@ export class UsageAggregator {
   /**
    * Writes the pending counts to `flag_usage` and `custom_event_usage` (upserts that add to
    * existing counts) and the SDK keys' last uses to `sdk_keys`, in one transaction. Flushes run one at a time; a failed write is logged
-   * and its counts are kept for the next flush. Never rejects.
+   * and its counts are kept for the next flush. Then the guarded release plans' exposures are
+   * written and the active guarded plans read again ({@link ExposureRecorder}). Never rejects.
    */
   flush(): Promise<void> {
-    this.flushChain = this.flushChain.then(() => this.flushOnce());
+    this.flushChain = this.flushChain
+      .then(() => this.flushOnce())
+      .then(() => this.exposures.flush())
+      .catch((error: unknown) => this.onFlushError(error));
     return this.flushChain;
   }
 

@@ -83,7 +83,13 @@ export function intakeEvents(
       } else if (!target.knownFlag(flagKey)) {
         discard('unknownFlag');
       } else {
-        usage.recordEvaluation(environmentId, flagKey, event.variation, atMs);
+        usage.recordEvaluation(
+          environmentId,
+          flagKey,
+          event.variation,
+          atMs,
+          typeof event.userId === 'string' ? { userId: event.userId } : undefined,
+        );
       }
       continue;
     }
@@ -94,7 +100,12 @@ export function intakeEvents(
       }
       customKeys.add(flagKey);
     }
-    usage.recordCustomEvent(environmentId, flagKey, atMs);
+    usage.recordCustomEvent(
+      environmentId,
+      flagKey,
+      atMs,
+      typeof event.userId === 'string' ? event.userId : undefined,
+    );
   }
 }
 

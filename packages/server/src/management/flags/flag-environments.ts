@@ -3,7 +3,6 @@ import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { FlagEnvironmentsTable, Role } from '../../db/schema.js';
-import { diffProperties } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs } from '../access.js';
@@ -12,8 +11,9 @@ import { Uuid } from '../fields.js';
 import { checkNotArchived } from './configuration.js';
 import {
   readFlagEnvironment,
+  configurationFields,
   setFlagEnabled,
-  updateFlagConfiguration,
+  writeFlagConfiguration,
   type FlagRow,
 } from './queries.js';
 import {
@@ -42,14 +42,7 @@ export function configurationResponse(
   flag: FlagRow,
 ) {
   return {
-    environmentId: row.environment_id,
-    environmentKey,
-    isEnabled: row.is_enabled === 1,
-    defaultVariationId: row.default_variation_id,
-    offVariationId: row.off_variation_id,
-    strategy: row.strategy,
-    rollout: JSON.parse(row.rollout) as RolloutWeight[],
-    prerequisites: JSON.parse(row.prerequisites) as Prerequisite[],
+    ...configurationFields(row, environmentKey),
     _actions: actionsFor(role, {
       update: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
       toggle: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
@@ -214,38 +207,19 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
       }
       if (body.prerequisites)
         await checkPrerequisites(services, project.id, environment.id, flag, body.prerequisites);
-      const updated = await mutateAs(services, access, async (m) => {
-        const row = await updateFlagConfiguration(m, flag.id, environment.id, {
-          ...(body.defaultVariationId ? { default_variation_id: body.defaultVariationId } : {}),
-          ...(body.offVariationId ? { off_variation_id: body.offVariationId } : {}),
-          strategy,
-          rollout: JSON.stringify(rollout),
-          ...(body.prerequisites ? { prerequisites: JSON.stringify(body.prerequisites) } : {}),
-        });
-        await m.touchFlag(flag, [environment.id]);
-        const { _actions: _before, ...before } = configurationResponse(
-          configuration,
-          environment.key,
-          access.role,
-          flag,
-        );
-        const { _actions: _after, ...after } = configurationResponse(
-          row,
-          environment.key,
-          access.role,
-          flag,
-        );
-        await m.emit({
-          type: 'flag.environment_config.updated',
-          project,
-          environment,
-          entity: { type: 'flag', id: flag.id, key: flag.key },
-          child: { type: 'flag_environment_config', id: environment.id },
-          changes: diffProperties(before, after),
-          description: `Configuration of flag "${flag.key}" in "${environment.key}" updated`,
-        });
-        return row;
-      });
+      const updated = await mutateAs(services, access, (m) =>
+        writeFlagConfiguration(
+          m,
+          { project, flag, environment },
+          {
+            ...(body.defaultVariationId ? { default_variation_id: body.defaultVariationId } : {}),
+            ...(body.offVariationId ? { off_variation_id: body.offVariationId } : {}),
+            strategy,
+            rollout: JSON.stringify(rollout),
+            ...(body.prerequisites ? { prerequisites: JSON.stringify(body.prerequisites) } : {}),
+          },
+        ),
+      );
       return configurationResponse(updated, environment.key, access.role, flag);
     },
   );

@@ -11,12 +11,18 @@ import type {
   VariationsTable,
 } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
-import type { KeyedRef, NewEvent, PropertyChange } from '../../events/types.js';
+import {
+  diffProperties,
+  type KeyedRef,
+  type NewEvent,
+  type PropertyChange,
+} from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { invalidField } from '../../http/errors.js';
 import { isUuid, notFound, type OrgAccess } from '../access.js';
 import { actionsFor } from '../actions.js';
 import { initialConfiguration } from './configuration.js';
+import { changesFallthroughOrState, pauseActivePlan } from '../release-plans/queries.js';
 
 export type FlagRow = Selectable<FlagsTable>;
 
@@ -418,24 +424,107 @@ export async function setFlagArchived(
   });
 }
 
+/** Who writes a flag's configuration: a person (directly or through a tool), or a release plan. */
+export type ConfigurationWriter = 'person' | 'releasePlan';
+
 /**
  * Updates the members of the flag's configuration in the environment named in `values` and
  * returns the configuration as stored. The caller touches the flag in the environment and emits
- * the event with its description of the change.
+ * the event with its description of the change. A person's change to the fallthrough or on/off
+ * pauses the active release plan there (spec: change requests, section 4); a plan's own steps
+ * pass `by: 'releasePlan'`.
  */
-export function updateFlagConfiguration(
+export async function updateFlagConfiguration(
   m: Mutation,
   flagId: string,
   environmentId: string,
   values: Partial<Omit<FlagEnvironmentsTable, 'flag_id' | 'environment_id' | 'updated_at'>>,
+  by: ConfigurationWriter = 'person',
 ): Promise<Selectable<FlagEnvironmentsTable>> {
-  return m.trx
+  const before =
+    by === 'person'
+      ? await m.trx
+          .selectFrom('flag_environments')
+          .select(['strategy', 'default_variation_id', 'rollout', 'is_enabled'])
+          .where('flag_id', '=', flagId)
+          .where('environment_id', '=', environmentId)
+          .executeTakeFirst()
+      : undefined;
+  const row = await m.trx
     .updateTable('flag_environments')
     .set({ ...values, updated_at: m.now })
     .where('flag_id', '=', flagId)
     .where('environment_id', '=', environmentId)
     .returningAll()
     .executeTakeFirstOrThrow();
+  if (before && changesFallthroughOrState(before, row))
+    await pauseActivePlan(
+      m,
+      flagId,
+      environmentId,
+      before.is_enabled !== row.is_enabled
+        ? `the flag was turned ${row.is_enabled ? 'on' : 'off'} directly`
+        : 'the fallthrough was changed directly',
+    );
+  return row;
+}
+
+/** A flag's configuration in one environment in the API's names (spec: Flag environment configuration). */
+export function configurationFields(
+  row: Selectable<FlagEnvironmentsTable>,
+  environmentKey: string,
+) {
+  return {
+    environmentId: row.environment_id,
+    environmentKey,
+    isEnabled: row.is_enabled === 1,
+    defaultVariationId: row.default_variation_id,
+    offVariationId: row.off_variation_id,
+    strategy: row.strategy,
+    rollout: JSON.parse(row.rollout) as { variationId: string; weight: number }[],
+    prerequisites: JSON.parse(row.prerequisites) as {
+      prerequisiteFlagKey: string;
+      expectedVariationKey: string;
+    }[],
+  };
+}
+
+/**
+ * The one write of a flag's configuration in an environment that SDKs see as
+ * `flag.environment_config.updated`: touches the flag there (before reading, so concurrent
+ * writes to the flag queue), updates the members in `values`, and emits the event with the
+ * changed properties. A direct change (`PATCH …/environments/{env}`) and a release plan's steps
+ * and rollback go through it alike, so SDKs, streams and webhooks see the same events.
+ * @returns the configuration as stored
+ */
+export async function writeFlagConfiguration(
+  m: Mutation,
+  target: { project: KeyedRef; flag: FlagRef & { project_id: string }; environment: KeyedRef },
+  values: Partial<Omit<FlagEnvironmentsTable, 'flag_id' | 'environment_id' | 'updated_at'>>,
+  by: ConfigurationWriter = 'person',
+): Promise<Selectable<FlagEnvironmentsTable>> {
+  const { project, flag, environment } = target;
+  await m.touchFlag(flag, [environment.id]);
+  const before = await m.trx
+    .selectFrom('flag_environments')
+    .selectAll()
+    .where('flag_id', '=', flag.id)
+    .where('environment_id', '=', environment.id)
+    .executeTakeFirstOrThrow();
+  const row = await updateFlagConfiguration(m, flag.id, environment.id, values, by);
+  await m.emit({
+    type: 'flag.environment_config.updated',
+    project,
+    environment,
+    entity: { type: 'flag', id: flag.id, key: flag.key },
+    child: { type: 'flag_environment_config', id: environment.id },
+    changes: diffProperties(
+      configurationFields(before, environment.key),
+      configurationFields(row, environment.key),
+    ),
+    description: `Configuration of flag "${flag.key}" in "${environment.key}" updated${by === 'releasePlan' ? ' by its release plan' : ''}`,
+  });
+  return row;
 }
 
 /**
@@ -466,4 +555,10 @@ export async function setFlagEnabled(
     changes: [{ property: 'IsEnabled', from: String(change.from), to: String(change.to) }],
     description: `Flag "${flag.key}" turned ${change.to ? 'on' : 'off'} in "${environment.key}"`,
   });
+  await pauseActivePlan(
+    m,
+    flag.id,
+    environment.id,
+    `the flag was turned ${change.to ? 'on' : 'off'} directly`,
+  );
 }
