@@ -11,7 +11,8 @@ test.use({ timezoneId: 'Europe/Berlin' });
 
 /** A Boolean flag, on in development, whose default serve is Off: the release moves it to On. */
 async function flagOffByDefault(key: string): Promise<void> {
-  await apiCall('POST', `${PROJECT}/flags`, { key, name: key });
+  const name = key.charAt(0).toUpperCase() + key.slice(1).replaceAll('-', ' ');
+  await apiCall('POST', `${PROJECT}/flags`, { key, name });
   const flag = await apiCall<{ variations: { id: string; key: string }[] }>(
     'GET',
     `${PROJECT}/flags/${key}`,
@@ -70,7 +71,7 @@ test('a release plan is created in the console, and its step advances on time', 
   ]);
   await editor.getByRole('button', { name: 'Start release plan' }).click();
   const second = editor.getByRole('group', { name: 'Step 2', exact: true });
-  await expect(editor.getByText(/rise|greater|higher/i).first()).toBeVisible();
+  await expect(second.getByText(/must be above the previous step/)).toBeVisible();
   await expect(second.getByLabel('Percentage')).toHaveValue('40');
 
   await fillSteps(page, [
@@ -178,13 +179,13 @@ test('a guarded release is rolled back by its guard, and the console shows the r
   ]);
   await editor.getByLabel('Guard the release with a metric').check();
   const guard = editor.getByRole('group', { name: 'Guard' });
-  await guard.getByLabel('Metric (a tracked event key)').fill('checkout-error');
-  await guard.getByLabel('Minimum users per side').fill('50');
-  await editor.getByRole('button', { name: 'Start release plan' }).click();
-  // The contract's floor is 100 users: the API's message sits at the field.
-  await expect(guard.getByLabel('Minimum users per side')).toHaveAttribute('aria-invalid', 'true');
   await guard.getByLabel('Minimum users per side').fill('100');
+  // Without a metric the API refuses, and its message sits at the field.
+  await editor.getByRole('button', { name: 'Start release plan' }).click();
+  const metric = guard.getByLabel('Metric (a tracked event key)');
+  await expect(metric).toHaveAttribute('aria-invalid', 'true');
   await expectAccessible(page);
+  await metric.fill('checkout-error');
   await editor.getByRole('button', { name: 'Start release plan' }).click();
 
   const state = page.getByRole('region', { name: 'Release plan in development' });

@@ -11,8 +11,8 @@ interface SentEvent {
 /** A reporter whose `fetch` keeps the events it was asked to send. */
 function reporter(): { reporter: EventReporter; sent: SentEvent[] } {
   const sent: SentEvent[] = [];
-  const fetchStub = (async (_url: string, init: RequestInit) => {
-    sent.push(...(JSON.parse(String(init.body)) as { events: SentEvent[] }).events);
+  const fetchStub = (async (_url: string, init: { body: string }) => {
+    sent.push(...(JSON.parse(init.body) as { events: SentEvent[] }).events);
     return new Response(null, { status: 202 });
   }) as typeof fetch;
   return {

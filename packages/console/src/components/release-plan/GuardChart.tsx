@@ -36,6 +36,9 @@ export default function GuardChart(props: { samples: StatisticSample[]; threshol
         // The statistic is a likelihood ratio: it grows by factors, so its axis is logarithmic.
         scales: {
           y: {
+            // uPlot's Distr is an ambient const enum, which isolatedModules cannot read: 3 is
+            // Logarithmic.
+            // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-assignment
             distr: 3,
             log: 10,
             range: (_self, min, max) => [Math.min(0.1, min), Math.max(threshold * 10, max * 10)],

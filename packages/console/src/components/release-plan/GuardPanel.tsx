@@ -4,7 +4,7 @@ import { api, unwrap } from '../../api/client';
 import type { Flag } from '../../api/types';
 import type { StatisticSample } from './GuardChart';
 import { rateWords } from './PlanState';
-import type { GuardReport, ReleasePlan } from './types';
+import type { ReleaseGuard, ReleasePlan } from './types';
 
 // uPlot loads with a guarded plan only.
 const GuardChart = lazy(() => import('./GuardChart'));
@@ -25,10 +25,10 @@ export function GuardPanel(props: {
   flag: Flag;
   environment: string;
   plan: ReleasePlan;
+  guard: ReleaseGuard;
   targetName: string;
 }) {
-  const { org, project, flag, environment, plan, targetName } = props;
-  const guard = plan.guard!;
+  const { org, project, flag, environment, plan, guard, targetName } = props;
   const flagKey = flag.key ?? flag.id;
   const report = useQuery({
     queryKey: ['flag', org, project, flagKey, 'release-plan-guard', environment],
@@ -39,7 +39,7 @@ export function GuardPanel(props: {
           '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan/guard',
           { params: { path: { org, project, flag: flagKey, env: environment } } },
         ),
-      ) as Promise<GuardReport>,
+      ),
   });
   // A stopped plan's chart starts from the finding that stopped it.
   const [samples, setSamples] = useState<StatisticSample[]>(() =>

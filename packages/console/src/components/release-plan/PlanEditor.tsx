@@ -105,7 +105,7 @@ export function PlanEditor(props: {
       ),
     onSuccess: async (plan) => {
       await queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] });
-      props.onStarted?.(plan as ReleasePlan);
+      props.onStarted?.(plan);
     },
   });
 

@@ -1,5 +1,5 @@
 import { Button, Callout } from '@radix-ui/themes';
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
 import type { Flag } from '../../api/types';
 import { ConfirmButton } from '../ConfirmButton';
@@ -24,7 +24,11 @@ export function rateWords(rate: number | null): string {
  * Why a plan stopped, in words: the guard's finding with both sides' rates, or the reason the
  * API recorded (a direct change, who paused or rolled it back).
  */
-export function stopReason(plan: ReleasePlan, targetName: string): string {
+export function stopReason(
+  plan: ReleasePlan,
+  targetName: string,
+  recorded: string | undefined,
+): string {
   const { regression, guard } = plan;
   if (regression && guard) {
     const statistic = `statistic ${regression.statistic.toFixed(1)} ≥ threshold ${regression.threshold.toFixed(1)}`;
@@ -35,7 +39,34 @@ export function stopReason(plan: ReleasePlan, targetName: string): string {
       `for the rest (${statistic}), ${formatTime(regression.detectedAt)}.`
     );
   }
-  return plan.pausedReason ?? (plan.state === 'rolledBack' ? 'rolled back by hand.' : 'paused.');
+  return plan.pausedReason ?? recorded ?? '';
+}
+
+/**
+ * The reason a plan rolled back by hand was given, from the flag's history: the plan's read shape
+ * keeps only a pause's reason and the guard's finding; `release_plan.rolled_back` carries the rest.
+ */
+function useRollbackReason(
+  org: string,
+  project: string,
+  flagKey: string,
+  plan: ReleasePlan,
+): string | undefined {
+  const history = useQuery({
+    queryKey: ['history', org, project, flagKey, 'rollback', plan.id],
+    enabled: plan.state === 'rolledBack' && !plan.regression,
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/history', {
+          params: { path: { org, project, flag: flagKey }, query: { limit: 20 } },
+        }),
+      ),
+  });
+  const entry = history.data?.items.find(
+    (item) => item.type === 'release_plan.rolled_back' && item.child?.id === plan.id,
+  );
+  const reason = entry?.changes.find((change) => change.property === 'Reason')?.to;
+  return typeof reason === 'string' ? reason : undefined;
 }
 
 /**
@@ -76,6 +107,7 @@ export function PlanState(props: {
   const path = { org, project, flag: flagKey, env: environment };
   const target = flag.variations.find((v) => v.key === plan.variation || v.id === plan.variation);
   const targetName = target?.name ?? target?.key ?? plan.variation;
+  const recordedReason = useRollbackReason(org, project, flagKey, plan);
   const refresh = () =>
     queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] });
 
@@ -122,7 +154,7 @@ export function PlanState(props: {
         <Callout.Root color={plan.state === 'rolledBack' ? 'red' : 'amber'} role="status">
           <Callout.Text>
             <strong>{plan.state === 'rolledBack' ? 'Rolled back' : 'Paused'}:</strong>{' '}
-            {stopReason(plan, targetName)}
+            {stopReason(plan, targetName, recordedReason)}
           </Callout.Text>
         </Callout.Root>
       )}
@@ -214,6 +246,7 @@ export function PlanState(props: {
           flag={flag}
           environment={environment}
           plan={plan}
+          guard={plan.guard}
           targetName={targetName}
         />
       )}

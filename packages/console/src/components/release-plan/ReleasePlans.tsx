@@ -6,7 +6,6 @@ import { api, ApiProblem, unwrap } from '../../api/client';
 import type { Environment, Flag, FlagEnvironment } from '../../api/types';
 import { PlanEditor } from './PlanEditor';
 import { PlanState } from './PlanState';
-import type { ReleasePlan } from './types';
 
 /** How often a running plan is read again while the page is open, besides live updates (ms). */
 const PLAN_POLL_MS = 5_000;
@@ -75,18 +74,15 @@ function EnvironmentReleasePlan(props: {
   const [warnings, setWarnings] = useState<string[]>([]);
   const plan = useQuery({
     queryKey: ['flag', org, project, flagKey, 'release-plan', environment],
-    refetchInterval: (query) =>
-      (query.state.data as ReleasePlan | null | undefined)?.state === 'active'
-        ? PLAN_POLL_MS
-        : false,
+    refetchInterval: (query) => (query.state.data?.state === 'active' ? PLAN_POLL_MS : false),
     queryFn: async () => {
       try {
-        return (await unwrap(
+        return await unwrap(
           api.GET(
             '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan',
             { params: { path: { org, project, flag: flagKey, env: environment } } },
           ),
-        )) as ReleasePlan;
+        );
       } catch (error) {
         // No plan yet in this environment.
         if (error instanceof ApiProblem && error.status === 404) return null;

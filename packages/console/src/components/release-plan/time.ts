@@ -17,20 +17,6 @@ export function waitToIso(amount: string, unit: WaitUnit): string {
   return serialize({ [unit]: value });
 }
 
-/**
- * An ISO 8601 duration as an amount and unit for the editor, when it has exactly one part that
- * the editor offers; otherwise hours (the duration is shown in words elsewhere).
- */
-export function isoToWait(iso: string): { amount: string; unit: WaitUnit } {
-  const duration = parseDuration(iso);
-  if (duration) {
-    const parts = (Object.keys(WAIT_UNITS) as WaitUnit[]).filter((unit) => duration[unit]);
-    if (parts.length === 1) return { amount: String(duration[parts[0]!]), unit: parts[0]! };
-    if (parts.length === 0) return { amount: '0', unit: 'hours' };
-  }
-  return { amount: '0', unit: 'hours' };
-}
-
 /** An ISO 8601 duration, or null when the text is not one. */
 export function parseDuration(iso: string): Duration | null {
   try {
@@ -44,12 +30,12 @@ export function parseDuration(iso: string): Duration | null {
 export function durationWords(iso: string): string {
   const duration = parseDuration(iso);
   if (!duration) return iso;
-  const parts = (['years', 'months', 'weeks', 'days', 'hours', 'minutes', 'seconds'] as const)
-    .filter((unit) => duration[unit])
-    .map((unit) => {
-      const value = duration[unit]!;
-      return `${value} ${value === 1 ? unit.slice(0, -1) : unit}`;
-    });
+  const parts = (
+    ['years', 'months', 'weeks', 'days', 'hours', 'minutes', 'seconds'] as const
+  ).flatMap((unit) => {
+    const value = duration[unit];
+    return value ? [`${value} ${value === 1 ? unit.slice(0, -1) : unit}`] : [];
+  });
   return parts.length === 0 ? 'no wait' : parts.join(' ');
 }
 
