@@ -26,12 +26,23 @@ const METRIC = 'checkout-error';
 const FLAG = 'new-checkout';
 const ENV = 'production';
 
-/** One uniform draw in [0, 1) per simulated user, the same on every run (fast-check's seeded generator). */
+/** Steps of the uniform draws: a draw is one of a million equally likely values in [0, 1). */
+const DRAW_STEPS = 1_000_000;
+
+/**
+ * One uniform draw in [0, 1) per simulated user, the same on every run: fast-check's seeded
+ * generator, unbiased (its arbitraries otherwise favour small and boundary values).
+ */
 function seededDraws(count: number, seed: number): number[] {
-  return fc.sample(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), {
-    seed,
-    numRuns: count,
-  });
+  return fc
+    .sample(fc.noBias(fc.integer({ min: 0, max: DRAW_STEPS - 1 })), { seed, numRuns: count })
+    .map((step) => step / DRAW_STEPS);
+}
+
+interface WebhookPayload {
+  type: string;
+  actor: { name: string | null };
+  changes: { property: string; to: string | null }[];
 }
 
 const headersOf = (request: { headers: Record<string, unknown> }) =>
@@ -162,20 +173,33 @@ describe.each(testDialects())('a guarded release rolled back end to end on %s', 
     for (let index = 0; index < 50; index++)
       expect(watcher.boolVariation(FLAG, { userId: `user-${index}` }, true)).toBe(false);
 
-    // The receiver gets the regression and the rollback's configuration events, signed.
+    // The receiver gets the regression and the rollback's configuration events, every one signed
+    // (a request whose signature does not verify throws here).
     while ((await vexil.webhookWorker.runOnce()) > 0);
     const verifier = new Webhook(subscription.secret);
-    const types = receiver.received.map(
-      (request) => (verifier.verify(request.body, headersOf(request)) as { type: string }).type,
+    const payloads = receiver.received.map(
+      (request) => verifier.verify(request.body, headersOf(request)) as WebhookPayload,
     );
-    expect(types).toContain('release_plan.regression_detected');
-    expect(types).toContain('release_plan.rolled_back');
-    expect(types).toContain('flag.environment_config.updated');
-    const regression = receiver.received
-      .map(
-        (request) => verifier.verify(request.body, headersOf(request)) as Record<string, unknown>,
-      )
-      .find((payload) => payload.type === 'release_plan.regression_detected');
-    expect(JSON.stringify(regression)).toContain(METRIC);
+    const change = (payload: WebhookPayload | undefined, property: string) =>
+      payload?.changes.find((c) => c.property === property)?.to;
+    const ofType = (type: string) => payloads.filter((payload) => payload.type === type);
+    // Both sides' figures, as the SDK's users made them (deliveries arrive in any order).
+    const [regression, ...others] = ofType('release_plan.regression_detected');
+    expect(others).toEqual([]);
+    expect(change(regression, 'TargetExposedUsers')).toBe(String(served.true));
+    expect(change(regression, 'RestExposedUsers')).toBe(String(served.false));
+    expect(Number(change(regression, 'TargetRate'))).toBeGreaterThan(
+      2 * Number(change(regression, 'RestRate')),
+    );
+    expect(change(regression, 'Action')).toBe('rollback');
+    // The rollback's configuration event puts the fallthrough back to one variation.
+    expect(
+      ofType('flag.environment_config.updated').map((payload) => [
+        change(payload, 'Strategy'),
+        payload.actor.name,
+      ]),
+    ).toContainEqual(['SingleVariation', 'Vexil release plan']);
+    const [rolledBack] = ofType('release_plan.rolled_back');
+    expect(change(rolledBack, 'Reason')).toContain(METRIC);
   });
 });
