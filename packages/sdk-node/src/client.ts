@@ -286,7 +286,7 @@ export class VexilClient {
   allFlags(context: EvaluationContext): Record<string, unknown> {
     if (!this.environment) return {};
     const results = Object.entries(evaluateAll(this.environment, context));
-    for (const [, result] of results) this.recordServed(result);
+    for (const [, result] of results) this.recordServed(result, context);
     // fromEntries defines own members: a flag keyed `__proto__` stays a key, not the prototype.
     return Object.fromEntries(results.map(([key, result]) => [key, result.value]));
   }
@@ -341,14 +341,21 @@ export class VexilClient {
     if (detail.variation !== null) {
       const metadata = flagMetadata(this.environment, key);
       if (metadata && Object.keys(metadata).length > 0) detail.metadata = metadata;
-      this.recordServed(result);
+      this.recordServed(result, context);
     }
     return detail;
   }
 
-  private recordServed(result: EvaluationResult): void {
-    if (result.variation !== null && this.currentStatus !== 'closed')
-      this.reporter.recordEvaluation(result.key, result.variation, Date.now());
+  /** Notes what `context` was served, naming its `userId` (the user `track` names too). */
+  private recordServed(result: EvaluationResult, context: EvaluationContext): void {
+    if (result.variation === null || this.currentStatus === 'closed') return;
+    const userId = context.userId;
+    this.reporter.recordEvaluation(
+      result.key,
+      result.variation,
+      Date.now(),
+      typeof userId === 'string' ? userId : undefined,
+    );
   }
 
   private async refresh(): Promise<void> {

@@ -22,6 +22,12 @@ interface WireEvent {
 const MAX_EVENTS_PER_REQUEST = 1000;
 /** Custom events kept while the server is unreachable; older ones are dropped first. */
 const MAX_QUEUED_CUSTOM_EVENTS = 10_000;
+/**
+ * Users named per flush: past this many (flag, variation, user) entries, what is served is
+ * summarised without the user, so memory and the report stay bounded however many users a
+ * process serves between two flushes.
+ */
+export const MAX_USERS_PER_FLUSH = 10_000;
 
 export interface ReporterOptions {
   baseUrl: string;
@@ -32,23 +38,39 @@ export interface ReporterOptions {
 }
 
 /**
- * Batches what the SDK reports to `POST /v1/sdk/events`: an evaluation summary (one `Evaluation`
- * event per flag and variation served since the last flush, at the time it was last served) and
- * the `track` calls. A server without the endpoint (404) is remembered and never asked again.
+ * Batches what the SDK reports to `POST /v1/sdk/events`: an evaluation summary and the `track`
+ * calls. The summary is one `Evaluation` event per flag, variation and user served since the last
+ * flush, at the time first served; for contexts without a `userId`, and past
+ * {@link MAX_USERS_PER_FLUSH}, one per flag and variation, at the time last served. Naming the user is what lets a release plan's guard count who was
+ * exposed to which variation (design record 047). A server without the endpoint (404) is
+ * remembered and never asked again.
  */
 export class EventReporter {
-  private readonly served = new Map<string, { flagKey: string; variation: string; atMs: number }>();
+  private readonly served = new Map<
+    string,
+    { flagKey: string; variation: string; userId: string | undefined; atMs: number }
+  >();
+  private namedUsers = 0;
   private custom: WireEvent[] = [];
   private endpointMissing = false;
 
   constructor(private readonly options: ReporterOptions) {}
 
-  recordEvaluation(flagKey: string, variation: string, atMs: number): void {
+  recordEvaluation(flagKey: string, variation: string, atMs: number, userId?: string): void {
     if (this.endpointMissing) return;
+    const named = userId !== undefined && userId !== '' ? userId : undefined;
     const id = `${flagKey}\u0000${variation}`;
+    const userEntryId = named === undefined ? undefined : `${id}\u0000${named}`;
+    // A named user keeps the time first served: a guard counts metric events after it.
+    if (userEntryId !== undefined && this.served.has(userEntryId)) return;
+    if (userEntryId !== undefined && this.namedUsers < MAX_USERS_PER_FLUSH) {
+      this.namedUsers++;
+      this.served.set(userEntryId, { flagKey, variation, userId: named, atMs });
+      return;
+    }
     const entry = this.served.get(id);
     if (entry) entry.atMs = atMs;
-    else this.served.set(id, { flagKey, variation, atMs });
+    else this.served.set(id, { flagKey, variation, userId: undefined, atMs });
   }
 
   track(event: TrackEvent, atMs: number): void {
@@ -69,10 +91,12 @@ export class EventReporter {
       type: 'Evaluation',
       flagKey: entry.flagKey,
       variation: entry.variation,
+      ...(entry.userId !== undefined ? { userId: entry.userId } : {}),
       timestamp: new Date(entry.atMs).toISOString(),
     }));
     events.push(...this.custom);
     this.served.clear();
+    this.namedUsers = 0;
     this.custom = [];
     for (let start = 0; start < events.length && !this.endpointMissing;) {
       const batch = events.slice(start, start + MAX_EVENTS_PER_REQUEST);

@@ -26,6 +26,9 @@ export type SdkKey = Ok<`${Project}/environments/{env}/sdk-keys`, 'get'>['items'
 export type Webhook = Ok<'/api/v1/orgs/{org}/webhooks/{id}', 'get'>;
 export type WebhookItem = Ok<'/api/v1/orgs/{org}/webhooks', 'get'>['items'][number];
 export type Delivery = Ok<'/api/v1/orgs/{org}/webhooks/{id}/deliveries', 'get'>['items'][number];
+type FlagInEnvironment = `${Project}/flags/{flag}/environments/{env}`;
+export type ReleasePlan = Ok<`${FlagInEnvironment}/release-plan`, 'get'>;
+export type GuardReading = Ok<`${FlagInEnvironment}/release-plan/guard`, 'get'>;
 export type DeliveryDetail = Ok<'/api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}', 'get'>;
 
 type Org = '/api/v1/orgs/{org}';

@@ -6,6 +6,7 @@ import { Compare } from '../components/Compare';
 import { EnvironmentToggle } from '../components/EnvironmentToggle';
 import { History } from '../components/History';
 import { Lifecycle } from '../components/Lifecycle';
+import { ReleasePlans } from '../components/release-plan/ReleasePlans';
 import { usePlace } from '../components/Shell';
 import { Variations } from '../components/Variations';
 import { Targeting } from '../components/targeting/Targeting';
@@ -18,6 +19,7 @@ const UsageChart = lazy(() => import('../components/UsageChart'));
 export const FLAG_SECTIONS = {
   targeting: 'Targeting',
   variations: 'Variations',
+  release: 'Release plan',
   insights: 'Insights',
   history: 'History',
   settings: 'Settings',
@@ -59,7 +61,7 @@ export function FlagPage(props: { org: string; project: string; flag: string; se
   });
   const configurations = useQuery({
     queryKey: ['flag', org, project, flag, 'environments'],
-    enabled: section === 'targeting' || section === 'settings',
+    enabled: section === 'targeting' || section === 'settings' || section === 'release',
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments', {
@@ -136,6 +138,19 @@ export function FlagPage(props: { org: string; project: string; flag: string; se
         </section>
       )}
       {section === 'variations' && <Variations org={org} project={project} flag={data} />}
+      {section === 'release' && configurations.data && environment && (
+        <ReleasePlans
+          org={org}
+          project={project}
+          flag={data}
+          environments={environments}
+          configurations={configurations.data}
+          environment={environment}
+          onEnvironment={(next) =>
+            navigate(flagPath(org, project, key, 'release', next), { replace: true })
+          }
+        />
+      )}
       {section === 'insights' && (
         <Suspense fallback={<p role="status">Loading…</p>}>
           <UsageChart org={org} project={project} flag={data} />

@@ -1,0 +1,101 @@
+import { useEffect, useRef } from 'react';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+
+/** One reading of the guard's statistic. */
+export interface StatisticSample {
+  atMs: number;
+  statistic: number;
+}
+
+const STATISTIC_COLOUR = '#2f80ed';
+const THRESHOLD_COLOUR = '#d64545';
+
+/**
+ * The guard's statistic (the mixture likelihood ratio, design record 046) over time against its
+ * threshold, on a logarithmic axis (uPlot, loaded with a guarded plan only).
+ * The canvas is hidden from screen readers: the figures beside it say the same in words.
+ */
+export default function GuardChart(props: { samples: StatisticSample[]; threshold: number }) {
+  const { samples, threshold } = props;
+  const target = useRef<HTMLDivElement>(null);
+
+  useEffect(() => {
+    const element = target.current;
+    if (!element) return;
+    const data: uPlot.AlignedData = [
+      samples.map((sample) => sample.atMs / 1000),
+      samples.map((sample) => sample.statistic),
+      samples.map(() => threshold),
+    ];
+    const chart = new uPlot(
+      {
+        width: Math.max(320, element.clientWidth),
+        height: 180,
+        legend: { show: false },
+        // The statistic is a likelihood ratio: it grows by factors, so its axis is logarithmic.
+        scales: {
+          y: {
+            // uPlot's Distr is an ambient const enum, which isolatedModules cannot read: 3 is
+            // Logarithmic.
+            // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-assignment
+            distr: 3,
+            log: 10,
+            range: (_self, min, max) => [Math.min(0.1, min), Math.max(threshold * 10, max * 10)],
+          },
+        },
+        axes: [
+          { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.2)' } },
+          {
+            stroke: 'currentColor',
+            size: 64,
+            // Powers of ten only: the minor ticks of a log axis would grey the whole plot.
+            filter: (_self, splits) =>
+              splits.map((v) => (Number.isInteger(Math.log10(v)) ? v : null)),
+            grid: {
+              stroke: 'rgba(127,127,127,0.2)',
+              filter: (_self, splits) =>
+                splits.map((v) => (Number.isInteger(Math.log10(v)) ? v : null)),
+            },
+            ticks: {
+              filter: (_self, splits) =>
+                splits.map((v) => (Number.isInteger(Math.log10(v)) ? v : null)),
+            },
+            values: (_self, splits) => splits.map((v) => (v >= 1 ? v.toLocaleString() : String(v))),
+          },
+        ],
+        series: [
+          {},
+          { label: 'Statistic', stroke: STATISTIC_COLOUR, width: 2, points: { show: true } },
+          {
+            label: 'Threshold',
+            stroke: THRESHOLD_COLOUR,
+            width: 1,
+            dash: [6, 4],
+            points: { show: false },
+          },
+        ],
+      },
+      data,
+      element,
+    );
+    const resize = new ResizeObserver(() =>
+      chart.setSize({ width: Math.max(320, element.clientWidth), height: 180 }),
+    );
+    resize.observe(element);
+    return () => {
+      resize.disconnect();
+      chart.destroy();
+    };
+  }, [samples, threshold]);
+
+  return (
+    <div className="guard-chart">
+      <div ref={target} aria-hidden="true" className="usage-chart" />
+      <p className="hint chart-key" aria-hidden="true">
+        <span className="swatch" style={{ background: STATISTIC_COLOUR }} /> statistic{' '}
+        <span className="swatch" style={{ background: THRESHOLD_COLOUR }} /> threshold
+      </p>
+    </div>
+  );
+}

@@ -1,0 +1,136 @@
+import { useQuery } from '@tanstack/react-query';
+import { Callout } from '@radix-ui/themes';
+import { Tabs } from 'radix-ui';
+import { useState } from 'react';
+import { api, ApiProblem, unwrap } from '../../api/client';
+import type { Environment, Flag, FlagEnvironment } from '../../api/types';
+import { PlanEditor } from './PlanEditor';
+import { PlanState } from './PlanState';
+
+/** How often a running plan is read again while the page is open, besides live updates (ms). */
+const PLAN_POLL_MS = 5_000;
+
+/**
+ * A flag's release plans (change-requests.md §4–5), one tab per environment like its targeting:
+ * the plan's live state, or the editor for a new one. The shown environment is the page's.
+ */
+export function ReleasePlans(props: {
+  org: string;
+  project: string;
+  flag: Flag;
+  environments: Environment[];
+  configurations: FlagEnvironment[];
+  environment: string;
+  onEnvironment: (environment: string) => void;
+}) {
+  return (
+    <section aria-labelledby="release-heading">
+      <h2 id="release-heading">Release plan</h2>
+      <p className="hint">
+        Raise the share of a variation in steps on a schedule; a guard watches a metric and stops
+        the release on a regression.
+      </p>
+      <Tabs.Root value={props.environment} onValueChange={props.onEnvironment}>
+        <Tabs.List aria-label="Release plan by environment" className="tabs">
+          {props.environments.map((environment) => (
+            <Tabs.Trigger key={environment.id} value={environment.key ?? environment.id}>
+              {environment.name ?? environment.key}
+            </Tabs.Trigger>
+          ))}
+        </Tabs.List>
+        {props.environments.map((environment) => {
+          const key = environment.key ?? environment.id;
+          return (
+            <Tabs.Content key={environment.id} value={key}>
+              {key === props.environment && (
+                <EnvironmentReleasePlan
+                  org={props.org}
+                  project={props.project}
+                  flag={props.flag}
+                  environment={key}
+                  configuration={props.configurations.find(
+                    (c) => c.environmentId === environment.id,
+                  )}
+                />
+              )}
+            </Tabs.Content>
+          );
+        })}
+      </Tabs.Root>
+    </section>
+  );
+}
+
+function EnvironmentReleasePlan(props: {
+  org: string;
+  project: string;
+  flag: Flag;
+  environment: string;
+  configuration: FlagEnvironment | undefined;
+}) {
+  const { org, project, flag, environment, configuration } = props;
+  const flagKey = flag.key ?? flag.id;
+  const [drafting, setDrafting] = useState(false);
+  const [warnings, setWarnings] = useState<string[]>([]);
+  const plan = useQuery({
+    queryKey: ['flag', org, project, flagKey, 'release-plan', environment],
+    refetchInterval: (query) => (query.state.data?.state === 'active' ? PLAN_POLL_MS : false),
+    queryFn: async () => {
+      try {
+        return await unwrap(
+          api.GET(
+            '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan',
+            { params: { path: { org, project, flag: flagKey, env: environment } } },
+          ),
+        );
+      } catch (error) {
+        // No plan yet in this environment.
+        if (error instanceof ApiProblem && error.status === 404) return null;
+        throw error;
+      }
+    },
+  });
+  const canEdit = configuration?._actions['update']?.allowed ?? false;
+
+  if (plan.isError) return <p role="alert">{plan.error.message}</p>;
+  if (plan.data === undefined) return <p role="status">Loading…</p>;
+  const running = plan.data?.state === 'active' || plan.data?.state === 'paused';
+  return (
+    <div className="release-plan">
+      {warnings.length > 0 && (
+        <Callout.Root color="amber" role="status">
+          {warnings.map((warning) => (
+            <Callout.Text key={warning}>{warning}</Callout.Text>
+          ))}
+        </Callout.Root>
+      )}
+      {plan.data && (
+        <PlanState
+          org={org}
+          project={project}
+          flag={flag}
+          environment={environment}
+          plan={plan.data}
+          onNewPlan={() => setDrafting(true)}
+        />
+      )}
+      {!running &&
+        (plan.data === null || drafting) &&
+        (canEdit ? (
+          <PlanEditor
+            org={org}
+            project={project}
+            flag={flag}
+            environment={environment}
+            configuration={configuration}
+            onStarted={(started) => {
+              setDrafting(false);
+              setWarnings(started.warnings ?? []);
+            }}
+          />
+        ) : (
+          plan.data === null && <p>No release plan in {environment}.</p>
+        ))}
+    </div>
+  );
+}
