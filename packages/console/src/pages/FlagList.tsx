@@ -3,6 +3,7 @@ import { useDeferredValue, useEffect, useState } from 'react';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
 import type { Environment } from '../api/types';
+import { useProjectUsage } from '../api/usage';
 import { CreateFlagDialog } from '../components/CreateFlagDialog';
 import { EnvironmentToggle } from '../components/EnvironmentToggle';
 import { useFavourites } from '../components/favourites';
@@ -11,7 +12,6 @@ import { Sparkline } from '../components/Sparkline';
 import '../flag-pages.css';
 
 const PAGE_SIZE = 50;
-const DAY_MS = 86_400_000;
 /** The sparkline's days, today included. */
 const SPARKLINE_DAYS = 7;
 /** Width the flag list keeps for its other columns; each environment column takes about 7 rem. */
@@ -33,24 +33,18 @@ function useFittingColumns(): number {
 
 /**
  * Evaluations per day of every flag of the project over the last week, summed over
- * environments and variations: one `GET …/usage` for the whole list (design record 038).
+ * environments and variations: one `GET …/usage` for the whole list (design record 038), asked
+ * for only once the flags are shown, so that it never delays them (design record 048).
  */
-function useWeeklyUsage(org: string, project: string): Map<string, number[]> | undefined {
-  const usage = useQuery({
-    queryKey: ['usage', org, project, 'week'],
-    refetchInterval: 60_000,
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/orgs/{org}/projects/{project}/usage', {
-          params: {
-            path: { org, project },
-            query: {
-              interval: 'day',
-              from: new Date(Date.now() - (SPARKLINE_DAYS - 1) * DAY_MS).toISOString(),
-            },
-          },
-        }),
-      ),
+function useWeeklyUsage(
+  org: string,
+  project: string,
+  enabled: boolean,
+): Map<string, number[]> | undefined {
+  const usage = useProjectUsage(org, project, {
+    interval: 'day',
+    buckets: SPARKLINE_DAYS,
+    enabled,
   });
   if (!usage.data) return undefined;
   return new Map(
@@ -105,7 +99,6 @@ export function FlagList({ org, project }: { org: string; project: string }) {
   const columns: Environment[] = pickedColumns
     ? environments.filter((e) => pickedColumns.includes(e.key ?? ''))
     : environments.slice(0, fitting);
-  const usage = useWeeklyUsage(org, project);
   const q = useDeferredValue(search.trim());
   const cursor = cursors[cursors.length - 1];
   const favouriteKeys = favouritesOnly ? [...favourites].sort().join(',') : null;
@@ -155,6 +148,8 @@ export function FlagList({ org, project }: { org: string; project: string }) {
         }),
       ),
   });
+
+  const usage = useWeeklyUsage(org, project, flags.isSuccess);
 
   function filtered<T>(set: (value: T) => void) {
     return (value: T) => {
