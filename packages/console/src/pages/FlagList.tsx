@@ -1,3 +1,4 @@
+import { Button, IconButton, TextField } from '@radix-ui/themes';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useDeferredValue, useEffect, useState } from 'react';
 import { Link } from 'wouter';
@@ -172,7 +173,7 @@ export function FlagList({ org, project }: { org: string; project: string }) {
       <search className="filters" aria-label="Filter flags">
         <label>
           Search flags
-          <input
+          <TextField.Root
             type="search"
             value={search}
             placeholder="Key or name"
@@ -181,7 +182,7 @@ export function FlagList({ org, project }: { org: string; project: string }) {
         </label>
         <label>
           Tag
-          <input value={tag} onChange={(event) => filtered(setTag)(event.target.value)} />
+          <TextField.Root value={tag} onChange={(event) => filtered(setTag)(event.target.value)} />
         </label>
         <label className="check">
           <input
@@ -324,15 +325,16 @@ export function FlagList({ org, project }: { org: string; project: string }) {
           {items.map((flag) => (
             <tr key={flag.id}>
               <td>
-                <button
+                <IconButton
                   type="button"
-                  className="star"
+                  variant="ghost"
+                  color={favourites.has(flag.key) ? undefined : 'gray'}
                   aria-pressed={favourites.has(flag.key)}
                   aria-label={`Favourite ${flag.key}`}
                   onClick={() => toggle(flag.key)}
                 >
                   {favourites.has(flag.key) ? '★' : '☆'}
-                </button>
+                </IconButton>
               </td>
               <td>
                 <Link href={`/orgs/${org}/projects/${project}/flags/${flag.key}`}>
@@ -383,20 +385,24 @@ export function FlagList({ org, project }: { org: string; project: string }) {
       {flags.isSuccess && items.length === 0 && <p>No flags match.</p>}
       {paged && (
         <nav aria-label="Pages" className="pager">
-          <button
+          <Button
             type="button"
+            variant="soft"
+            color="gray"
             disabled={cursors.length === 1}
             onClick={() => setCursors(cursors.slice(0, -1))}
           >
             Previous page
-          </button>
-          <button
+          </Button>
+          <Button
             type="button"
+            variant="soft"
+            color="gray"
             disabled={!flags.data?.next_cursor}
             onClick={() => setCursors([...cursors, flags.data?.next_cursor ?? undefined])}
           >
             Next page
-          </button>
+          </Button>
         </nav>
       )}
     </>
