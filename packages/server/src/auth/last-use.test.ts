@@ -102,5 +102,24 @@ describe.each(testDialects())(
       await vexil.services.usage.flush();
       expect(await memberLastSeen()).toBe(seen);
     });
+
+    it('writing a last use never brings a revoked token back', async () => {
+      const created = await callOk(vexil, 'POST', '/api/v1/orgs/acme/service-tokens', owner.token, {
+        name: 'short-lived',
+        role: 'Member',
+      });
+      expect((await call(vexil, 'GET', '/api/v1/me', { token: created.token })).status).toBe(200);
+      const revoked = await call(
+        vexil,
+        'DELETE',
+        `/api/v1/orgs/acme/service-tokens/${created.id}`,
+        {
+          token: owner.token,
+        },
+      );
+      expect(revoked.status).toBe(204);
+      await vexil.services.usage.flush();
+      expect((await call(vexil, 'GET', '/api/v1/me', { token: created.token })).status).toBe(401);
+    });
   },
 );
