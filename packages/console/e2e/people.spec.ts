@@ -224,9 +224,16 @@ test('an Admin creates a service token, sees it once and revokes it; an Owner ch
   await page.getByRole('button', { name: 'Create service token' }).click();
   const shown = page.getByRole('textbox', { name: 'Service token Deploys' });
   await expect(shown).toHaveAccessibleDescription(/will not show it again/);
+  const row = page.getByRole('row', { name: /Deploys Member/ });
+  await expect(row).toContainText('Never');
   const token = await shown.inputValue();
   expect(await meStatus({ token })).toBe(200);
-  await expect(page.getByRole('row', { name: /Deploys Member/ })).toBeVisible();
+  // A use reaches the list with the next usage flush (each second on the test server).
+  await expect(async () => {
+    await page.reload();
+    await expect(row.locator('time')).toHaveText(/just now|ago/, { timeout: 1000 });
+  }).toPass();
+  await expect(row.locator('time')).toHaveAttribute('title', /\d/);
   await page.getByRole('button', { name: 'Revoke service token Deploys' }).click();
   await page.getByRole('alertdialog').getByRole('button', { name: 'Revoke token' }).click();
   await expect(page.getByRole('row', { name: /Deploys Member/ })).toHaveCount(0);

@@ -1,176 +1,219 @@
 import { useQuery } from '@tanstack/react-query';
+import { lazy, Suspense } from 'react';
 import { Redirect, Route, Switch } from 'wouter';
-import { ApiProblem, api, unwrap } from './api/client';
-import { forgetToken } from './api/token';
+import { ApiProblem, api, csrfToken, unwrap } from './api/client';
+import { forgetToken, readToken } from './api/token';
 import { FirstProjectForm } from './components/FirstProjectForm';
 import { OrgShell } from './components/people/OrgShell';
 import { Shell } from './components/Shell';
-import { AcceptInvitation } from './pages/AcceptInvitation';
-import { Account } from './pages/Account';
-import { ChangeRequestPage } from './pages/ChangeRequestPage';
-import { ChangeRequests } from './pages/ChangeRequests';
 import { FlagList } from './pages/FlagList';
-import { FlagPage } from './pages/FlagPage';
-import { Members } from './pages/Members';
-import { OrgSettings } from './pages/OrgSettings';
-import { RemovalCandidates } from './pages/RemovalCandidates';
 import { SignIn } from './pages/SignIn';
-import { ForgotPassword, ResetPassword } from './pages/PasswordReset';
-import { AuditLog } from './pages/admin/AuditLog';
-import { Environments } from './pages/admin/Environments';
-import { RelayKeys } from './pages/admin/RelayKeys';
-import { SdkKeys } from './pages/admin/SdkKeys';
-import { SegmentPage, Segments } from './pages/admin/Segments';
-import { WebhookPage } from './pages/admin/WebhookPage';
-import { Webhooks } from './pages/admin/Webhooks';
+
+/**
+ * Pages other than the flag list (where a project opens) and sign-in load when first opened, so
+ * that the script a browser runs before the flag list's first paint holds only what it shows
+ * (design record 048).
+ */
+const AcceptInvitation = lazy(() =>
+  import('./pages/AcceptInvitation').then((m) => ({ default: m.AcceptInvitation })),
+);
+const Account = lazy(() => import('./pages/Account').then((m) => ({ default: m.Account })));
+const FlagPage = lazy(() => import('./pages/FlagPage').then((m) => ({ default: m.FlagPage })));
+const Members = lazy(() => import('./pages/Members').then((m) => ({ default: m.Members })));
+const OrgSettings = lazy(() =>
+  import('./pages/OrgSettings').then((m) => ({ default: m.OrgSettings })),
+);
+const RemovalCandidates = lazy(() =>
+  import('./pages/RemovalCandidates').then((m) => ({ default: m.RemovalCandidates })),
+);
+const ForgotPassword = lazy(() =>
+  import('./pages/PasswordReset').then((m) => ({ default: m.ForgotPassword })),
+);
+const ResetPassword = lazy(() =>
+  import('./pages/PasswordReset').then((m) => ({ default: m.ResetPassword })),
+);
+const AuditLog = lazy(() =>
+  import('./pages/admin/AuditLog').then((m) => ({ default: m.AuditLog })),
+);
+const Environments = lazy(() =>
+  import('./pages/admin/Environments').then((m) => ({ default: m.Environments })),
+);
+const SdkKeys = lazy(() => import('./pages/admin/SdkKeys').then((m) => ({ default: m.SdkKeys })));
+const SegmentPage = lazy(() =>
+  import('./pages/admin/Segments').then((m) => ({ default: m.SegmentPage })),
+);
+const Segments = lazy(() =>
+  import('./pages/admin/Segments').then((m) => ({ default: m.Segments })),
+);
+const WebhookPage = lazy(() =>
+  import('./pages/admin/WebhookPage').then((m) => ({ default: m.WebhookPage })),
+);
+const ChangeRequestPage = lazy(() =>
+  import('./pages/ChangeRequestPage').then((m) => ({ default: m.ChangeRequestPage })),
+);
+const ChangeRequests = lazy(() =>
+  import('./pages/ChangeRequests').then((m) => ({ default: m.ChangeRequests })),
+);
+const RelayKeys = lazy(() =>
+  import('./pages/admin/RelayKeys').then((m) => ({ default: m.RelayKeys })),
+);
+const Webhooks = lazy(() =>
+  import('./pages/admin/Webhooks').then((m) => ({ default: m.Webhooks })),
+);
 
 const PROJECT = '/orgs/:org/projects/:project';
 
 /** Client-side routes; the server answers each of them with index.html (design record 023). */
 export function App() {
   return (
-    <Switch>
-      <Route path="/sign-in" component={SignIn} />
-      <Route path="/invitations/accept" component={AcceptInvitation} />
-      <Route path="/forgot-password" component={ForgotPassword} />
-      <Route path="/reset-password" component={ResetPassword} />
-      <Route path="/orgs/:org/members">
-        {(params) => (
+    <Suspense fallback={<Loading />}>
+      <Switch>
+        <Route path="/sign-in" component={SignIn} />
+        <Route path="/invitations/accept" component={AcceptInvitation} />
+        <Route path="/forgot-password" component={ForgotPassword} />
+        <Route path="/reset-password" component={ResetPassword} />
+        <Route path="/orgs/:org/members">
+          {(params) => (
+            <Signed>
+              <OrgShell org={params.org}>
+                <Members org={params.org} />
+              </OrgShell>
+            </Signed>
+          )}
+        </Route>
+        <Route path="/orgs/:org/settings">
+          {(params) => (
+            <Signed>
+              <OrgShell org={params.org}>
+                <OrgSettings org={params.org} />
+              </OrgShell>
+            </Signed>
+          )}
+        </Route>
+        <Route path="/orgs/:org/account">
+          {(params) => (
+            <Signed>
+              <OrgShell org={params.org}>
+                <Account org={params.org} />
+              </OrgShell>
+            </Signed>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/flags/:flag/:section?`}>
+          {(params) => (
+            <InShell {...params}>
+              <FlagPage
+                org={params.org}
+                project={params.project}
+                flag={params.flag}
+                section={params.section}
+              />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/flags`}>
+          {(params) => (
+            <InShell {...params}>
+              <FlagList org={params.org} project={params.project} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/change-requests/:number`}>
+          {(params) => (
+            <InShell {...params}>
+              <ChangeRequestPage {...params} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/change-requests`}>
+          {(params) => (
+            <InShell {...params}>
+              <ChangeRequests org={params.org} project={params.project} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/removal-candidates`}>
+          {(params) => (
+            <InShell {...params}>
+              <RemovalCandidates org={params.org} project={params.project} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/environments`}>
+          {(params) => (
+            <InShell {...params}>
+              <Environments {...params} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/segments/:segment`}>
+          {(params) => (
+            <InShell {...params}>
+              <SegmentPage {...params} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/segments`}>
+          {(params) => (
+            <InShell {...params}>
+              <Segments {...params} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/sdk-keys`}>
+          {(params) => (
+            <InShell {...params}>
+              <SdkKeys {...params} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/relay-keys`}>
+          {(params) => (
+            <InShell {...params}>
+              <RelayKeys {...params} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/webhooks/:id`}>
+          {(params) => (
+            <InShell {...params}>
+              <WebhookPage {...params} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/webhooks`}>
+          {(params) => (
+            <InShell {...params}>
+              <Webhooks {...params} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/audit-log`}>
+          {(params) => (
+            <InShell {...params}>
+              <AuditLog org={params.org} />
+            </InShell>
+          )}
+        </Route>
+        <Route path="/orgs/:org/projects">
+          {(params) => (
+            <Signed>
+              <FirstProject org={params.org} />
+            </Signed>
+          )}
+        </Route>
+        <Route>
           <Signed>
-            <OrgShell org={params.org}>
-              <Members org={params.org} />
-            </OrgShell>
+            <FirstProject />
           </Signed>
-        )}
-      </Route>
-      <Route path="/orgs/:org/settings">
-        {(params) => (
-          <Signed>
-            <OrgShell org={params.org}>
-              <OrgSettings org={params.org} />
-            </OrgShell>
-          </Signed>
-        )}
-      </Route>
-      <Route path="/orgs/:org/account">
-        {(params) => (
-          <Signed>
-            <OrgShell org={params.org}>
-              <Account org={params.org} />
-            </OrgShell>
-          </Signed>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/flags/:flag/:section?`}>
-        {(params) => (
-          <InShell {...params}>
-            <FlagPage
-              org={params.org}
-              project={params.project}
-              flag={params.flag}
-              section={params.section}
-            />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/flags`}>
-        {(params) => (
-          <InShell {...params}>
-            <FlagList org={params.org} project={params.project} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/change-requests/:number`}>
-        {(params) => (
-          <InShell {...params}>
-            <ChangeRequestPage {...params} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/change-requests`}>
-        {(params) => (
-          <InShell {...params}>
-            <ChangeRequests org={params.org} project={params.project} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/removal-candidates`}>
-        {(params) => (
-          <InShell {...params}>
-            <RemovalCandidates org={params.org} project={params.project} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/environments`}>
-        {(params) => (
-          <InShell {...params}>
-            <Environments {...params} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/segments/:segment`}>
-        {(params) => (
-          <InShell {...params}>
-            <SegmentPage {...params} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/segments`}>
-        {(params) => (
-          <InShell {...params}>
-            <Segments {...params} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/sdk-keys`}>
-        {(params) => (
-          <InShell {...params}>
-            <SdkKeys {...params} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/relay-keys`}>
-        {(params) => (
-          <InShell {...params}>
-            <RelayKeys {...params} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/webhooks/:id`}>
-        {(params) => (
-          <InShell {...params}>
-            <WebhookPage {...params} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/webhooks`}>
-        {(params) => (
-          <InShell {...params}>
-            <Webhooks {...params} />
-          </InShell>
-        )}
-      </Route>
-      <Route path={`${PROJECT}/audit-log`}>
-        {(params) => (
-          <InShell {...params}>
-            <AuditLog org={params.org} />
-          </InShell>
-        )}
-      </Route>
-      <Route path="/orgs/:org/projects">
-        {(params) => (
-          <Signed>
-            <FirstProject org={params.org} />
-          </Signed>
-        )}
-      </Route>
-      <Route>
-        <Signed>
-          <FirstProject />
-        </Signed>
-      </Route>
-    </Switch>
+        </Route>
+      </Switch>
+    </Suspense>
   );
+}
+
+function Loading() {
+  return <p role="status">Loading…</p>;
 }
 
 /** A signed-in page inside the Shell of its organization and project. */
@@ -178,7 +221,7 @@ function InShell(props: { org: string; project: string; children: React.ReactNod
   return (
     <Signed>
       <Shell org={props.org} project={props.project}>
-        {props.children}
+        <Suspense fallback={<Loading />}>{props.children}</Suspense>
       </Shell>
     </Signed>
   );
@@ -186,7 +229,9 @@ function InShell(props: { org: string; project: string; children: React.ReactNod
 
 /**
  * Pages for signed-in people: whoever `GET /me` does not recognise (no session cookie, an
- * ended session, a revoked token) goes to the sign-in page.
+ * ended session, a revoked token) goes to the sign-in page. With a credential to try (a pasted
+ * token, a session's CSRF cookie) the page renders at once, so that its own requests go out
+ * beside `GET /me` rather than after it (design record 048).
  */
 function Signed({ children }: { children: React.ReactNode }) {
   const me = useQuery({
@@ -194,7 +239,8 @@ function Signed({ children }: { children: React.ReactNode }) {
     refetchInterval: false,
     queryFn: () => unwrap(api.GET('/api/v1/me')),
   });
-  if (me.isPending) return <p role="status">Loading…</p>;
+  if (me.isPending && readToken() === null && csrfToken() === null)
+    return <p role="status">Loading…</p>;
   if (me.error instanceof ApiProblem && me.error.status === 401) {
     forgetToken();
     return <Redirect to="/sign-in" />;

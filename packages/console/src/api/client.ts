@@ -33,7 +33,8 @@ interface Envelope {
 /** The readable cookie holding the session's CSRF token (design record 022). */
 const CSRF_COOKIE = 'vexil_csrf';
 
-function csrfToken(): string | null {
+/** The session's CSRF token from its readable cookie; null when no session was started here. */
+export function csrfToken(): string | null {
   const entry = document.cookie.split('; ').find((c) => c.startsWith(`${CSRF_COOKIE}=`));
   return entry ? decodeURIComponent(entry.slice(CSRF_COOKIE.length + 1)) : null;
 }

@@ -24,16 +24,21 @@ interface LiveChange {
  */
 function invalidate(queryClient: QueryClient, org: string, change: LiveChange | null): void {
   const projectKey = change?.project?.key;
-  void queryClient.invalidateQueries({
-    predicate: ({ queryKey }) =>
-      queryKey[0] === 'orgs' ||
-      (queryKey[1] === org &&
-        (change === null ||
-          change.project === null ||
-          projectKey === null ||
-          queryKey[2] === projectKey ||
-          queryKey[0] === 'history')),
-  });
+  void queryClient.invalidateQueries(
+    {
+      predicate: ({ queryKey }) =>
+        queryKey[0] === 'orgs' ||
+        (queryKey[1] === org &&
+          (change === null ||
+            change.project === null ||
+            projectKey === null ||
+            queryKey[2] === projectKey ||
+            queryKey[0] === 'history')),
+    },
+    // A request under way is not restarted: on opening a page the stream is ready while the
+    // page's first requests are still out, and restarting them delayed its first paint.
+    { cancelRefetch: false },
+  );
 }
 
 /** Reads Server-Sent Events frames from a fetch body, calling `onEvent` per complete frame. */

@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { AlertDialog } from 'radix-ui';
+import { AlertDialog, Badge, Button } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Environment, Flag, FlagEnvironment } from '../api/types';
@@ -79,7 +79,7 @@ export function Compare(props: {
             return (
               <tr key={line} className={differs ? 'differs' : undefined}>
                 <th scope="row">
-                  {line} {differs && <span className="badge">differs</span>}
+                  {line} {differs && <Badge variant="soft">differs</Badge>}
                 </th>
                 <td>{a?.[line]}</td>
                 <td>{b?.[line]}</td>
@@ -90,28 +90,25 @@ export function Compare(props: {
       </table>
       {canCopy && (
         <AlertDialog.Root onOpenChange={() => copy.reset()}>
-          <AlertDialog.Trigger asChild>
-            <button type="button" className="quiet">
+          <AlertDialog.Trigger>
+            <Button type="button" variant="soft" color="gray">
               Copy {left} to {right}
-            </button>
+            </Button>
           </AlertDialog.Trigger>
-          <AlertDialog.Portal>
-            <AlertDialog.Overlay className="overlay" />
-            <AlertDialog.Content className="dialog">
-              <AlertDialog.Title>
-                Copy {left}&apos;s configuration to {right}?
-              </AlertDialog.Title>
-              <AlertDialog.Description>
-                {right} gets {left}&apos;s on/off state, default serve, prerequisites and rules; its
-                own rules are replaced. SDKs in {right} receive the change within seconds.
-              </AlertDialog.Description>
-              <DialogActions
-                alert
-                confirmLabel={`Copy to ${right}`}
-                onConfirm={() => copy.mutate()}
-              />
-            </AlertDialog.Content>
-          </AlertDialog.Portal>
+          <AlertDialog.Content className="dialog-body">
+            <AlertDialog.Title>
+              Copy {left}&apos;s configuration to {right}?
+            </AlertDialog.Title>
+            <AlertDialog.Description>
+              {right} gets {left}&apos;s on/off state, default serve, prerequisites and rules; its
+              own rules are replaced. SDKs in {right} receive the change within seconds.
+            </AlertDialog.Description>
+            <DialogActions
+              alert
+              confirmLabel={`Copy to ${right}`}
+              onConfirm={() => copy.mutate()}
+            />
+          </AlertDialog.Content>
         </AlertDialog.Root>
       )}
       {copy.error && (

@@ -5,7 +5,7 @@ import { ApiProblem, api, unwrap } from '../api/client';
 import { Field, Labelled } from './Field';
 import { FormDialog } from './FormDialog';
 import { useFormMutation } from './useFormMutation';
-import { keyFromName } from './key-from-name';
+import { KeyNameFields } from './KeyNameFields';
 import {
   MIN_VARIATIONS,
   valueProblem,
@@ -22,8 +22,6 @@ const SHOWN_FIELDS = ['key', 'name', 'description', 'tags', 'variations'];
 const EMPTY_DRAFT = {
   name: '',
   key: '',
-  /** Whether the key was typed, rather than derived from the name. */
-  keyTyped: false,
   type: 'Boolean' as FlagType,
   description: '',
   tags: '',
@@ -41,8 +39,8 @@ const DESCRIPTIONS: Record<FlagType, string> = {
 };
 
 /**
- * "New flag": name, key (derived from the name until typed), type, description, tags and, for a
- * String, Number or Json flag, its variations; the API's field errors appear at each field, and
+ * "New flag": name, key (made from the name until typed, `KeyNameFields`), type, description,
+ * tags and, for a String, Number or Json flag, its variations; the API's field errors appear at each field, and
  * any other refusal above the dialog's actions (design record 038).
  */
 export function CreateFlagDialog({ org, project }: { org: string; project: string }) {
@@ -101,51 +99,35 @@ export function CreateFlagDialog({ org, project }: { org: string; project: strin
       confirmLabel="Create flag"
       onOpen={() => setDraft(EMPTY_DRAFT)}
     >
-      <Field
-        label="Name"
-        value={draft.name}
-        onChange={(event) => {
-          const name = event.target.value;
-          setDraft({ ...draft, name, ...(draft.keyTyped ? {} : { key: keyFromName(name) }) });
-        }}
-        error={create.problemAt('name')}
-      />
-      <Field
-        label="Key"
-        required
-        autoComplete="off"
-        value={draft.key}
-        onChange={(event) => setDraft({ ...draft, key: event.target.value, keyTyped: true })}
-        hint="Letters, digits, '.', '_' and '-'; what your code asks for. Made from the name until you type one."
-        error={create.problemAt('key')}
-      />
-      <Labelled label="Type">
-        {(id) => (
-          <select
-            id={id}
-            value={draft.type}
-            onChange={(event) => setDraft({ ...draft, type: event.target.value as FlagType })}
-          >
-            {TYPES.map((t) => (
-              <option key={t}>{t}</option>
-            ))}
-          </select>
+      <KeyNameFields
+        keyFromName
+        draft={draft}
+        onChange={setDraft}
+        problemAt={create.problemAt}
+        keyHint="Letters, digits, '.', '_' and '-'; what your code asks for. Made from the name until you type one."
+      >
+        <Labelled label="Type">
+          {(id) => (
+            <select
+              id={id}
+              value={draft.type}
+              onChange={(event) => setDraft({ ...draft, type: event.target.value as FlagType })}
+            >
+              {TYPES.map((t) => (
+                <option key={t}>{t}</option>
+              ))}
+            </select>
+          )}
+        </Labelled>
+        {draft.type !== 'Boolean' && (
+          <VariationsEditor
+            type={draft.type}
+            variations={draft.variations}
+            onChange={(variations) => setDraft({ ...draft, variations })}
+            problemAt={create.problemAt}
+          />
         )}
-      </Labelled>
-      {draft.type !== 'Boolean' && (
-        <VariationsEditor
-          type={draft.type}
-          variations={draft.variations}
-          onChange={(variations) => setDraft({ ...draft, variations })}
-          problemAt={create.problemAt}
-        />
-      )}
-      <Field
-        label="Description"
-        value={draft.description}
-        onChange={(event) => setDraft({ ...draft, description: event.target.value })}
-        error={create.problemAt('description')}
-      />
+      </KeyNameFields>
       <Field
         label="Tags"
         value={draft.tags}

@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { AlertDialog } from 'radix-ui';
+import { AlertDialog, Button, TextField } from '@radix-ui/themes';
 import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../api/client';
 import type { Flag } from '../api/types';
@@ -72,27 +72,28 @@ export function Lifecycle({ org, project, flag }: { org: string; project: string
           error={saveExpiry.problemAt('expiresAtUtc')}
         >
           {(id, describedBy) => (
-            <input
+            <TextField.Root
               id={id}
               type="date"
               aria-describedby={describedBy}
+              aria-invalid={saveExpiry.problemAt('expiresAtUtc') !== undefined}
               value={expiry}
               onChange={(event) => setExpiry(event.target.value)}
             />
           )}
         </Labelled>
-        <button type="submit" className="quiet" disabled={saveExpiry.isPending}>
+        <Button type="submit" variant="soft" color="gray" disabled={saveExpiry.isPending}>
           Save expiry
-        </button>
+        </Button>
       </form>
       {flag.isArchived ? (
-        <button
+        <Button
           type="button"
           disabled={!flag._actions['restore']?.allowed || restore.isPending}
           onClick={() => restore.mutate()}
         >
           Restore flag
-        </button>
+        </Button>
       ) : (
         <AlertDialog.Root
           open={asking}
@@ -101,33 +102,35 @@ export function Lifecycle({ org, project, flag }: { org: string; project: string
             archive.reset();
           }}
         >
-          <AlertDialog.Trigger asChild>
-            <button type="button" className="quiet" disabled={!flag._actions['archive']?.allowed}>
+          <AlertDialog.Trigger>
+            <Button
+              type="button"
+              variant="soft"
+              color="gray"
+              disabled={!flag._actions['archive']?.allowed}
+            >
               Archive flag
-            </button>
+            </Button>
           </AlertDialog.Trigger>
-          <AlertDialog.Portal>
-            <AlertDialog.Overlay className="overlay" />
-            <AlertDialog.Content className="dialog">
-              <AlertDialog.Title>Archive {flag.key}?</AlertDialog.Title>
-              <AlertDialog.Description>
-                SDKs stop receiving it: code that still asks for it gets its fallback value.
-                Archived flags can be restored.
-              </AlertDialog.Description>
-              {archive.error && (
-                <p role="alert" className="field-error">
-                  {archive.error.message}
-                </p>
-              )}
-              <DialogActions
-                alert
-                keepOpen
-                confirmLabel={guard ? 'Archive anyway' : 'Archive'}
-                busy={archive.isPending}
-                onConfirm={() => archive.mutate(guard)}
-              />
-            </AlertDialog.Content>
-          </AlertDialog.Portal>
+          <AlertDialog.Content className="dialog-body">
+            <AlertDialog.Title>Archive {flag.key}?</AlertDialog.Title>
+            <AlertDialog.Description>
+              SDKs stop receiving it: code that still asks for it gets its fallback value. Archived
+              flags can be restored.
+            </AlertDialog.Description>
+            {archive.error && (
+              <p role="alert" className="field-error">
+                {archive.error.message}
+              </p>
+            )}
+            <DialogActions
+              alert
+              keepOpen
+              confirmLabel={guard ? 'Archive anyway' : 'Archive'}
+              busy={archive.isPending}
+              onConfirm={() => archive.mutate(guard)}
+            />
+          </AlertDialog.Content>
         </AlertDialog.Root>
       )}
       {restore.error && (

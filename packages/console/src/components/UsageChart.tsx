@@ -1,11 +1,9 @@
-import { useQuery } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { api, unwrap } from '../api/client';
+import { useProjectUsage } from '../api/usage';
 import type { Flag } from '../api/types';
 
-const HOUR_MS = 3_600_000;
 /** The chart's span: a week of hours. */
 const HOURS = 7 * 24;
 /** Series colours, readable on the light and the dark theme. */
@@ -20,7 +18,7 @@ function colourOf(flag: Flag, variation: string): string {
 /**
  * Evaluations per variation per hour over the last week, one chart per environment that
  * evaluated the flag (journey 4), all from one `GET …/usage?flag=…&interval=hour` (design record
- * 038), refreshed each minute (counts are written in batches). The canvas is hidden from screen
+ * 038, `useProjectUsage`). The canvas is hidden from screen
  * readers; the table under it says the same in numbers, for everyone.
  */
 export default function UsageChart({
@@ -33,23 +31,7 @@ export default function UsageChart({
   flag: Flag;
 }) {
   const key = flag.key ?? flag.id;
-  const usage = useQuery({
-    queryKey: ['usage', org, project, key],
-    refetchInterval: 60_000,
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/orgs/{org}/projects/{project}/usage', {
-          params: {
-            path: { org, project },
-            query: {
-              flag: key,
-              interval: 'hour',
-              from: new Date(Date.now() - (HOURS - 1) * HOUR_MS).toISOString(),
-            },
-          },
-        }),
-      ),
-  });
+  const usage = useProjectUsage(org, project, { interval: 'hour', buckets: HOURS, flag: key });
   const environments = usage.data?.flags[0]?.environments ?? [];
   return (
     <section aria-labelledby="usage-heading">

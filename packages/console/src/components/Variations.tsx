@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { AlertDialog } from 'radix-ui';
+import { AlertDialog, Button } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Flag } from '../api/types';
@@ -181,33 +181,31 @@ function DeleteVariation(props: {
         setOpen(next);
       }}
     >
-      <AlertDialog.Trigger asChild>
-        <button type="button" className="quiet">
+      <AlertDialog.Trigger>
+        <Button type="button" variant="soft" color="gray">
           Delete variation {variation.key}
-        </button>
+        </Button>
       </AlertDialog.Trigger>
-      <AlertDialog.Portal>
-        <AlertDialog.Overlay className="overlay" />
-        <AlertDialog.Content className="dialog">
-          <AlertDialog.Title>Delete variation {variation.key}?</AlertDialog.Title>
-          <AlertDialog.Description>
-            A variation that an environment serves (default, off, rollout or rule) cannot be
-            deleted: change what is served first.
-          </AlertDialog.Description>
-          {remove.error && (
-            <p role="alert" className="field-error">
-              {remove.error.message}
-            </p>
-          )}
-          <DialogActions
-            alert
-            keepOpen
-            confirmLabel="Delete variation"
-            busy={remove.isPending}
-            onConfirm={() => remove.mutate()}
-          />
-        </AlertDialog.Content>
-      </AlertDialog.Portal>
+      <AlertDialog.Content className="dialog-body">
+        <AlertDialog.Title>Delete variation {variation.key}?</AlertDialog.Title>
+        <AlertDialog.Description>
+          A variation that an environment serves (default, off, rollout or rule) cannot be deleted:
+          change what is served first.
+        </AlertDialog.Description>
+        {remove.error && (
+          <p role="alert" className="field-error">
+            {remove.error.message}
+          </p>
+        )}
+        <DialogActions
+          alert
+          keepOpen
+          danger
+          confirmLabel="Delete variation"
+          busy={remove.isPending}
+          onConfirm={() => remove.mutate()}
+        />
+      </AlertDialog.Content>
     </AlertDialog.Root>
   );
 }

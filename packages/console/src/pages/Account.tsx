@@ -7,6 +7,7 @@ import { ActionsTableHead } from '../components/ActionsTableHead';
 import { ConfirmButton } from '../components/ConfirmButton';
 import { Field } from '../components/Field';
 import { NewPasswordField } from '../components/people/NewPasswordField';
+import { LastUsed } from '../components/LastUsed';
 import { when } from '../components/people/organization';
 import { SecretOnce } from '../components/SecretOnce';
 import { useFormMutation } from '../components/useFormMutation';
@@ -247,7 +248,9 @@ function PersonalTokens() {
                 <td>
                   <code>…{token.lastFourCharacters}</code>
                 </td>
-                <td>{when(token.lastUsedAt)}</td>
+                <td>
+                  <LastUsed at={token.lastUsedAt} />
+                </td>
                 <td>{token.expiresAt ? when(token.expiresAt) : 'never'}</td>
                 <td>
                   <ConfirmButton

@@ -1,9 +1,10 @@
+import { Button } from '@radix-ui/themes';
 import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../api/client';
 import { forgetToken } from '../api/token';
 import { Field } from '../components/Field';
-import { keyFromName } from '../components/key-from-name';
+import { KeyNameFields } from '../components/KeyNameFields';
 
 /**
  * The first run (design record 040): on an instance without an organization, the setup code
@@ -17,8 +18,7 @@ export function FirstRun(props: { onSignedIn: () => void }) {
     name: '',
     password: '',
   });
-  const [orgSlug, setOrgSlug] = useState<string | null>(null);
-  const slug = orgSlug ?? keyFromName(form.orgName);
+  const [slug, setSlug] = useState('');
   const setUp = useMutation({
     mutationFn: async () => {
       forgetToken();
@@ -55,20 +55,16 @@ export function FirstRun(props: { onSignedIn: () => void }) {
           error={field('setupCode')}
           onChange={edit('setupCode')}
         />
-        <Field
-          label="Organization name"
-          required
-          value={form.orgName}
-          error={field('orgName')}
-          onChange={edit('orgName')}
-        />
-        <Field
-          label="Organization key"
-          hint="Its short name in addresses (/orgs/acme)."
-          required
-          value={slug}
-          error={field('orgSlug')}
-          onChange={(event) => setOrgSlug(event.target.value)}
+        <KeyNameFields
+          noun="Organization"
+          keyFromName
+          keyHint="Its short name in addresses (/orgs/acme)."
+          draft={{ name: form.orgName, key: slug }}
+          onChange={(organization) => {
+            setForm({ ...form, orgName: organization.name });
+            setSlug(organization.key);
+          }}
+          problemAt={(name) => field(name === 'key' ? 'orgSlug' : 'orgName')}
         />
         <Field
           label="Your name"
@@ -98,9 +94,9 @@ export function FirstRun(props: { onSignedIn: () => void }) {
           onChange={edit('password')}
         />
         {unplaced && <p role="alert">{unplaced}</p>}
-        <button type="submit" disabled={setUp.isPending}>
+        <Button type="submit" disabled={setUp.isPending}>
           Create organization
-        </button>
+        </Button>
       </form>
     </main>
   );

@@ -1,8 +1,10 @@
+import { Button, IconButton, TextField } from '@radix-ui/themes';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useDeferredValue, useEffect, useState } from 'react';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
 import type { Environment } from '../api/types';
+import { useProjectUsage } from '../api/usage';
 import { CreateFlagDialog } from '../components/CreateFlagDialog';
 import { EnvironmentToggle } from '../components/EnvironmentToggle';
 import { useFavourites } from '../components/favourites';
@@ -11,7 +13,6 @@ import { Sparkline } from '../components/Sparkline';
 import '../flag-pages.css';
 
 const PAGE_SIZE = 50;
-const DAY_MS = 86_400_000;
 /** The sparkline's days, today included. */
 const SPARKLINE_DAYS = 7;
 /** Width the flag list keeps for its other columns; each environment column takes about 7 rem. */
@@ -33,24 +34,18 @@ function useFittingColumns(): number {
 
 /**
  * Evaluations per day of every flag of the project over the last week, summed over
- * environments and variations: one `GET …/usage` for the whole list (design record 038).
+ * environments and variations: one `GET …/usage` for the whole list (design record 038), asked
+ * for only once the flags are shown, so that it never delays them (design record 048).
  */
-function useWeeklyUsage(org: string, project: string): Map<string, number[]> | undefined {
-  const usage = useQuery({
-    queryKey: ['usage', org, project, 'week'],
-    refetchInterval: 60_000,
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/orgs/{org}/projects/{project}/usage', {
-          params: {
-            path: { org, project },
-            query: {
-              interval: 'day',
-              from: new Date(Date.now() - (SPARKLINE_DAYS - 1) * DAY_MS).toISOString(),
-            },
-          },
-        }),
-      ),
+function useWeeklyUsage(
+  org: string,
+  project: string,
+  enabled: boolean,
+): Map<string, number[]> | undefined {
+  const usage = useProjectUsage(org, project, {
+    interval: 'day',
+    buckets: SPARKLINE_DAYS,
+    enabled,
   });
   if (!usage.data) return undefined;
   return new Map(
@@ -105,7 +100,6 @@ export function FlagList({ org, project }: { org: string; project: string }) {
   const columns: Environment[] = pickedColumns
     ? environments.filter((e) => pickedColumns.includes(e.key ?? ''))
     : environments.slice(0, fitting);
-  const usage = useWeeklyUsage(org, project);
   const q = useDeferredValue(search.trim());
   const cursor = cursors[cursors.length - 1];
   const favouriteKeys = favouritesOnly ? [...favourites].sort().join(',') : null;
@@ -156,6 +150,8 @@ export function FlagList({ org, project }: { org: string; project: string }) {
       ),
   });
 
+  const usage = useWeeklyUsage(org, project, flags.isSuccess);
+
   function filtered<T>(set: (value: T) => void) {
     return (value: T) => {
       set(value);
@@ -177,7 +173,7 @@ export function FlagList({ org, project }: { org: string; project: string }) {
       <search className="filters" aria-label="Filter flags">
         <label>
           Search flags
-          <input
+          <TextField.Root
             type="search"
             value={search}
             placeholder="Key or name"
@@ -186,7 +182,7 @@ export function FlagList({ org, project }: { org: string; project: string }) {
         </label>
         <label>
           Tag
-          <input value={tag} onChange={(event) => filtered(setTag)(event.target.value)} />
+          <TextField.Root value={tag} onChange={(event) => filtered(setTag)(event.target.value)} />
         </label>
         <label className="check">
           <input
@@ -329,15 +325,16 @@ export function FlagList({ org, project }: { org: string; project: string }) {
           {items.map((flag) => (
             <tr key={flag.id}>
               <td>
-                <button
+                <IconButton
                   type="button"
-                  className="star"
+                  variant="ghost"
+                  color={favourites.has(flag.key) ? undefined : 'gray'}
                   aria-pressed={favourites.has(flag.key)}
                   aria-label={`Favourite ${flag.key}`}
                   onClick={() => toggle(flag.key)}
                 >
                   {favourites.has(flag.key) ? '★' : '☆'}
-                </button>
+                </IconButton>
               </td>
               <td>
                 <Link href={`/orgs/${org}/projects/${project}/flags/${flag.key}`}>
@@ -388,20 +385,24 @@ export function FlagList({ org, project }: { org: string; project: string }) {
       {flags.isSuccess && items.length === 0 && <p>No flags match.</p>}
       {paged && (
         <nav aria-label="Pages" className="pager">
-          <button
+          <Button
             type="button"
+            variant="soft"
+            color="gray"
             disabled={cursors.length === 1}
             onClick={() => setCursors(cursors.slice(0, -1))}
           >
             Previous page
-          </button>
-          <button
+          </Button>
+          <Button
             type="button"
+            variant="soft"
+            color="gray"
             disabled={!flags.data?.next_cursor}
             onClick={() => setCursors([...cursors, flags.data?.next_cursor ?? undefined])}
           >
             Next page
-          </button>
+          </Button>
         </nav>
       )}
     </>

@@ -8,6 +8,7 @@ import { ConfirmButton } from '../components/ConfirmButton';
 import { DialogActions } from '../components/DialogActions';
 import { Field, Labelled } from '../components/Field';
 import { NotAllowed } from '../components/people/NotAllowed';
+import { LastUsed } from '../components/LastUsed';
 import { useOrganization, when } from '../components/people/organization';
 import { ProjectAllowlist, ProjectNames } from '../components/people/ProjectAllowlist';
 import { SecretOnce } from '../components/SecretOnce';
@@ -119,7 +120,9 @@ function MemberList({ org }: { org: string }) {
                     />
                   )}
                 </td>
-                <td>{when(member.lastSeenAt)}</td>
+                <td>
+                  <LastUsed at={member.lastSeenAt} />
+                </td>
                 <td>
                   {member._actions['delete']?.allowed && (
                     <ConfirmButton
@@ -389,7 +392,9 @@ function ServiceTokens({ org }: { org: string }) {
                 <td>
                   <code>…{token.lastFourCharacters}</code>
                 </td>
-                <td>{when(token.lastUsedAt)}</td>
+                <td>
+                  <LastUsed at={token.lastUsedAt} />
+                </td>
                 <td>
                   <ConfirmButton
                     label="Revoke"

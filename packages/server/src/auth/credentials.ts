@@ -25,9 +25,27 @@ export async function identifyCaller(
   if (request.headers.authorization !== undefined || !secret) {
     if (request.headers.authorization === undefined && request.routeOptions.config.public)
       return null;
-    return authenticate(services.db, request.headers.authorization, now);
+    return noteUse(
+      services,
+      await authenticate(services.db, request.headers.authorization, now),
+      now,
+    );
   }
   const caller = await authenticateSession(services.db, services.config, secret, now);
   checkCsrf(request, services.config, secret);
+  return noteUse(services, caller, now);
+}
+
+/**
+ * Notes the caller's request for the tokens' `lastUsedAt` and the people's `lastSeenAt`,
+ * written with the next usage flush rather than per request (design record 048). A session's
+ * own last use is kept by the session, which needs it for the idle limit.
+ * @returns the caller, unchanged
+ */
+export function noteUse(services: Pick<Services, 'usage'>, caller: Caller, now: Date): Caller {
+  const atMs = now.getTime();
+  if (caller.type === 'service_token' || caller.via === 'token')
+    services.usage.recordTokenUse(caller.tokenId, atMs);
+  if (caller.type === 'user') services.usage.recordUserSeen(caller.id, atMs);
   return caller;
 }

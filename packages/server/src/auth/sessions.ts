@@ -165,7 +165,6 @@ export async function authenticateSession(
   if (now.getTime() - lastSeen >= LAST_SEEN_PRECISION_MS) {
     const at = now.toISOString();
     await db.updateTable('sessions').set({ last_seen_at: at }).where('id', '=', row.id).execute();
-    await db.updateTable('users').set({ last_seen_at: at }).where('id', '=', row.user_id).execute();
   }
   return {
     type: 'user',

@@ -20,7 +20,11 @@ export interface Mutation {
   trx: Transaction<Schema>;
   /** The change's time, ISO-8601 UTC: every row and event of one mutation carries the same. */
   now: string;
-  /** Records an event in the outbox now, inside the transaction (order matters for deletions). */
+  /**
+   * Records an event in the outbox now, inside the transaction (order matters for deletions). An
+   * update whose `changes` list is empty changed nothing and is not recorded; a mutation whose
+   * every event was such an update is rolled back (see {@link mutate}).
+   */
   emit(event: NewEvent): Promise<void>;
   /**
    * Runs `notify` once the transaction has committed, once however often asked: e.g. waking the
@@ -77,6 +81,10 @@ export interface MutationScope {
  * (design record 018). A transaction that PostgreSQL aborts as a deadlock or serialization
  * failure is run again from the start, up to {@link RETRIES} times after a random pause (design
  * record 036): `work` must keep its effects to the transaction and the {@link Mutation}.
+ *
+ * A write that changes nothing (every event it emitted lists no changed property, e.g. a PATCH
+ * with the stored values) is rolled back: no row, version, audit entry or event is written, no
+ * one is notified, and `work`'s value is returned as if it had committed (design record 048).
  */
 export async function mutate<T>(
   db: Kysely<Schema>,
@@ -130,6 +138,21 @@ function isTransient(error: unknown): boolean {
   return TRANSIENT_SQLSTATE.has(String((error as { code?: unknown } | undefined)?.code));
 }
 
+/**
+ * Thrown inside the transaction to roll back a mutation that changed nothing, carrying what its
+ * work returned.
+ */
+class NothingChanged extends Error {
+  constructor(readonly value: unknown) {
+    super('The mutation changed nothing.');
+  }
+}
+
+/** An update that names no changed property: the write behind it changed nothing. */
+function changesNothing(event: NewEvent): boolean {
+  return event.changes !== undefined && event.changes.length === 0;
+}
+
 async function attemptMutation<T>(
   db: Kysely<Schema>,
   scope: MutationScope,
@@ -139,7 +162,8 @@ async function attemptMutation<T>(
   const afterCommit = new Set<() => void>();
   const runAfterCommit = (notify: () => void) => void afterCommit.add(notify);
   const now = scope.now.toISOString();
-  const result = await db.transaction().execute(async (trx) => {
+  const emitted = { recorded: 0, unchanged: 0 };
+  const transaction = db.transaction().execute(async (trx) => {
     /** Targets whose revision this mutation bumped already: one change, one revision. */
     const revised = new Set<string>();
     const checkPolicy = (
@@ -163,8 +187,13 @@ async function attemptMutation<T>(
     const mutation: Mutation = {
       trx,
       now,
-      emit: (event) =>
-        writeEvents(
+      emit: (event) => {
+        if (changesNothing(event)) {
+          emitted.unchanged += 1;
+          return Promise.resolve();
+        }
+        emitted.recorded += 1;
+        return writeEvents(
           {
             trx,
             hub: scope.events,
@@ -175,7 +204,8 @@ async function attemptMutation<T>(
             changeRequest: scope.changeRequest,
           },
           [event],
-        ),
+        );
+      },
       afterCommit: runAfterCommit,
       touchEnvironments,
       touchProject,
@@ -197,9 +227,18 @@ async function attemptMutation<T>(
       },
     };
     const value = await work(mutation);
+    if (emitted.unchanged > 0 && emitted.recorded === 0) throw new NothingChanged(value);
     await bumpVersions(trx, [...touched]);
     return value;
   });
+  let result: T;
+  try {
+    result = await transaction;
+  } catch (error) {
+    // Rolled back: nothing was written, so there is nothing to publish or to run after commit.
+    if (error instanceof NothingChanged) return error.value as T;
+    throw error;
+  }
   if (touched.size > 0) scope.events.committed({ environmentIds: [...touched] });
   for (const notify of afterCommit) notify();
   return result;

@@ -101,7 +101,7 @@ function* usageBodies(batch: UsageBatch): Generator<RelayUsageBody> {
         hourMs: bucket.hourMs,
         count: bucket.count,
       });
-  const keyUses = [...batch.keyUses].map(([keyId, atMs]) => ({ keyId, atMs }));
+  const keyUses = [...batch.lastUses.sdk_keys].map(([keyId, atMs]) => ({ keyId, atMs }));
   const rows = Math.max(evaluations.length, customEvents.length, keyUses.length);
   for (let start = 0; start < rows; start += MAX_RELAY_USAGE_ROWS) {
     const end = start + MAX_RELAY_USAGE_ROWS;

@@ -1,7 +1,7 @@
 import type { EvaluationContext } from '@vexil/engine';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { CustomEventUsageTable, FlagUsageTable, Schema } from '../db/schema.js';
-import { ExposureRecorder } from './exposures.js';
+import type { ExposureRecorder } from './exposures.js';
 
 export const HOUR_MS = 3_600_000;
 /** Rows per upsert statement: far below both dialects' bound-parameter limits. */
@@ -58,8 +58,24 @@ export interface UsageBatch {
   /** environment id → `eventKey\nhour` → bucket */
   customEvents: Map<string, Map<string, CustomBucket>>;
   customBucketCount: number;
-  /** SDK key id → its latest use (epoch ms). */
-  keyUses: Map<string, number>;
+  /** Per credential table, the id of each credential (or person) → its latest use (epoch ms). */
+  lastUses: Record<LastUseTable, Map<string, number>>;
+}
+
+/**
+ * Where a credential's last use is kept, and in which column: SDK keys and API tokens (personal
+ * and service) in `last_used_at`, people in `users.last_seen_at`.
+ */
+const LAST_USE_COLUMNS = {
+  sdk_keys: 'last_used_at',
+  api_tokens: 'last_used_at',
+  users: 'last_seen_at',
+} as const;
+
+type LastUseTable = keyof typeof LAST_USE_COLUMNS;
+
+function hasLastUses(batch: UsageBatch): boolean {
+  return Object.values(batch.lastUses).some((uses) => uses.size > 0);
 }
 
 /** One not-yet-flushed usage bucket of a flag in an environment. */
@@ -75,7 +91,7 @@ function emptyPending(): UsageBatch {
     evaluations: new Map(),
     customEvents: new Map(),
     customBucketCount: 0,
-    keyUses: new Map(),
+    lastUses: { sdk_keys: new Map(), api_tokens: new Map(), users: new Map() },
   };
 }
 
@@ -141,7 +157,6 @@ export class UsageAggregator {
     unknownFlag: 0,
     overflow: 0,
   };
-
 
   /**
    * @param store where flushed counts go
@@ -231,9 +246,29 @@ export class UsageAggregator {
    * `last_used_at` with the next flush. A null id (a grant from an old snapshot copy) is ignored.
    */
   recordKeyUse(keyId: string | null, atMs: number): void {
-    if (keyId === null) return;
-    const last = this.pending.keyUses.get(keyId);
-    if (last === undefined || atMs > last) this.pending.keyUses.set(keyId, atMs);
+    if (keyId !== null) this.noteLastUse('sdk_keys', keyId, atMs);
+  }
+
+  /**
+   * Notes that the personal or service token with id `tokenId` was used at `atMs` (epoch ms);
+   * written to its `last_used_at` with the next flush, so a request costs no write.
+   */
+  recordTokenUse(tokenId: string, atMs: number): void {
+    this.noteLastUse('api_tokens', tokenId, atMs);
+  }
+
+  /**
+   * Notes that the person with id `userId` made a request at `atMs` (epoch ms), by token or
+   * session; written to `users.last_seen_at` with the next flush.
+   */
+  recordUserSeen(userId: string, atMs: number): void {
+    this.noteLastUse('users', userId, atMs);
+  }
+
+  private noteLastUse(table: LastUseTable, id: string, atMs: number): void {
+    const uses = this.pending.lastUses[table];
+    const last = uses.get(id);
+    if (last === undefined || atMs > last) uses.set(id, atMs);
   }
 
   /** The environment's pending evaluation counts, by flag key. */
@@ -371,7 +406,7 @@ export class UsageAggregator {
 
   private async flushOnce(): Promise<void> {
     const batch = this.pending;
-    if (batch.evaluations.size === 0 && batch.customEvents.size === 0 && batch.keyUses.size === 0) {
+    if (batch.evaluations.size === 0 && batch.customEvents.size === 0 && !hasLastUses(batch)) {
       this.lastCompleteFlushMs = Date.now();
       return;
     }
@@ -409,7 +444,11 @@ export class UsageAggregator {
         this.addCustomEvent(environmentId, bucket.eventKey, bucket.hourMs, bucket.count);
       }
     }
-    for (const [keyId, atMs] of batch.keyUses) this.recordKeyUse(keyId, atMs);
+    for (const [table, uses] of Object.entries(batch.lastUses) as [
+      LastUseTable,
+      Map<string, number>,
+    ][])
+      for (const [id, atMs] of uses) this.noteLastUse(table, id, atMs);
   }
 }
 
@@ -497,7 +536,7 @@ export class DatabaseUsageStore implements UsageStore {
         }
       }
     }
-    if (usageRows.length === 0 && customRows.length === 0 && batch.keyUses.size === 0) return;
+    if (usageRows.length === 0 && customRows.length === 0 && !hasLastUses(batch)) return;
     await this.db.transaction().execute(async (trx) => {
       for (let i = 0; i < usageRows.length; i += ROWS_PER_STATEMENT) {
         await trx
@@ -530,17 +569,29 @@ export class DatabaseUsageStore implements UsageStore {
           )
           .execute();
       }
-      // One short update per key used since the last flush; another node may have written a
-      // later use already, which is kept.
-      for (const [keyId, atMs] of batch.keyUses) {
-        const usedAt = new Date(atMs).toISOString();
-        await trx
-          .updateTable('sdk_keys')
-          .set({ last_used_at: usedAt })
-          .where('id', '=', keyId)
-          .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', usedAt)]))
-          .execute();
-      }
+      await writeLastUses(trx, batch.lastUses);
     });
+  }
+}
+
+/**
+ * One short update per credential (or person) used since the last flush; another node may have
+ * written a later use already, which is kept.
+ */
+async function writeLastUses(
+  trx: Transaction<Schema>,
+  lastUses: UsageBatch['lastUses'],
+): Promise<void> {
+  for (const [table, uses] of Object.entries(lastUses) as [LastUseTable, Map<string, number>][]) {
+    const column = LAST_USE_COLUMNS[table];
+    for (const [id, atMs] of uses) {
+      const usedAt = new Date(atMs).toISOString();
+      await trx
+        .updateTable(table)
+        .set({ [column]: usedAt })
+        .where('id', '=', id)
+        .where((eb) => eb.or([eb(column, 'is', null), eb(column, '<', usedAt)]))
+        .execute();
+    }
   }
 }

@@ -1,4 +1,5 @@
 import { useMutation } from '@tanstack/react-query';
+import { Button, TextArea, TextField } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
@@ -63,12 +64,16 @@ export function Playground(props: {
       <form onSubmit={submit} className="playground">
         <Labelled label="User id">
           {(id) => (
-            <input id={id} value={userId} onChange={(event) => setUserId(event.target.value)} />
+            <TextField.Root
+              id={id}
+              value={userId}
+              onChange={(event) => setUserId(event.target.value)}
+            />
           )}
         </Labelled>
         <Labelled label="Attributes (JSON)" error={syntax}>
           {(id, describedBy) => (
-            <textarea
+            <TextArea
               id={id}
               rows={4}
               aria-describedby={describedBy}
@@ -78,9 +83,9 @@ export function Playground(props: {
             />
           )}
         </Labelled>
-        <button type="submit" disabled={evaluate.isPending}>
+        <Button type="submit" disabled={evaluate.isPending}>
           Evaluate in {environment}
-        </button>
+        </Button>
       </form>
       {evaluate.error && (
         <p role="alert" className="field-error">

@@ -1,5 +1,5 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { AlertDialog } from 'radix-ui';
+import { AlertDialog, Button } from '@radix-ui/themes';
 import { useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../../api/client';
@@ -68,42 +68,41 @@ export function WebhookPage(props: { org: string; project: string; id: string })
         <h1>{data.name}</h1>
         {can('update').allowed && <WebhookDialog org={org} project={project} webhook={data} />}
         {can('update').allowed && (
-          <button
+          <Button
             type="button"
-            className="quiet"
+            variant="soft"
+            color="gray"
             disabled={setEnabled.isPending}
             onClick={() => setEnabled.mutate(!data.enabled)}
           >
             {data.enabled ? 'Disable' : 'Enable'}
-          </button>
+          </Button>
         )}
         {can('test').allowed ? (
-          <button type="button" disabled={test.isPending} onClick={() => test.mutate()}>
+          <Button type="button" disabled={test.isPending} onClick={() => test.mutate()}>
             Send test event
-          </button>
+          </Button>
         ) : null}
         {can('delete').allowed && (
           <AlertDialog.Root>
-            <AlertDialog.Trigger asChild>
-              <button type="button" className="quiet">
+            <AlertDialog.Trigger>
+              <Button type="button" variant="soft" color="gray">
                 Delete webhook
-              </button>
+              </Button>
             </AlertDialog.Trigger>
-            <AlertDialog.Portal>
-              <AlertDialog.Overlay className="overlay" />
-              <AlertDialog.Content className="dialog">
-                <AlertDialog.Title>Delete {data.name}?</AlertDialog.Title>
-                <AlertDialog.Description>
-                  Its secrets and delivery log go with it.
-                </AlertDialog.Description>
-                <DialogActions
-                  alert
-                  confirmLabel={`Delete ${data.name}`}
-                  busy={remove.isPending}
-                  onConfirm={() => remove.mutate()}
-                />
-              </AlertDialog.Content>
-            </AlertDialog.Portal>
+            <AlertDialog.Content className="dialog-body">
+              <AlertDialog.Title>Delete {data.name}?</AlertDialog.Title>
+              <AlertDialog.Description>
+                Its secrets and delivery log go with it.
+              </AlertDialog.Description>
+              <DialogActions
+                alert
+                danger
+                confirmLabel={`Delete ${data.name}`}
+                busy={remove.isPending}
+                onConfirm={() => remove.mutate()}
+              />
+            </AlertDialog.Content>
           </AlertDialog.Root>
         )}
       </div>
@@ -182,9 +181,9 @@ function Secrets(props: {
         them. To rotate, add a new secret, move the receiver to it, then retire the old one.
       </p>
       {props.canAdd && (
-        <button type="button" disabled={rotate.isPending} onClick={() => rotate.mutate()}>
+        <Button type="button" disabled={rotate.isPending} onClick={() => rotate.mutate()}>
           Rotate secret
-        </button>
+        </Button>
       )}
       {rotate.error && (
         <p role="alert" className="field-error">
@@ -221,15 +220,16 @@ function Secrets(props: {
                 </td>
                 <td>
                   {props.canAdd && (
-                    <button
+                    <Button
                       type="button"
-                      className="quiet"
+                      variant="soft"
+                      color="gray"
                       aria-label={`Retire secret ${index + 1}`}
                       disabled={retire.isPending}
                       onClick={() => retire.mutate(secret.id)}
                     >
                       Retire
-                    </button>
+                    </Button>
                   )}
                 </td>
               </tr>
@@ -307,14 +307,15 @@ function DeliveryEntry(props: { org: string; id: string; delivery: Delivery }) {
             ? `, next at ${new Date(delivery.nextAttemptAt).toLocaleTimeString()}`
             : ''}
         </span>{' '}
-        <button
+        <Button
           type="button"
-          className="quiet"
+          variant="soft"
+          color="gray"
           disabled={redeliver.isPending}
           onClick={() => redeliver.mutate()}
         >
           Redeliver
-        </button>
+        </Button>
       </p>
       {redeliver.error && (
         <p role="alert" className="field-error">

@@ -206,17 +206,12 @@ export function registerMemberRoutes(app: App, services: Services): void {
           .where('organization_id', '=', access.org.id)
           .where('user_id', '=', userId)
           .execute();
-        const changes = diffProperties(
-          { role: before.role, projectIds: projectIdsOf(before) },
-          after,
-        );
-        if (changes.length > 0)
-          await m.emit({
-            type: 'member.updated',
-            entity: { type: 'member', id: userId, key: null },
-            changes,
-            description: `Member ${before.email} updated`,
-          });
+        await m.emit({
+          type: 'member.updated',
+          entity: { type: 'member', id: userId, key: null },
+          changes: diffProperties({ role: before.role, projectIds: projectIdsOf(before) }, after),
+          description: `Member ${before.email} updated`,
+        });
       });
       return memberBody(access, await findMember(services.db, services.dialect, access, userId));
     },

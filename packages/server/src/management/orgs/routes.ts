@@ -152,15 +152,12 @@ export function registerOrgRoutes(app: App, services: Services): void {
           .where('id', '=', access.org.id)
           .returningAll()
           .executeTakeFirstOrThrow();
-        const changes = diffProperties(before, organizationItem(updated));
-        if (changes.length > 0) {
-          await m.emit({
-            type: 'organization.updated',
-            entity: { type: 'organization', id: access.org.id, key: updated.slug },
-            changes,
-            description: `Organization "${updated.slug}" updated`,
-          });
-        }
+        await m.emit({
+          type: 'organization.updated',
+          entity: { type: 'organization', id: access.org.id, key: updated.slug },
+          changes: diffProperties(before, organizationItem(updated)),
+          description: `Organization "${updated.slug}" updated`,
+        });
         return updated;
       });
       return { ...organizationItem(row), _actions: organizationActions(access.role) };
