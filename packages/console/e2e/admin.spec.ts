@@ -343,3 +343,53 @@ test('the command bar offers every page the person may use, and segments by name
   await expect(page.getByRole('option', { name: 'Settings' })).toHaveCount(0);
   await expect(page.getByRole('option', { name: 'Webhooks' })).toHaveCount(0);
 });
+
+test('relay keys: create one for a project environment, shown once; revoke it', async ({
+  page,
+}) => {
+  await signIn(page);
+  await page.goto(`${server.url}${PAGES}/flags`);
+  await page
+    .getByRole('navigation', { name: 'Sections' })
+    .getByRole('link', { name: 'Relay keys' })
+    .click();
+  await expect(page.getByRole('heading', { name: 'Relay keys', level: 1 })).toBeVisible();
+  await expectAccessible(page);
+
+  await page.getByRole('button', { name: 'New relay key' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New relay key' });
+  await dialog.getByLabel('Name').fill('eu-west');
+  await dialog.getByLabel('Only the project ops').check();
+  await dialog.getByLabel('Production').check();
+  await expectAccessible(page);
+  await dialog.getByRole('button', { name: 'Create key' }).click();
+  const shown = dialog.getByLabel('Relay key eu-west');
+  await expect(shown).toHaveValue(/^vxr_/);
+  const key = await shown.inputValue();
+  await expectAccessible(page);
+
+  const follow = async () => {
+    const abort = new AbortController();
+    const response = await fetch(`${server.url}/v1/relay/feed`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ known: {} }),
+      signal: abort.signal,
+    });
+    abort.abort();
+    return response.status;
+  };
+  expect(await follow()).toBe(200);
+
+  await dialog.getByRole('button', { name: 'Done' }).click();
+  const row = page.getByRole('row', { name: /eu-west/ });
+  await expect(row).toContainText('ops: production');
+  await expect(row).toContainText(key.slice(-4));
+  await row.getByRole('button', { name: 'Revoke relay key eu-west' }).click();
+  await page
+    .getByRole('alertdialog', { name: 'Revoke relay key eu-west?' })
+    .getByRole('button', { name: 'Revoke eu-west' })
+    .click();
+  await expect(row).toHaveCount(0);
+  expect(await follow()).toBe(401);
+});

@@ -16,6 +16,7 @@ import { SignIn } from './pages/SignIn';
 import { ForgotPassword, ResetPassword } from './pages/PasswordReset';
 import { AuditLog } from './pages/admin/AuditLog';
 import { Environments } from './pages/admin/Environments';
+import { RelayKeys } from './pages/admin/RelayKeys';
 import { SdkKeys } from './pages/admin/SdkKeys';
 import { SegmentPage, Segments } from './pages/admin/Segments';
 import { WebhookPage } from './pages/admin/WebhookPage';
@@ -109,6 +110,13 @@ export function App() {
         {(params) => (
           <InShell {...params}>
             <SdkKeys {...params} />
+          </InShell>
+        )}
+      </Route>
+      <Route path={`${PROJECT}/relay-keys`}>
+        {(params) => (
+          <InShell {...params}>
+            <RelayKeys {...params} />
           </InShell>
         )}
       </Route>

@@ -37,5 +37,6 @@ export type Invitation = Ok<`${Org}/invitations`, 'get'>['items'][number];
 export type AccessToken = Ok<'/api/v1/me/tokens', 'get'>['items'][number];
 export type Session = Ok<'/api/v1/me/sessions', 'get'>['items'][number];
 export type SsoConnection = Ok<`${Org}/sso-connections`, 'get'>['items'][number];
+export type RelayKey = Ok<`${Org}/relay-keys`, 'get'>['items'][number];
 export type Role = Member['role'];
 export const ROLES: readonly Role[] = ['Viewer', 'Member', 'Admin', 'Owner'];

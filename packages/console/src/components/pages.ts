@@ -17,7 +17,7 @@ export function projectPages(org: string, project: string): ConsolePage[] {
 
 /**
  * The Administer section's pages (journey 7): environments, segments and SDK keys for every
- * role; webhooks and the audit log only when the organization's `_actions` allow them (Admin),
+ * role; webhooks, relay keys and the audit log only when the organization's `_actions` allow them (Admin),
  * so a Viewer is offered no page it cannot use. One list for the navigation and the command bar.
  */
 export function useAdministrationPages(org: string, project: string): ConsolePage[] {
@@ -29,6 +29,9 @@ export function useAdministrationPages(org: string, project: string): ConsolePag
     { label: 'SDK keys', path: `${base}/sdk-keys` },
     ...(actions?.['manageWebhooks']?.allowed
       ? [{ label: 'Webhooks', path: `${base}/webhooks` }]
+      : []),
+    ...(actions?.['manageRelayKeys']?.allowed
+      ? [{ label: 'Relay keys', path: `${base}/relay-keys` }]
       : []),
     ...(actions?.['readAuditLog']?.allowed
       ? [{ label: 'Audit log', path: `${base}/audit-log` }]

@@ -30,6 +30,9 @@ const SECRET_KINDS: Record<SecretPrefix, string> = {
   vxr: 'a relay key',
 };
 
+/** What {@link secretKind} calls a relay key. */
+export const RELAY_KEY_KIND = SECRET_KINDS.vxr;
+
 /** What `secret` is by its prefix ("a personal access token"…), or null when it has none of ours. */
 export function secretKind(secret: string): string | null {
   const prefix = /^(vxl_[a-z]{3}|vxr)_/.exec(secret)?.[1];

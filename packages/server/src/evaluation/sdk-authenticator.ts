@@ -1,4 +1,4 @@
-import { isSdkKey, secretKind } from '../auth/secrets.js';
+import { isSdkKey, RELAY_KEY_KIND, secretKind } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
 import type { SdkKeyGrant } from './sdk-key-grant.js';
@@ -47,7 +47,11 @@ export class SdkAuthFailure extends Error {
 
 /** The words of a `NotAnSdkKey` refusal, the same on every API that takes SDK keys. */
 export function notAnSdkKeyDetail(failure: SdkAuthFailure): string {
-  return `The key sent is ${failure.sent ?? 'not an SDK key'}, which only the management API (/api/v1) takes; send an SDK key of the environment (vxl_srv_… or vxl_cli_…).`;
+  const takenBy =
+    failure.sent === RELAY_KEY_KIND
+      ? 'the relay routes (/v1/relay/…)'
+      : 'the management API (/api/v1)';
+  return `The key sent is ${failure.sent ?? 'not an SDK key'}, which only ${takenBy} takes; send an SDK key of the environment (vxl_srv_… or vxl_cli_…).`;
 }
 
 /** An `Authorization` (or `X-API-Key`) value: the key, bare or after `Bearer ` (design record 006). */

@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createVexil } from '../app.js';
 import { hashSecret } from '../auth/secrets.js';
 import {
   call,
@@ -268,7 +269,7 @@ describe.each(testDialects())('relay feed on %s', (dialect) => {
       await vexil.services.usage.flush();
       const usage = await vexil.services.db
         .selectFrom('flag_usage')
-        .select((eb) => eb.fn.sum<number>('count').as('total'))
+        .select((eb) => eb.fn.sum<number | string>('count').as('total'))
         .where('environment_id', '=', ids['mobile/production']!)
         .executeTakeFirstOrThrow();
       expect(Number(usage.total)).toBe(12);
@@ -327,5 +328,135 @@ describe.each(testDialects())('relay feed on %s', (dialect) => {
       });
       expect(wrong.status).toBe(401);
     });
+  });
+});
+
+describe('relay feed across nodes on postgres', () => {
+  it('a feed held by node B hears of keys, environments and its revocation committed on node A', async () => {
+    const nodeA = await createTestVexil('postgres');
+    // A keep-alive far beyond the test: only the bus's notices can reach node B's feed.
+    const nodeB = await createVexil(
+      { ...nodeA.config, streamHeartbeatMs: 600_000 },
+      { logger: false, startWorkers: false },
+    );
+    try {
+      const org = await createOrg(nodeA);
+      await createProjectWithFlag(nodeA, org);
+      const relay = await callOk(nodeA, 'POST', `${orgBase}/relay-keys`, org.token, {
+        name: 'b',
+      });
+      await nodeB.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = nodeB.app.server.address() as AddressInfo;
+      const abort = new AbortController();
+      const reader = new SseReader(
+        await fetch(`http://127.0.0.1:${String(port)}/v1/relay/feed`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${relay.key as string}`,
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({ known: {} }),
+          signal: abort.signal,
+        }),
+        abort,
+      );
+      for (let event = await reader.next(); event.event !== 'ready'; event = await reader.next());
+
+      const created = await callOk(
+        nodeA,
+        'POST',
+        `${web}/environments/development/sdk-keys`,
+        org.token,
+        {
+          name: 'dev',
+          type: 'ServerSide',
+        },
+      );
+      const keys = await reader.next();
+      expect(keys.event).toBe('keys');
+      expect(JSON.parse(keys.data).sdkKeys).toEqual([
+        { id: created.id, hash: hashSecret(created.key as string), type: 'ServerSide' },
+      ]);
+
+      const staging = await callOk(nodeA, 'POST', `${web}/environments`, org.token, {
+        key: 'staging',
+        name: 'Staging',
+      });
+      const environment = await reader.next();
+      expect(environment.event).toBe('environment');
+      expect(JSON.parse(environment.data).environmentId).toBe(staging.id);
+
+      await callOk(nodeA, 'DELETE', `${orgBase}/relay-keys/${relay.id as string}`, org.token);
+      expect((await reader.next()).event).toBe('revoked');
+      await reader.until(() => reader.ended, 'the stream to end');
+    } finally {
+      await nodeB.close();
+      await nodeA.close();
+    }
+  });
+});
+
+describe('relay feed keep-alive', () => {
+  it('writes keep-alive comments, and closes a feed whose key was revoked without a notice', async () => {
+    const vexil = await createTestVexil('sqlite', { config: { streamHeartbeatMs: 50 } });
+    try {
+      const org = await createOrg(vexil);
+      const relay = await callOk(vexil, 'POST', `${orgBase}/relay-keys`, org.token, {
+        name: 'r',
+      });
+      await vexil.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = vexil.app.server.address() as AddressInfo;
+      const abort = new AbortController();
+      const reader = new SseReader(
+        await fetch(`http://127.0.0.1:${String(port)}/v1/relay/feed`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${relay.key as string}`,
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({ known: {} }),
+          signal: abort.signal,
+        }),
+        abort,
+      );
+      await reader.until(() => reader.comments >= 2, 'keep-alives');
+      // Revoked behind the bus's back (as if its notice were lost): the keep-alive's check sees it.
+      await vexil.services.db
+        .updateTable('relay_keys')
+        .set({ revoked_at: new Date().toISOString() })
+        .where('id', '=', relay.id as string)
+        .execute();
+      await reader.until(() => reader.ended, 'the stream to end');
+      expect(reader.events.at(-1)?.event).toBe('revoked');
+    } finally {
+      await vexil.close();
+    }
+  });
+});
+
+describe('relay feed at shutdown', () => {
+  it('a node that closes ends its feeds, so that relays reconnect elsewhere', async () => {
+    const vexil = await createTestVexil('sqlite');
+    const org = await createOrg(vexil);
+    const relay = await callOk(vexil, 'POST', `${orgBase}/relay-keys`, org.token, { name: 'r' });
+    await vexil.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = vexil.app.server.address() as AddressInfo;
+    const abort = new AbortController();
+    const reader = new SseReader(
+      await fetch(`http://127.0.0.1:${String(port)}/v1/relay/feed`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${relay.key as string}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ known: {} }),
+        signal: abort.signal,
+      }),
+      abort,
+    );
+    for (let event = await reader.next(); event.event !== 'ready'; event = await reader.next());
+    await vexil.close();
+    await reader.until(() => reader.ended, 'the stream to end');
+    expect(reader.events.map((event) => event.event)).not.toContain('revoked');
   });
 });

@@ -91,7 +91,7 @@ export class RelayFeed {
         if (id === this.grant.id) this.revoke();
       }),
     );
-    this.response.on('close', () => this.stop());
+    this.response.on('close', () => this.close());
     this.timer = setInterval(() => void this.keepAlive(), keepAliveMs);
     this.timer.unref();
     this.send('hello', {
@@ -117,7 +117,8 @@ export class RelayFeed {
     if (this.draining || this.closed) return;
     this.draining = true;
     try {
-      while (!this.closed && (this.resyncDue || this.dirty.size > 0)) {
+      // `closed` changes while a read is awaited: checked again before each step.
+      while (!this.isClosed() && (this.resyncDue || this.dirty.size > 0)) {
         if (this.resyncDue) {
           this.resyncDue = false;
           this.dirty.clear();
@@ -212,13 +213,18 @@ export class RelayFeed {
     if (this.failed) this.markAll();
   }
 
+  private isClosed(): boolean {
+    return this.closed;
+  }
+
   private revoke(): void {
     if (this.closed) return;
     this.send('revoked', {});
-    this.stop();
+    this.close();
   }
 
-  private stop(): void {
+  /** Ends the stream (the relay reconnects) and stops following changes. */
+  close(): void {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);

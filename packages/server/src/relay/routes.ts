@@ -53,6 +53,12 @@ export function registerRelayApi(
   signals: RelayFeedSignals,
 ): void {
   const upstream = databaseFingerprint(services.config.databaseUrl);
+  const open = new Set<RelayFeed>();
+  // A node shutting down ends its feeds (without `revoked`): relays reconnect to another node.
+  app.addHook('preClose', (done) => {
+    for (const feed of open) feed.close();
+    done();
+  });
 
   app.post(
     RELAY_FEED_PATH,
@@ -60,7 +66,7 @@ export function registerRelayApi(
     async (request, reply) => {
       const grant = await authenticateRelayKey(services.db, request.headers.authorization);
       const response = openEventStream(reply);
-      new RelayFeed(
+      const feed = new RelayFeed(
         {
           db: services.db,
           snapshots,
@@ -72,7 +78,10 @@ export function registerRelayApi(
         },
         grant,
         response,
-      ).start(request.body.known);
+      );
+      open.add(feed);
+      response.on('close', () => open.delete(feed));
+      feed.start(request.body.known);
     },
   );
 

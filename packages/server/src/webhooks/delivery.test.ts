@@ -208,6 +208,33 @@ describe.each(testDialects())('webhook delivery on %s', (dialect: Dialect) => {
     ]);
   });
 
+  it('relay keys created and revoked are delivered, with the id and never the secret', async () => {
+    const s = await setup();
+    await subscribe(s, { eventTypes: ['relay_key.created', 'relay_key.revoked'] });
+    const created = await call(s.vexil, 'POST', `${s.orgPath}/relay-keys`, {
+      token: s.token,
+      body: { name: 'edge' },
+    });
+    expect(created.status).toBe(201);
+    const revoked = await call(s.vexil, 'DELETE', `${s.orgPath}/relay-keys/${created.body.id}`, {
+      token: s.token,
+    });
+    expect(revoked.status).toBe(204);
+    expect(await s.vexil.webhookWorker.runOnce()).toBe(2);
+    const payloads = s.receiver.received.map(
+      (request) => JSON.parse(request.body) as { type: string; entity: unknown },
+    );
+    expect(payloads.map((payload) => payload.type).sort()).toEqual([
+      'relay_key.created',
+      'relay_key.revoked',
+    ]);
+    for (const payload of payloads)
+      expect(payload.entity).toEqual({ type: 'relay_key', id: created.body.id });
+    expect(s.receiver.received.map((request) => request.body).join('')).not.toContain(
+      created.body.key,
+    );
+  });
+
   it('signs with every active secret during a rotation, and stops with a retired one', async () => {
     const s = await setup();
     const { id, secret: oldSecret } = await subscribe(s);

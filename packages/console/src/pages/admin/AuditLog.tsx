@@ -13,6 +13,7 @@ const RESOURCES = [
   ['project.', 'Projects'],
   ['sdk_key.', 'SDK keys'],
   ['api_token.', 'Tokens'],
+  ['relay_key.', 'Relay keys'],
   ['member.', 'Members'],
   ['invitation.', 'Invitations'],
   ['organization.', 'Organization'],

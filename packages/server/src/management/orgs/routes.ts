@@ -44,6 +44,7 @@ function organizationActions(role: Role) {
     manageWebhooks: { role: 'Admin' },
     readAuditLog: { role: 'Admin' },
     manageServiceTokens: { role: 'Admin' },
+    manageRelayKeys: { role: 'Admin' },
   });
 }
 

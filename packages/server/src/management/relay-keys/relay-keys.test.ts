@@ -148,5 +148,9 @@ describe.each(testDialects())('relay keys on %s', (dialect) => {
       expect(response.status, path).toBe(401);
       expect(response.body.message).toMatch(/relay key/);
     }
+    // Nor is it an SDK key.
+    const flags = await call(vexil, 'GET', '/v1/sdk/flags', { token: created.body.key });
+    expect(flags.status).toBe(401);
+    expect(flags.body.detail).toMatch(/relay key, which only the relay routes/);
   });
 });
