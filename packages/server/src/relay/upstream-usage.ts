@@ -62,7 +62,8 @@ export class UpstreamUsageStore implements UsageStore {
         'content-type': 'application/json',
       },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
+      // Well within VEXIL_SHUTDOWN_TIMEOUT: the last flush on SIGTERM must not hold the exit.
+      signal: AbortSignal.timeout(10_000),
     });
     const text = await response.text();
     if (response.ok) return;
