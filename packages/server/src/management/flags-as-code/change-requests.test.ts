@@ -274,6 +274,35 @@ describe.each(testDialects())('flags as code and change requests on %s', (dialec
     expect(again).toMatchObject({ applied: false, changes: [], changeRequests: [] });
   });
 
+  it('a variation added is proposed with its set; serving it elsewhere at once is refused, nothing written', async () => {
+    const base = await seed(vexil, token, 'variations', ['production']);
+    const before = await exported(vexil, base, token);
+    const wanted = structuredClone(before);
+    const banner = wanted.flags?.find((f) => f.key === 'banner');
+    banner?.variations.push({ key: 'blue', name: 'Blue', value: 'blue', description: null });
+    const result = await callOk(vexil, 'POST', `${base}/apply?changeRequest=Blue`, token, wanted);
+    expect(result.changes).toEqual([
+      expect.objectContaining({ action: 'create', key: 'banner/blue', proposedIn: 'production' }),
+    ]);
+    const request = await callOk(vexil, 'GET', `${base}/change-requests/1`, token);
+    expect(request.changes).toMatchObject([
+      { kind: 'variations', flagKey: 'banner', variations: banner?.variations },
+    ]);
+    expect(await exported(vexil, base, token)).toEqual(before);
+
+    configurationOf(wanted, 'banner', 'staging').defaultVariation = 'blue';
+    const refused = await call(vexil, 'POST', `${base}/apply?changeRequest=Blue`, {
+      token,
+      body: wanted,
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toMatch(/only its change requests would create/);
+    expect(Object.keys(refused.body.fields)).toEqual([
+      'flags[0].environments.staging.defaultVariation',
+    ]);
+    expect(await exported(vexil, base, token)).toEqual(before);
+  });
+
   it('several protected environments: one request each, project-wide changes in the first', async () => {
     const base = await seed(vexil, token, 'both', ['staging', 'production']);
     const wanted = edited(await exported(vexil, base, token));

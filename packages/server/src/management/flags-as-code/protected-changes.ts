@@ -2,6 +2,7 @@ import { ApiError } from '../../http/errors.js';
 import { defaultOffVariation } from '../flags/configuration.js';
 import type { Mutation } from '../../db/mutate.js';
 import { diffProperties } from '../../events/types.js';
+import { checkDocument } from './validation.js';
 import { completeFlagEnvironment, completeSegment } from './document-defaults.js';
 import type { DocumentFlagEnvironment, ProjectDocument } from './document.js';
 import {
@@ -94,8 +95,8 @@ export function protectedEnvironmentKeys(state: ProjectState): string[] {
 /**
  * The protected environment whose change request holds a planned change, or undefined when the
  * change is written directly: a flag's configuration or rules in a protected environment go to
- * that environment's request; segment conditions and variation values, being project-wide, go to
- * the first protected environment's (contract, section 1: "a change request of any environment
+ * that environment's request; segment conditions and a flag's variation set (a variation added or
+ * removed, a value changed), being project-wide, go to the first protected environment's (contract, section 1: "a change request of any environment
  * of the project that requires them").
  */
 export function requestEnvironmentOf(
@@ -108,6 +109,8 @@ export function requestEnvironmentOf(
     const [environmentKey = ''] = change.key.slice(change.key.indexOf('@') + 1).split('#');
     return protectedKeys.includes(environmentKey) ? environmentKey : undefined;
   }
+  // A variation added to or removed from a flag changes its set, served in every environment.
+  if (change.kind === 'variation' && change.action !== 'update') return first;
   const serving =
     change.kind === 'segment'
       ? SERVING_SEGMENT_PROPERTIES
@@ -190,9 +193,10 @@ export function changeRequestRequired(
 
 /**
  * The part of the document an apply with a change request writes directly: the document without
- * the flags' configurations in protected environments, with the stored conditions of segments and
- * the stored values of variations wherever the document changes them (their names, descriptions
- * and the rest still apply). Everything left out is proposed instead ({@link proposedChanges}).
+ * the flags' configurations in protected environments, with the stored conditions of segments
+ * (their names and descriptions still apply) and the stored variation set of each flag whose set
+ * the document changes in what is served. Everything left out is proposed instead
+ * ({@link proposedChanges}).
  */
 export function directDocument(
   document: ProjectDocument,
@@ -215,13 +219,36 @@ export function directDocument(
       const environments = Object.fromEntries(
         Object.entries(input.environments ?? {}).filter(([key]) => !protectedKeys.includes(key)),
       );
-      const variations = input.variations.map((variation) => {
-        const value = stored?.variations.find((v) => v.key === variation.key)?.value;
-        return value === undefined ? variation : { ...variation, value };
-      });
+      const variations =
+        stored && variationSetServes(input, stored) ? storedVariations(stored) : input.variations;
       return { ...input, environments, variations };
     }),
   };
+}
+
+/**
+ * Checks that the part of the document written directly stands on its own: a configuration of
+ * an environment that requires no change request may not serve a variation only a change request
+ * would add.
+ * @throws ApiError 400 `validation_failed` by path, nothing written
+ */
+export function checkDirectPart(
+  direct: ProjectDocument,
+  state: ProjectState,
+  prune: boolean,
+): void {
+  try {
+    checkDocument(direct, state, { prune, projectKey: state.project.key });
+  } catch (error) {
+    if (!(error instanceof ApiError) || !error.detail.fields) throw error;
+    throw new ApiError(
+      'validation_failed',
+      'What the document changes outside environments requiring change requests uses what only ' +
+        'its change requests would create (a variation added to a flag); nothing was applied. ' +
+        'Apply the new variations first, then what uses them.',
+      { fields: error.detail.fields },
+    );
+  }
 }
 
 /** The document's variation set of a flag, as a `variations` change holds it. */
@@ -234,12 +261,30 @@ function variationSet(flag: NonNullable<ProjectDocument['flags']>[number]) {
   }));
 }
 
-/** Whether a stored flag's variations hold other values than the document gives them. */
-function valuesDiffer(input: NonNullable<ProjectDocument['flags']>[number], stored: FlagState) {
-  return input.variations.some((variation) => {
-    const value = stored.variations.find((v) => v.key === variation.key)?.value;
-    return value !== undefined && value !== variation.value;
-  });
+/**
+ * Whether the document changes what a stored flag's variation set serves: a variation added or
+ * removed, or a value changed (names, descriptions and order only describe it), as the write
+ * path's guard decides it.
+ */
+function variationSetServes(
+  input: NonNullable<ProjectDocument['flags']>[number],
+  stored: FlagState,
+) {
+  const values = new Map(stored.variations.map((v) => [v.key, v.value]));
+  return (
+    input.variations.length !== stored.variations.length ||
+    input.variations.some((variation) => values.get(variation.key) !== variation.value)
+  );
+}
+
+/** A stored flag's variation set as the document writes it, in its order. */
+function storedVariations(stored: FlagState) {
+  return stored.variations.map((variation) => ({
+    key: variation.key,
+    name: variation.name,
+    value: variation.value,
+    description: variation.description,
+  }));
 }
 
 /**
@@ -285,7 +330,7 @@ export function proposedChanges(
   for (const input of document.flags ?? []) {
     const stored = state.flags.find((flag) => flag.row.key === input.key);
     if (!stored) continue;
-    if (valuesDiffer(input, stored))
+    if (variationSetServes(input, stored))
       propose(first, {
         kind: 'variations',
         flagKey: input.key,
