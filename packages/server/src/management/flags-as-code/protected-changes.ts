@@ -1,8 +1,7 @@
-import { ApiError } from '../../http/errors.js';
-import { defaultOffVariation } from '../flags/configuration.js';
 import type { Mutation } from '../../db/mutate.js';
 import { diffProperties } from '../../events/types.js';
-import { checkDocument } from './validation.js';
+import { ApiError } from '../../http/errors.js';
+import { defaultOffVariation } from '../flags/configuration.js';
 import { completeFlagEnvironment, completeSegment } from './document-defaults.js';
 import type { DocumentFlagEnvironment, ProjectDocument } from './document.js';
 import {
@@ -12,6 +11,7 @@ import {
   type FlagState,
   type ProjectState,
 } from './project-state.js';
+import { checkDocument } from './validation.js';
 
 // Flags as code in a project with environments that require change requests (contract, change
 // requests, section 1; design record 042, "Flags as code and agents"): which parts of a plan
@@ -366,6 +366,8 @@ export function proposedChanges(
  * Opens one change request per protected environment for the changes proposed there, in the
  * mutation of the apply (its events and the request's commit together), opened for review
  * (`submit`), titled as asked. In the environments' document order.
+ * @throws ApiError 400 `validation_failed` when a request is refused (e.g. over 100 changes),
+ *   naming its environment; the apply's transaction then writes nothing
  */
 export async function openChangeRequests(
   m: Mutation,
@@ -377,13 +379,24 @@ export async function openChangeRequests(
   for (const environment of state.environments) {
     const changes = proposals.get(environment.key);
     if (!changes) continue;
-    const request = await option.open(m, {
-      state,
-      environment,
-      title: option.title,
-      description: option.description ?? '',
-      changes,
-    });
+    const request = await option
+      .open(m, {
+        state,
+        environment,
+        title: option.title,
+        description: option.description ?? '',
+        changes,
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof ApiError) || error.code !== 'validation_failed') throw error;
+        // Its paths are the request's (`changes[3]`): name the request, so that they read.
+        throw new ApiError(
+          'validation_failed',
+          `The change request for "${environment.key}" was refused, so nothing was applied; ` +
+            'its problems are listed by their path in the request (changes[n]).',
+          error.detail,
+        );
+      });
     opened.push({
       environmentKey: environment.key,
       number: request.number,
