@@ -303,6 +303,38 @@ describe.each(testDialects())('flags as code and change requests on %s', (dialec
     expect(await exported(vexil, base, token)).toEqual(before);
   });
 
+  it('more than 100 changes to one environment: the request is refused, nothing written', async () => {
+    const base = await seed(vexil, token, 'many', []);
+    const document = await exported(vexil, base, token);
+    for (let i = 0; i < 101; i++)
+      document.flags?.push({
+        key: `flag-${String(i).padStart(3, '0')}`,
+        type: 'Boolean',
+        variations: [
+          { key: 'false', value: 'false' },
+          { key: 'true', value: 'true' },
+        ],
+      });
+    await callOk(vexil, 'POST', `${base}/apply`, token, document);
+    await callOk(vexil, 'PATCH', `${base}/environments/production`, token, {
+      changeRequests: { required: true, approvals: 1 },
+    });
+    const before = await exported(vexil, base, token);
+    const wanted = structuredClone(before);
+    for (const flag of wanted.flags ?? [])
+      if (flag.key.startsWith('flag-'))
+        configurationOf(wanted, flag.key, 'production').enabled = true;
+    configurationOf(wanted, 'banner', 'staging').enabled = true;
+    const refused = await call(vexil, 'POST', `${base}/apply?changeRequest=All`, {
+      token,
+      body: wanted,
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toMatch(/change request for "production" was refused/);
+    expect(refused.body.fields).toHaveProperty('changes');
+    expect(await exported(vexil, base, token)).toEqual(before);
+  });
+
   it('several protected environments: one request each, project-wide changes in the first', async () => {
     const base = await seed(vexil, token, 'both', ['staging', 'production']);
     const wanted = edited(await exported(vexil, base, token));
