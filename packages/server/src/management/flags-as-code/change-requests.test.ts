@@ -139,11 +139,12 @@ describe.each(testDialects())('flags as code and change requests on %s', (dialec
         next_actions: [
           {
             method: 'POST',
-            path: '/api/v1/orgs/acme/projects/refused/apply?changeRequest={title}',
+            path: '/api/v1/orgs/acme/projects/refused/change-requests',
           },
         ],
       });
       expect(refused.body.message).toMatch(/environment "production" serves/);
+      expect(refused.body.message).toMatch(/changeRequest=title/);
       expect(Object.keys(refused.body.fields).sort()).toEqual([
         'flags[0].variations[1]',
         'flags[1].environments.production.enabled',

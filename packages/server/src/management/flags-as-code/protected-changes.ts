@@ -162,7 +162,9 @@ export function newFlagConfigurations(
 
 /**
  * The 409 `change_request_required` of an apply without a change request whose plan reaches
- * protected environments: nothing is written, every such change is named by its path.
+ * protected environments: nothing is written, every such change is named by its path. As every
+ * such refusal, `next_actions` names the change-request resource; the message names the apply's
+ * own way to propose (`--change-request`, `changeRequest`).
  */
 export function changeRequestRequired(
   environmentKeys: readonly string[],
@@ -184,7 +186,7 @@ export function changeRequestRequired(
       nextActions: [
         {
           method: 'POST',
-          path: `/api/v1/orgs/${where.orgSlug}/projects/${where.projectKey}/apply?changeRequest={title}`,
+          path: `/api/v1/orgs/${where.orgSlug}/projects/${where.projectKey}/change-requests`,
         },
       ],
     },
