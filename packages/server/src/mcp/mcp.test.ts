@@ -492,8 +492,13 @@ describe.each(testDialects())('change requests through MCP on %s', (dialect) => 
     // No tool reviews: the agent's proposal waits for a person.
     const { tools } = await agent.listTools();
     expect(tools.filter((tool) => /review|approve|reject/.test(tool.name))).toEqual([]);
-    const proposed = await output(agent, proposal.tool, proposal.arguments);
+    const idempotencyKey = 'agent-proposal-1';
+    const proposed = await output(agent, proposal.tool, { ...proposal.arguments, idempotencyKey });
     expect(proposed).toMatchObject({ number: 1, state: 'open', environmentKey: 'production' });
+    // A retried proposal with the same key opens nothing new.
+    expect(
+      await output(agent, proposal.tool, { ...proposal.arguments, idempotencyKey }),
+    ).toMatchObject({ number: 1 });
     expect(proposed.diff).toMatchObject([{ conflict: false }]);
     expect(
       await refusal(agent, 'apply_change_request', { org: 'acme', project: 'web', number: 1 }),
@@ -509,6 +514,10 @@ describe.each(testDialects())('change requests through MCP on %s', (dialect) => 
     });
     expect(applied).toMatchObject({ number: 1, state: 'applied' });
     expect((await callOk(vexil, 'GET', configuration, org.token)).isEnabled).toBe(true);
+    // Turning off stays direct for a Member (emergency off), from an agent too.
+    expect(await output(agent, 'toggle_flag', { ...toggle, enabled: false })).toMatchObject({
+      isEnabled: false,
+    });
 
     const listed = await output(agent, 'list_change_requests', {
       org: 'acme',

@@ -52,6 +52,7 @@ import {
   type ChangeRequestOption,
   type OpenedChangeRequest,
   changeRequestRequired,
+  checkDirectPart,
   directDocument,
   newFlagConfigurations,
   openChangeRequests,
@@ -748,7 +749,12 @@ export async function applyDocument(
   /** The plan of the document against `state`, refused when it needs a change request unasked. */
   const planned = async (db: Kysely<Schema>, state: ProjectState, created: boolean) => {
     checkDocument(document, state, { prune: options.prune, projectKey: state.project.key });
+    // An apply in a project without protected environments plans once, as it writes.
+    if (!options.dryRun && protectedEnvironmentKeys(state).length === 0)
+      return { changes: [], warnings: [], protectedKeys: [], proposed: [] };
     const plan = await markedPlan(document, state, options.prune, created);
+    if (plan.proposed.length > 0 && options.changeRequest)
+      checkDirectPart(directDocument(document, state, plan.protectedKeys), state, options.prune);
     if (plan.proposed.length > 0 && !options.changeRequest)
       throw changeRequestRequired(
         [...new Set(plan.proposed.map((change) => change.proposedIn ?? ''))],

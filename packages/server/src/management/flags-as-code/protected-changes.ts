@@ -1,7 +1,7 @@
-import { ApiError } from '../../http/errors.js';
-import { defaultOffVariation } from '../flags/configuration.js';
 import type { Mutation } from '../../db/mutate.js';
 import { diffProperties } from '../../events/types.js';
+import { ApiError } from '../../http/errors.js';
+import { defaultOffVariation } from '../flags/configuration.js';
 import { completeFlagEnvironment, completeSegment } from './document-defaults.js';
 import type { DocumentFlagEnvironment, ProjectDocument } from './document.js';
 import {
@@ -11,6 +11,7 @@ import {
   type FlagState,
   type ProjectState,
 } from './project-state.js';
+import { checkDocument } from './validation.js';
 
 // Flags as code in a project with environments that require change requests (contract, change
 // requests, section 1; design record 042, "Flags as code and agents"): which parts of a plan
@@ -94,8 +95,8 @@ export function protectedEnvironmentKeys(state: ProjectState): string[] {
 /**
  * The protected environment whose change request holds a planned change, or undefined when the
  * change is written directly: a flag's configuration or rules in a protected environment go to
- * that environment's request; segment conditions and variation values, being project-wide, go to
- * the first protected environment's (contract, section 1: "a change request of any environment
+ * that environment's request; segment conditions and a flag's variation set (a variation added or
+ * removed, a value changed), being project-wide, go to the first protected environment's (contract, section 1: "a change request of any environment
  * of the project that requires them").
  */
 export function requestEnvironmentOf(
@@ -108,6 +109,8 @@ export function requestEnvironmentOf(
     const [environmentKey = ''] = change.key.slice(change.key.indexOf('@') + 1).split('#');
     return protectedKeys.includes(environmentKey) ? environmentKey : undefined;
   }
+  // A variation added to or removed from a flag changes its set, served in every environment.
+  if (change.kind === 'variation' && change.action !== 'update') return first;
   const serving =
     change.kind === 'segment'
       ? SERVING_SEGMENT_PROPERTIES
@@ -159,7 +162,9 @@ export function newFlagConfigurations(
 
 /**
  * The 409 `change_request_required` of an apply without a change request whose plan reaches
- * protected environments: nothing is written, every such change is named by its path.
+ * protected environments: nothing is written, every such change is named by its path. As every
+ * such refusal, `next_actions` names the change-request resource; the message names the apply's
+ * own way to propose (`--change-request`, `changeRequest`).
  */
 export function changeRequestRequired(
   environmentKeys: readonly string[],
@@ -181,7 +186,7 @@ export function changeRequestRequired(
       nextActions: [
         {
           method: 'POST',
-          path: `/api/v1/orgs/${where.orgSlug}/projects/${where.projectKey}/apply?changeRequest={title}`,
+          path: `/api/v1/orgs/${where.orgSlug}/projects/${where.projectKey}/change-requests`,
         },
       ],
     },
@@ -190,9 +195,10 @@ export function changeRequestRequired(
 
 /**
  * The part of the document an apply with a change request writes directly: the document without
- * the flags' configurations in protected environments, with the stored conditions of segments and
- * the stored values of variations wherever the document changes them (their names, descriptions
- * and the rest still apply). Everything left out is proposed instead ({@link proposedChanges}).
+ * the flags' configurations in protected environments, with the stored conditions of segments
+ * (their names and descriptions still apply) and the stored variation set of each flag whose set
+ * the document changes in what is served. Everything left out is proposed instead
+ * ({@link proposedChanges}).
  */
 export function directDocument(
   document: ProjectDocument,
@@ -215,13 +221,36 @@ export function directDocument(
       const environments = Object.fromEntries(
         Object.entries(input.environments ?? {}).filter(([key]) => !protectedKeys.includes(key)),
       );
-      const variations = input.variations.map((variation) => {
-        const value = stored?.variations.find((v) => v.key === variation.key)?.value;
-        return value === undefined ? variation : { ...variation, value };
-      });
+      const variations =
+        stored && variationSetServes(input, stored) ? storedVariations(stored) : input.variations;
       return { ...input, environments, variations };
     }),
   };
+}
+
+/**
+ * Checks that the part of the document written directly stands on its own: a configuration of
+ * an environment that requires no change request may not serve a variation only a change request
+ * would add.
+ * @throws ApiError 400 `validation_failed` by path, nothing written
+ */
+export function checkDirectPart(
+  direct: ProjectDocument,
+  state: ProjectState,
+  prune: boolean,
+): void {
+  try {
+    checkDocument(direct, state, { prune, projectKey: state.project.key });
+  } catch (error) {
+    if (!(error instanceof ApiError) || !error.detail.fields) throw error;
+    throw new ApiError(
+      'validation_failed',
+      'What the document changes outside environments requiring change requests uses what only ' +
+        'its change requests would create (a variation added to a flag); nothing was applied. ' +
+        'Apply the new variations first, then what uses them.',
+      { fields: error.detail.fields },
+    );
+  }
 }
 
 /** The document's variation set of a flag, as a `variations` change holds it. */
@@ -234,12 +263,30 @@ function variationSet(flag: NonNullable<ProjectDocument['flags']>[number]) {
   }));
 }
 
-/** Whether a stored flag's variations hold other values than the document gives them. */
-function valuesDiffer(input: NonNullable<ProjectDocument['flags']>[number], stored: FlagState) {
-  return input.variations.some((variation) => {
-    const value = stored.variations.find((v) => v.key === variation.key)?.value;
-    return value !== undefined && value !== variation.value;
-  });
+/**
+ * Whether the document changes what a stored flag's variation set serves: a variation added or
+ * removed, or a value changed (names, descriptions and order only describe it), as the write
+ * path's guard decides it.
+ */
+function variationSetServes(
+  input: NonNullable<ProjectDocument['flags']>[number],
+  stored: FlagState,
+) {
+  const values = new Map(stored.variations.map((v) => [v.key, v.value]));
+  return (
+    input.variations.length !== stored.variations.length ||
+    input.variations.some((variation) => values.get(variation.key) !== variation.value)
+  );
+}
+
+/** A stored flag's variation set as the document writes it, in its order. */
+function storedVariations(stored: FlagState) {
+  return stored.variations.map((variation) => ({
+    key: variation.key,
+    name: variation.name,
+    value: variation.value,
+    description: variation.description,
+  }));
 }
 
 /**
@@ -285,7 +332,7 @@ export function proposedChanges(
   for (const input of document.flags ?? []) {
     const stored = state.flags.find((flag) => flag.row.key === input.key);
     if (!stored) continue;
-    if (valuesDiffer(input, stored))
+    if (variationSetServes(input, stored))
       propose(first, {
         kind: 'variations',
         flagKey: input.key,
@@ -321,6 +368,8 @@ export function proposedChanges(
  * Opens one change request per protected environment for the changes proposed there, in the
  * mutation of the apply (its events and the request's commit together), opened for review
  * (`submit`), titled as asked. In the environments' document order.
+ * @throws ApiError 400 `validation_failed` when a request is refused (e.g. over 100 changes),
+ *   naming its environment; the apply's transaction then writes nothing
  */
 export async function openChangeRequests(
   m: Mutation,
@@ -332,13 +381,24 @@ export async function openChangeRequests(
   for (const environment of state.environments) {
     const changes = proposals.get(environment.key);
     if (!changes) continue;
-    const request = await option.open(m, {
-      state,
-      environment,
-      title: option.title,
-      description: option.description ?? '',
-      changes,
-    });
+    const request = await option
+      .open(m, {
+        state,
+        environment,
+        title: option.title,
+        description: option.description ?? '',
+        changes,
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof ApiError) || error.code !== 'validation_failed') throw error;
+        // Its paths are the request's (`changes[3]`): name the request, so that they read.
+        throw new ApiError(
+          'validation_failed',
+          `The change request for "${environment.key}" was refused, so nothing was applied; ` +
+            'its problems are listed by their path in the request (changes[n]).',
+          error.detail,
+        );
+      });
     opened.push({
       environmentKey: environment.key,
       number: request.number,
