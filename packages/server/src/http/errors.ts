@@ -75,6 +75,16 @@ export const ERROR_CODES = {
     title: 'Own access',
     text: 'Nobody changes their own role or project allowlist: ask another Admin (or Owner).',
   },
+  not_author: {
+    status: 403,
+    title: 'Not the author',
+    text: 'Only the author of a change request edits or submits it; only the author or an Admin applies, schedules or cancels it; the author never reviews it.',
+  },
+  people_only: {
+    status: 403,
+    title: 'People only',
+    text: 'Change requests are reviewed by people, with their own session or personal access token: a service token or an agent on /mcp may propose and apply, not review.',
+  },
   outside_allowlist: {
     status: 403,
     title: 'Outside your allowlist',

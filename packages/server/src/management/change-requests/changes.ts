@@ -137,6 +137,30 @@ export function checkChanges(
 }
 
 /**
+ * Locks the rows of the flags and segments the changes name (an update that changes nothing), so
+ * that a direct write to them (which updates the same rows first, `m.touchFlag`) waits until the
+ * apply commits, and the revisions checked are the revisions written over.
+ */
+async function lockTargets(m: Mutation, projectId: string, changes: readonly Change[]) {
+  const flagKeys = changes.flatMap((c) => (c.kind === 'segment' ? [] : [c.flagKey]));
+  const segmentKeys = changes.flatMap((c) => (c.kind === 'segment' ? [c.segmentKey] : []));
+  if (flagKeys.length > 0)
+    await m.trx
+      .updateTable('flags')
+      .set((eb) => ({ version: eb.ref('version') }))
+      .where('project_id', '=', projectId)
+      .where('key', 'in', flagKeys)
+      .execute();
+  if (segmentKeys.length > 0)
+    await m.trx
+      .updateTable('segments')
+      .set((eb) => ({ version: eb.ref('version') }))
+      .where('project_id', '=', projectId)
+      .where('key', 'in', segmentKeys)
+      .execute();
+}
+
+/**
  * Writes a request's changes inside `m` (a mutation that applies the change request, so the
  * policy lets it through): all or nothing, through the same write functions as direct writes
  * (a flags-as-code reconcile of the changed targets), so that they make the same events.
@@ -150,6 +174,7 @@ export async function writeChanges(
   environmentId: string,
   changes: readonly Change[],
 ): Promise<void> {
+  await lockTargets(m, project.id, changes);
   const state = await readProjectState(m.trx, project);
   const environment = state.environments.find((e) => e.id === environmentId);
   if (!environment) throw new ApiError('change_request_conflict', 'The environment is gone.');

@@ -303,10 +303,13 @@ export function registerChangeRequestRoutes(app: App, services: Services): void 
         tags: ['change-requests'],
         summary: 'Apply an approved change request now, or with `applyAt` schedule it',
         params: RequestParams,
-        body: Type.Optional(
-          Type.Object({ applyAt: Type.Optional(ApplyAt) }, { additionalProperties: false }),
-        ),
+        body: Type.Object({ applyAt: Type.Optional(ApplyAt) }, { additionalProperties: false }),
         response: { 200: ChangeRequestDetail },
+      },
+      // The body is optional: a POST without one applies now.
+      preValidation: (request) => {
+        request.body ??= {};
+        return Promise.resolve();
       },
     },
     (scope, request) =>
@@ -315,8 +318,7 @@ export function registerChangeRequestRoutes(app: App, services: Services): void 
         scope,
         callerOf(scope, request),
         request.params.number,
-        // A POST without a body applies now.
-        (request.body as { applyAt?: string } | undefined) ?? {},
+        request.body,
       ),
   );
 

@@ -305,13 +305,13 @@ async function transition<T>(
 
 function requireAuthor(row: ChangeRequestRow, caller: RequestCaller, what: string): void {
   if (row.author_id !== caller.access.caller.id)
-    throw new ApiError('forbidden', `Only the author of change request #${row.number} ${what}.`);
+    throw new ApiError('not_author', `Only the author of change request #${row.number} ${what}.`);
 }
 
 function requireAuthorOrAdmin(row: ChangeRequestRow, caller: RequestCaller, what: string): void {
   if (row.author_id !== caller.access.caller.id && !hasRole(caller.access.role, 'Admin'))
     throw new ApiError(
-      'forbidden',
+      'not_author',
       `Only the author of change request #${row.number} or an Admin ${what}.`,
     );
 }
@@ -452,11 +452,11 @@ export async function reviewChangeRequest(
   input: { decision: 'approve' | 'reject'; comment?: string | undefined },
 ): Promise<ChangeRequestResponse> {
   const refusal = reviewRefusal(caller);
-  if (refusal) throw new ApiError('forbidden', `Refused: ${refusal}.`);
+  if (refusal) throw new ApiError('people_only', `Refused: ${refusal}.`);
   const existing = await requireChangeRequest(services, scope.project, number);
   if (existing.author_id === caller.access.caller.id)
     throw new ApiError(
-      'forbidden',
+      'not_author',
       `The author of change request #${number} does not review it: ask another person.`,
     );
   const approve = input.decision === 'approve';
