@@ -21,7 +21,8 @@ export default defineConfig({
   projects: [
     // Every journey on SQLite, the default store.
     { name: 'sqlite' },
-    // The webhook journey again with the server on PostgreSQL (design record 025).
-    { name: 'postgres', testMatch: 'webhooks.spec.ts' },
+    // The webhook journey again with the server on PostgreSQL (design record 025), and the
+    // change-request journeys, whose scheduled apply is claimed in the database (record 043).
+    { name: 'postgres', testMatch: ['webhooks.spec.ts', 'change-requests.spec.ts'] },
   ],
 });

@@ -92,6 +92,8 @@ export function ChangeRequestPage(props: { org: string; project: string; number:
       {data.changes.map((change, index) => (
         <ChangeDiff
           key={index}
+          org={org}
+          project={project}
           index={index}
           change={change}
           entry={diff[index]}

@@ -1,3 +1,5 @@
+import { useQuery } from '@tanstack/react-query';
+import { api, unwrap } from '../../api/client';
 import type { Change, Segment } from '../../api/types';
 import { percentageOf } from '../targeting/PercentageControl';
 import { describeCondition } from '../targeting/sentence';
@@ -44,13 +46,31 @@ export function changeTarget(change: Change): string {
  * said above the table.
  */
 export function ChangeDiff(props: {
+  org: string;
+  project: string;
   index: number;
   change: Change;
   entry: DiffEntry | undefined;
   segments: readonly Segment[];
 }) {
-  const { entry } = props;
+  const { org, project, entry } = props;
   const change = props.change as ChangeFields;
+  const flagKey = change.flagKey ?? '';
+  // The flag's variations give their names ("Off" for the key "false"); the page reads it anyway.
+  const flag = useQuery({
+    queryKey: ['flag', org, project, flagKey, 'detail'],
+    enabled: change.kind === 'flag' && flagKey !== '',
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}', {
+          params: { path: { org, project, flag: flagKey } },
+        }),
+      ),
+  });
+  const names: Names = {
+    variation: (key) => flag.data?.variations.find((v) => v.key === key)?.name ?? key,
+    segment: (key) => props.segments.find((s) => s.key === key)?.name ?? key,
+  };
   const heading = `Change ${props.index + 1}: ${changeTarget(props.change)}`;
   const before = entry?.before ?? null;
   const after = entry?.after ?? change.configuration ?? change.definition ?? change.variations;
@@ -58,7 +78,7 @@ export function ChangeDiff(props: {
   const afterConfiguration = asConfiguration(after);
   const rows =
     afterConfiguration && (beforeConfiguration || before === null)
-      ? configurationRows(beforeConfiguration, afterConfiguration, props.segments)
+      ? configurationRows(beforeConfiguration, afterConfiguration, names)
       : [{ label: 'Value', before: json(before), after: json(after) }];
   return (
     <section className="change" aria-label={heading}>
@@ -73,7 +93,7 @@ export function ChangeDiff(props: {
               )}, now ${String(entry.revision ?? '?')}): applying is refused until the author rewrites the change.`}
         </p>
       )}
-      <table className="diff" aria-label={`${heading}, before and after`}>
+      <table className="cr-diff" aria-label={`${heading}, before and after`}>
         <thead>
           <tr>
             <th scope="col">Setting</th>
@@ -105,6 +125,12 @@ function json(value: unknown): string {
   return value === null || value === undefined ? '—' : JSON.stringify(value, null, 2);
 }
 
+/** Names for the keys a configuration holds: a variation's name, a segment's name. */
+interface Names {
+  variation: (key: string) => string;
+  segment: (key: string) => string;
+}
+
 interface Row {
   label: string;
   before: string;
@@ -115,7 +141,7 @@ interface Row {
 function configurationRows(
   before: ConfigurationDocument | null,
   after: ConfigurationDocument,
-  segments: readonly Segment[],
+  names: Names,
 ): Row[] {
   const side = (
     document: ConfigurationDocument | null,
@@ -129,8 +155,8 @@ function configurationRows(
   const rules = Math.max(before?.rules?.length ?? 0, after.rules?.length ?? 0);
   return [
     row('On or off', (d) => (d.enabled ? 'On' : 'Off')),
-    row('When no rule matches', defaultServe),
-    row('While off, serve', (d) => d.offVariation),
+    row('When no rule matches', (d) => defaultServe(d, names)),
+    row('While off, serve', (d) => names.variation(d.offVariation)),
     row('Prerequisites', (d) =>
       d.prerequisites?.length
         ? d.prerequisites.map((p) => `${p.flag} serves ${p.variation}`).join('; ')
@@ -139,22 +165,22 @@ function configurationRows(
     ...Array.from({ length: rules }, (_, index) =>
       row(`Rule ${index + 1}`, (d) => {
         const rule = d.rules?.[index];
-        return rule ? ruleSentence(rule, segments) : 'No rule';
+        return rule ? ruleSentence(rule, names) : 'No rule';
       }),
     ),
   ];
 }
 
-function defaultServe(document: ConfigurationDocument): string {
+function defaultServe(document: ConfigurationDocument, names: Names): string {
   if (document.strategy === 'PercentageRollout' && document.rollout?.length)
     return `a percentage rollout: ${document.rollout
-      .map((w) => `${w.variation} ${percentageOf(w.weight)}%`)
+      .map((w) => `${names.variation(w.variation)} ${percentageOf(w.weight)}%`)
       .join(', ')}`;
-  return document.defaultVariation;
+  return names.variation(document.defaultVariation);
 }
 
 /** A document rule as the rules list reads one: "If country is one of DE or AT, serve on". */
-export function ruleSentence(rule: DocumentRule, segments: readonly Segment[]): string {
+function ruleSentence(rule: DocumentRule, names: Names): string {
   const groups = rule.conditionGroups ?? [];
   const conditions = groups.map((group) => {
     const sentence = group.conditions
@@ -162,9 +188,7 @@ export function ruleSentence(rule: DocumentRule, segments: readonly Segment[]): 
       .join(group.operator === 'Or' ? ' or ' : ' and ');
     return group.conditions.length > 1 && groups.length > 1 ? `(${sentence})` : sentence;
   });
-  const segment = rule.segment
-    ? (segments.find((s) => s.key === rule.segment)?.name ?? rule.segment)
-    : null;
+  const segment = rule.segment ? names.segment(rule.segment) : null;
   const condition = [segment ? `the context is in segment ${segment}` : '', ...conditions]
     .filter(Boolean)
     .join(' and ');
@@ -173,5 +197,5 @@ export function ruleSentence(rule: DocumentRule, segments: readonly Segment[]): 
       ? ''
       : ` to ${percentageOf(rule.rolloutWeight)}%`;
   const description = rule.description ? ` (${rule.description})` : '';
-  return `If ${condition || 'any context'}, serve ${rule.variation}${rollout}${description}`;
+  return `If ${condition || 'any context'}, serve ${names.variation(rule.variation)}${rollout}${description}`;
 }
