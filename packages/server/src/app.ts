@@ -56,6 +56,7 @@ import { registerPasswordResetRoutes } from './sign-in/password-reset.js';
 import { registerSignInRoutes } from './sign-in/routes.js';
 import { registerSsoRoutes } from './sign-in/sso.js';
 import { DueWorkRunner } from './schedules/due-work.js';
+import { scheduledChangeRequests } from './management/change-requests/due-work.js';
 import { releasePlanGuards } from './management/release-plans/guard.js';
 import { releasePlanSteps } from './management/release-plans/steps.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
@@ -350,6 +351,7 @@ export async function createVexil(
   const webhookWorker = new DeliveryWorker(services, app.log);
   bus.onDeliveriesQueued(() => webhookWorker.wake());
   const dueWork = new DueWorkRunner(clock, app.log);
+  dueWork.register(scheduledChangeRequests(services));
   dueWork.register(releasePlanSteps(services));
   dueWork.register(releasePlanGuards(services));
   await startup.start(() => {

@@ -16,6 +16,7 @@ import * as passwords from './migrations/0009-passwords.js';
 import * as environmentVersionBumps from './migrations/0010-environment-version-bumps.js';
 import * as webhookProjectScope from './migrations/0013-webhook-project-scope.js';
 import * as firstRunSetup from './migrations/0014-first-run-setup.js';
+import * as changeRequests from './migrations/0015-change-requests.js';
 import * as releasePlans from './migrations/0017-release-plans.js';
 import type { Schema } from './schema.js';
 
@@ -112,6 +113,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0010-environment-version-bumps': environmentVersionBumps.up,
   '0013-webhook-project-scope': webhookProjectScope.up,
   '0014-first-run-setup': firstRunSetup.up,
+  '0015-change-requests': changeRequests.up,
   '0017-release-plans': releasePlans.up,
 };
 

@@ -1,9 +1,12 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { EventHub } from '../events/hub.js';
 import { writeEvents } from '../events/outbox.js';
-import type { Actor, NewEvent } from '../events/types.js';
+import type { Actor, ChangeRequestRef, NewEvent } from '../events/types.js';
 import { bumpVersions } from './environment-versions.js';
+import { checkChangeRequestPolicy, type WriteKind } from './write-policy.js';
 import type { Schema } from './schema.js';
+
+export type { WriteKind } from './write-policy.js';
 
 /** How often a transaction PostgreSQL aborted as a deadlock or serialization failure is retried. */
 const RETRIES = 5;
@@ -24,19 +27,33 @@ export interface Mutation {
    * delivery worker for deliveries queued by hand rather than through {@link emit}.
    */
   afterCommit(notify: () => void): void;
-  /** Marks environments whose SDK configuration changed; their versions are bumped on commit. */
-  touchEnvironments(environmentIds: Iterable<string>): void;
-  /** Marks every environment of a project (a flag-level change affects them all). */
-  touchProject(projectId: string): Promise<void>;
+  /**
+   * Marks environments whose SDK configuration changed; their versions are bumped on commit.
+   * `write` declares what the change is (see {@link WriteKind}; `serves` unless said otherwise).
+   * @throws ApiError 409 `change_request_required` when a `serves` write reaches an environment
+   *   whose policy requires change requests (design record 042).
+   */
+  touchEnvironments(environmentIds: Iterable<string>, write?: WriteKind): Promise<void>;
+  /**
+   * Marks every environment of a project (a flag-level or segment change affects them all).
+   * @throws ApiError 409 `change_request_required` as {@link touchEnvironments}, when any
+   *   environment of the project requires change requests.
+   */
+  touchProject(projectId: string, write?: WriteKind): Promise<void>;
   /**
    * Marks a flag's SDK configuration changed: bumps `flags.version` and touches the given
    * environments, or every environment of its project. Call it before reading what the change
-   * depends on: the row lock the bump takes serialises concurrent writes to one flag.
+   * depends on: the row lock the bump takes serialises concurrent writes to one flag. A serving
+   * write (the default) also bumps, once per mutation, the `revision` of the flag's
+   * configuration in each given environment, or without environments that of its variation set.
+   * @returns whether the write went past a change-request policy as an emergency off
+   * @throws ApiError 409 `change_request_required` as {@link touchEnvironments}.
    */
   touchFlag(
     flag: { id: string; project_id: string },
     environmentIds?: Iterable<string>,
-  ): Promise<void>;
+    write?: WriteKind,
+  ): Promise<{ bypassedChangeRequest: boolean }>;
 }
 
 /** Who changes data in which organization, when, and where the events go. */
@@ -45,6 +62,11 @@ export interface MutationScope {
   actor: Actor;
   now: Date;
   events: EventHub;
+  /**
+   * The change request this mutation applies: its writes pass the change-request policy, and
+   * every event it emits names the request (design record 042).
+   */
+  changeRequest?: ChangeRequestRef;
 }
 
 /**
@@ -73,6 +95,37 @@ export async function mutate<T>(
   }
 }
 
+/**
+ * Bumps the revision of the flag's configuration in each environment, or without environments
+ * of its variation set, unless this mutation did already (`revised` holds what it did).
+ */
+async function bumpRevisions(
+  trx: Transaction<Schema>,
+  revised: Set<string>,
+  flagId: string,
+  environmentIds: string[] | undefined,
+): Promise<void> {
+  if (!environmentIds) {
+    if (revised.has(flagId)) return;
+    revised.add(flagId);
+    await trx
+      .updateTable('flags')
+      .set((eb) => ({ variations_revision: eb('variations_revision', '+', 1) }))
+      .where('id', '=', flagId)
+      .execute();
+    return;
+  }
+  const fresh = environmentIds.filter((id) => !revised.has(`${flagId}@${id}`));
+  if (fresh.length === 0) return;
+  for (const id of fresh) revised.add(`${flagId}@${id}`);
+  await trx
+    .updateTable('flag_environments')
+    .set((eb) => ({ revision: eb('revision', '+', 1) }))
+    .where('flag_id', '=', flagId)
+    .where('environment_id', 'in', fresh)
+    .execute();
+}
+
 function isTransient(error: unknown): boolean {
   return TRANSIENT_SQLSTATE.has(String((error as { code?: unknown } | undefined)?.code));
 }
@@ -87,7 +140,19 @@ async function attemptMutation<T>(
   const runAfterCommit = (notify: () => void) => void afterCommit.add(notify);
   const now = scope.now.toISOString();
   const result = await db.transaction().execute(async (trx) => {
-    const touchProject = async (projectId: string) => {
+    /** Targets whose revision this mutation bumped already: one change, one revision. */
+    const revised = new Set<string>();
+    const checkPolicy = (
+      target: { environmentIds: string[] } | { projectId: string },
+      write: WriteKind,
+    ) => checkChangeRequestPolicy(trx, target, write, scope.changeRequest !== undefined);
+    const touchEnvironments = async (ids: Iterable<string>, write: WriteKind = 'serves') => {
+      const environmentIds = [...ids];
+      await checkPolicy({ environmentIds }, write);
+      for (const id of environmentIds) touched.add(id);
+    };
+    const touchProject = async (projectId: string, write: WriteKind = 'serves') => {
+      await checkPolicy({ projectId }, write);
       const rows = await trx
         .selectFrom('environments')
         .select('id')
@@ -107,22 +172,28 @@ async function attemptMutation<T>(
             organizationId: scope.organizationId,
             actor: scope.actor,
             occurredAt: now,
+            changeRequest: scope.changeRequest,
           },
           [event],
         ),
       afterCommit: runAfterCommit,
-      touchEnvironments: (ids) => {
-        for (const id of ids) touched.add(id);
-      },
+      touchEnvironments,
       touchProject,
-      touchFlag: async (flag, environmentIds) => {
+      touchFlag: async (flag, environmentIds, write = 'serves') => {
         await trx
           .updateTable('flags')
           .set((eb) => ({ version: eb('version', '+', 1) }))
           .where('id', '=', flag.id)
           .execute();
-        if (!environmentIds) return touchProject(flag.project_id);
-        for (const id of environmentIds) touched.add(id);
+        const ids = environmentIds ? [...environmentIds] : undefined;
+        const bypassedChangeRequest = await checkPolicy(
+          ids ? { environmentIds: ids } : { projectId: flag.project_id },
+          write,
+        );
+        if (write !== 'describes') await bumpRevisions(trx, revised, flag.id, ids);
+        if (!ids) await touchProject(flag.project_id, 'describes');
+        else for (const id of ids) touched.add(id);
+        return { bypassedChangeRequest };
       },
     };
     const value = await work(mutation);

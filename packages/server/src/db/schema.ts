@@ -64,6 +64,8 @@ export interface ProjectsTable {
   key: string;
   name: string;
   description: string | null;
+  /** How many change requests the project has had: the last one's number (design record 042). */
+  change_request_count: number;
   created_at: string;
   updated_at: string;
 }
@@ -77,6 +79,12 @@ export interface EnvironmentsTable {
   sort_order: number;
   /** 1 when changes here ask for confirmation in the console (design record 025); 0 otherwise. */
   critical: number;
+  /** 1 while direct writes to what it serves need a change request (design record 042). */
+  change_requests_required: number;
+  /** Approvals a change request here needs (1–5). */
+  change_request_approvals: number;
+  /** 1 when a Member may turn a flag off here directly despite the policy. */
+  change_request_emergency_off: number;
   /**
    * The folded part of the configuration version served to SDKs: the version is this plus the
    * environment's {@link EnvironmentVersionBumpsTable} rows (`db/environment-versions.ts`).
@@ -111,6 +119,8 @@ export interface FlagsTable {
   /** Bucketing salt, fixed at creation so rollouts stay sticky across renames. */
   salt: string;
   version: number;
+  /** The revision of the flag's variation set, +1 on every change to it (design record 042). */
+  variations_revision: number;
   created_at: string;
   updated_at: string;
 }
@@ -138,6 +148,8 @@ export interface FlagEnvironmentsTable {
   rollout: string;
   /** JSON array of `{ prerequisiteFlagKey, expectedVariationKey }`. */
   prerequisites: string;
+  /** +1 on every change to this configuration or its rules (design record 042). */
+  revision: number;
   updated_at: string;
 }
 
@@ -391,6 +403,50 @@ export interface PasswordResetsTable {
   used_at: string | null;
 }
 
+/** A change request (design record 042; spec: change requests, section 2). */
+export interface ChangeRequestsTable {
+  id: string;
+  organization_id: string;
+  project_id: string;
+  environment_id: string;
+  /** Per project, from 1. */
+  number: number;
+  title: string;
+  description: string;
+  state: ChangeRequestState;
+  /** JSON: `{ userId, email, name }` or `{ tokenId, name }`. */
+  author: string;
+  /** The author's user id or service token id: who may edit, and who may not review. */
+  author_id: string;
+  /** JSON array of changes as submitted. */
+  changes: string;
+  approvals_required: number;
+  apply_at: string | null;
+  applied_at: string | null;
+  /** JSON: the actor who applied it (the author, an Admin, or the schedule's `service`). */
+  applied_by: string | null;
+  /** JSON `{ code, message }` when `failed`. */
+  failure: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export type ChangeRequestState =
+  'draft' | 'open' | 'approved' | 'scheduled' | 'applied' | 'rejected' | 'cancelled' | 'failed';
+
+export interface ChangeRequestReviewsTable {
+  id: string;
+  change_request_id: string;
+  reviewer_id: string;
+  /** JSON `{ userId, email, name }`. */
+  reviewer: string;
+  decision: 'approve' | 'reject';
+  comment: string | null;
+  /** 1 once an edit of the request withdrew this approval. */
+  withdrawn: number;
+  created_at: string;
+}
+
 /** A flag's release plan in one environment (design record 046); one row per flag and environment. */
 export interface ReleasePlansTable {
   id: string;
@@ -468,4 +524,6 @@ export interface Schema {
   password_resets: PasswordResetsTable;
   release_plans: ReleasePlansTable;
   release_plan_exposures: ReleasePlanExposuresTable;
+  change_requests: ChangeRequestsTable;
+  change_request_reviews: ChangeRequestReviewsTable;
 }

@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Schema } from '../db/schema.js';
 import type { EventHub } from './hub.js';
-import type { Actor, EventPayload, NewEvent } from './types.js';
+import type { Actor, ChangeRequestRef, EventPayload, NewEvent } from './types.js';
 
 /** Where and as whom a mutation writes its events. */
 export interface Outbox {
@@ -14,6 +14,8 @@ export interface Outbox {
   actor: Actor;
   /** The mutation's time, ISO-8601 UTC. */
   occurredAt: string;
+  /** The change request the mutation applies, named by each event (design record 042). */
+  changeRequest?: ChangeRequestRef | undefined;
 }
 
 /**
@@ -22,7 +24,7 @@ export interface Outbox {
  * (webhook fan-out queues its deliveries there).
  */
 export async function writeEvents(outbox: Outbox, events: NewEvent[]): Promise<void> {
-  const { trx, hub, afterCommit, organizationId, actor, occurredAt } = outbox;
+  const { trx, hub, afterCommit, organizationId, actor, occurredAt, changeRequest } = outbox;
   for (const event of events) {
     const payload: EventPayload = {
       type: event.type,
@@ -36,6 +38,8 @@ export async function writeEvents(outbox: Outbox, events: NewEvent[]): Promise<v
       changes: event.changes ?? [],
       description: event.description,
       ...(event.children ? { children: event.children } : {}),
+      ...(changeRequest ? { changeRequest } : {}),
+      ...(event.bypassedChangeRequest ? { bypassedChangeRequest: true as const } : {}),
     };
     const id = uuid();
     await trx

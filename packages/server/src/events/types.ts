@@ -41,6 +41,13 @@ export const EVENT_TYPES = [
   'sso_connection.created',
   'sso_connection.updated',
   'sso_connection.deleted',
+  'change_request.opened',
+  'change_request.approved',
+  'change_request.rejected',
+  'change_request.scheduled',
+  'change_request.applied',
+  'change_request.failed',
+  'change_request.cancelled',
   'release_plan.started',
   'release_plan.advanced',
   'release_plan.paused',
@@ -69,6 +76,13 @@ export const ENVIRONMENT_SCOPED_EVENT_TYPES: ReadonlySet<EventType> = new Set([
   'sdk_key.created',
   'sdk_key.updated',
   'sdk_key.deleted',
+  'change_request.opened',
+  'change_request.approved',
+  'change_request.rejected',
+  'change_request.scheduled',
+  'change_request.applied',
+  'change_request.failed',
+  'change_request.cancelled',
   'release_plan.started',
   'release_plan.advanced',
   'release_plan.paused',
@@ -97,6 +111,12 @@ export interface Actor {
   name: string | null;
 }
 
+/** The change request a change was applied by, as its events name it (design record 042). */
+export interface ChangeRequestRef {
+  id: string;
+  number: number;
+}
+
 /** A project or environment an event happened in: its id, and its key for the live feed. */
 export interface KeyedRef {
   id: string;
@@ -120,6 +140,8 @@ export interface NewEvent {
   changes?: PropertyChange[];
   description: string;
   children?: EntityRef[];
+  /** A flag turned off directly in an environment that requires change requests (emergency off). */
+  bypassedChangeRequest?: boolean;
 }
 
 /** The delivery request body (spec: Delivery request). */
@@ -135,6 +157,10 @@ export interface EventPayload {
   changes: PropertyChange[];
   description: string;
   children?: EntityRef[];
+  /** Present on the events of changes a change request applied. */
+  changeRequest?: ChangeRequestRef;
+  /** Present (true) on an emergency off that went past a change-request policy. */
+  bypassedChangeRequest?: true;
 }
 
 /** Lists the changed properties between two records, in the API's PascalCase property names. */

@@ -75,6 +75,16 @@ export const ERROR_CODES = {
     title: 'Own access',
     text: 'Nobody changes their own role or project allowlist: ask another Admin (or Owner).',
   },
+  not_author: {
+    status: 403,
+    title: 'Not the author',
+    text: 'Only the author of a change request edits or submits it; only the author or an Admin applies, schedules or cancels it; the author never reviews it.',
+  },
+  people_only: {
+    status: 403,
+    title: 'People only',
+    text: 'Change requests are reviewed by people, with their own session or personal access token: a service token or an agent on /mcp may propose and apply, not review.',
+  },
   outside_allowlist: {
     status: 403,
     title: 'Outside your allowlist',
@@ -94,6 +104,16 @@ export const ERROR_CODES = {
     status: 409,
     title: 'Conflict',
     text: 'A resource with the same key already exists in this scope, or the resource is in use. `fields` names the field.',
+  },
+  change_request_required: {
+    status: 409,
+    title: 'Change request required',
+    text: 'The environment requires change requests for changes to what it serves (or, for a segment or variation change, some environment of the project does). `next_actions` names the change-request call that proposes the same change.',
+  },
+  change_request_conflict: {
+    status: 409,
+    title: 'Change request in conflict',
+    text: 'A change of the request was written against a revision its target no longer has, or its target is gone or archived; nothing was applied. `fields` names each change in conflict. Update the changes (new `baseRevision`) and have them approved again.',
   },
   idempotency_key_reused: {
     status: 422,

@@ -31,6 +31,8 @@ interface RouteClass {
   public?: boolean;
   /** Answers with a Server-Sent Events stream that stays open: called over a socket. */
   stream?: boolean;
+  /** Only people call it: a service token is refused with 403 `people_only` (reviews). */
+  peopleOnly?: true;
 }
 
 const UNKNOWN_ID = '00000000-0000-7000-8000-000000000000';
@@ -63,6 +65,45 @@ const ROUTES: Record<string, RouteClass> = {
   'POST /api/v1/orgs/{org}/projects/{project}/apply': {
     minimum: 'Member',
     body: { version: 1, project: { key: 'web' }, environments: [] },
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/change-requests': { minimum: 'Viewer' },
+  'POST /api/v1/orgs/{org}/projects/{project}/change-requests': {
+    minimum: 'Member',
+    body: {
+      environment: 'development',
+      title: 'Matrix',
+      changes: [
+        {
+          kind: 'flag',
+          flagKey: 'new-checkout',
+          baseRevision: 1,
+          configuration: { enabled: false, defaultVariation: 'true', offVariation: 'false' },
+        },
+      ],
+    },
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/change-requests/{number}': { minimum: 'Viewer' },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/change-requests/{number}': {
+    minimum: 'Member',
+    body: { title: 'Matrix' },
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/change-requests/{number}/submit': {
+    minimum: 'Member',
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/change-requests/{number}/apply': {
+    minimum: 'Member',
+    body: {},
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/change-requests/{number}/cancel': {
+    minimum: 'Member',
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/change-requests/{number}/reviews': {
+    minimum: 'Member',
+    body: { decision: 'approve' },
+    peopleOnly: true,
+  },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/change-requests/{number}/schedule': {
+    minimum: 'Member',
   },
   'GET /api/v1/orgs/{org}/projects/{project}/environments/{env}': { minimum: 'Viewer' },
   'PATCH /api/v1/orgs/{org}/projects/{project}/environments/{env}': {
@@ -240,6 +281,8 @@ const FIXTURES: Record<string, string> = {
   project: 'web',
   env: 'production',
   flag: 'new-checkout',
+  // The first change request of the fixture project (created by the POST route, or absent: 404).
+  number: '1',
 };
 
 /** Deletions come last, deepest first, so that they never remove a fixture a later route needs. */
@@ -389,7 +432,7 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
   }
 
   it.each(ROUTE_TABLE.filter((route) => route.id in ROUTES))('$id', async (route) => {
-    const { minimum, body, public: isPublic, stream } = ROUTES[route.id]!;
+    const { minimum, body, public: isPublic, stream, peopleOnly } = ROUTES[route.id]!;
     const url = concretePath(route.path);
     const send = (token: string | Record<string, string> | undefined) => {
       // Explicit header: the harness sends `vxl_s…` tokens raw, as it does SDK keys.
@@ -431,7 +474,8 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
       expectEnvelope(outside);
       const inside = await send(ownProjectToken);
       const label = `${route.id} scoped to its project: ${inside.status} ${inside.text}`;
-      expect([401, 403, 500], label).not.toContain(inside.status);
+      if (peopleOnly) expect(inside.body?.error, label).toBe('people_only');
+      else expect([401, 403, 500], label).not.toContain(inside.status);
       expect(inside.body?.message ?? '', label).not.toMatch(/^Project "/);
     }
 
@@ -467,6 +511,8 @@ describe.each(testDialects())('access matrix on %s', (dialect) => {
       if (refused) {
         expect(response.status, label).toBe(403);
         expect(response.body.error, label).toBe('forbidden');
+      } else if (peopleOnly && caller.service) {
+        expect(response.body?.error, label).toBe('people_only');
       } else {
         expect(response.body?.error, label).not.toBe('forbidden');
       }

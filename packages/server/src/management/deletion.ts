@@ -25,7 +25,7 @@ export async function deleteUnlessReferenced(
   if (reason !== null) throw new ApiError('conflict', reason);
   const { table, event, label } = DELETABLE[target.kind];
   await m.trx.deleteFrom(table).where('id', '=', target.id).execute();
-  await m.touchProject(target.project.id);
+  await m.touchProject(target.project.id, 'describes');
   await m.emit({
     type: event,
     project: target.project,

@@ -2,6 +2,7 @@ import type { App } from '../http/app-instance.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
 import { registerAuditLogRoutes } from './audit-log/routes.js';
+import { registerChangeRequestRoutes } from './change-requests/routes.js';
 import { registerEnvironmentRoutes } from './environments/routes.js';
 import { registerCopyConfigurationRoutes } from './flags/copy-configuration.js';
 import { registerFlagEnvironmentRoutes } from './flags/flag-environments.js';
@@ -55,6 +56,7 @@ export function registerManagementApi(
   registerAuditLogRoutes(app, services);
   registerLiveRoutes(app, services, liveFeed);
   registerFlagsAsCodeRoutes(app, services);
+  registerChangeRequestRoutes(app, services);
   // People and sign-in (design record 022).
   registerMySessionRoutes(app, services);
   registerMyPasswordRoutes(app, services);

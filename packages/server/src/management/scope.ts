@@ -158,7 +158,13 @@ export function scopedRoutes(app: App, services: Services) {
     <S extends FastifySchema, A extends RequiredAccess<RouteRequest<S>['params']>>(
       url: string,
       access: A,
-      options: { schema: S; wholeOrganization?: true; bodyLimit?: number },
+      options: {
+        schema: S;
+        wholeOrganization?: true;
+        bodyLimit?: number;
+        /** Runs before the body is validated: e.g. an optional body made `{}` when none was sent. */
+        preValidation?: (request: FastifyRequest) => Promise<void>;
+      },
       handler: ScopedHandler<S, A>,
     ): void => {
       const { wholeOrganization = false, ...routeOptions } = options;

@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { App } from '../http/app-instance.js';
 import type { ErrorEnvelope } from '../http/envelope.js';
+import { MCP_CALL_HEADER } from '../http/mcp-call.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -41,6 +42,8 @@ export class ManagementClient {
       url: `/api/v1/${segments.map(encodeURIComponent).join('/')}${search}`,
       headers: {
         authorization: this.authorization,
+        // Only people review change requests: the API refuses reviews that come this way.
+        [MCP_CALL_HEADER]: '1',
         ...(options.body ? { 'content-type': 'application/json' } : {}),
       },
       ...(options.body ? { payload: JSON.stringify(options.body) } : {}),

@@ -53,6 +53,17 @@ const AuditEventSchema = Type.Object({
   description: Type.String(),
   projectId: Type.Union([Type.String(), Type.Null()]),
   environmentId: Type.Union([Type.String(), Type.Null()]),
+  changeRequest: Type.Optional(
+    Type.Object(
+      { id: Type.String({ format: 'uuid' }), number: Type.Integer() },
+      { description: 'The change request that applied this change (design record 042).' },
+    ),
+  ),
+  bypassedChangeRequest: Type.Optional(
+    Type.Literal(true, {
+      description: 'An emergency off that went past the environment’s change-request policy.',
+    }),
+  ),
 });
 
 const Id = Type.Optional(Type.String({ format: 'uuid' }));
@@ -113,6 +124,8 @@ function auditItem(row: WebhookEventsTable) {
     description: payload.description,
     projectId: payload.projectId,
     environmentId: payload.environmentId,
+    ...(payload.changeRequest ? { changeRequest: payload.changeRequest } : {}),
+    ...(payload.bypassedChangeRequest ? { bypassedChangeRequest: true as const } : {}),
   };
 }
 

@@ -61,6 +61,9 @@ export async function insertEnvironment(
     color: input.color,
     sort_order: input.sortOrder,
     critical: input.critical ? 1 : 0,
+    change_requests_required: 0,
+    change_request_approvals: 1,
+    change_request_emergency_off: 1,
     version: 1,
     created_at: m.now,
     updated_at: m.now,
@@ -121,7 +124,18 @@ export async function insertEnvironment(
 export function updateEnvironment(
   m: Mutation,
   environmentId: string,
-  values: Partial<Pick<EnvironmentsTable, 'name' | 'color' | 'sort_order' | 'critical'>>,
+  values: Partial<
+    Pick<
+      EnvironmentsTable,
+      | 'name'
+      | 'color'
+      | 'sort_order'
+      | 'critical'
+      | 'change_requests_required'
+      | 'change_request_approvals'
+      | 'change_request_emergency_off'
+    >
+  >,
 ): Promise<Selectable<EnvironmentsTable>> {
   return m.trx
     .updateTable('environments')

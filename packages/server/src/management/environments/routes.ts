@@ -5,6 +5,8 @@ import type { EnvironmentsTable, Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { removeFromSubscriptionFilters } from '../../webhooks/filters.js';
+import { hasRole } from '../../auth/roles.js';
+import { ApiError } from '../../http/errors.js';
 import { mutateAs } from '../access.js';
 import { ActionsSchema, actionsFor } from '../actions.js';
 import { ColorSchema, KeySchema, NameSchema, Uuid } from '../fields.js';
@@ -21,6 +23,19 @@ const EnvironmentItem = Type.Object({
   critical: Type.Boolean({
     description: 'Changes here ask for confirmation in the console (design record 025).',
   }),
+  changeRequests: Type.Object(
+    {
+      required: Type.Boolean({
+        description:
+          'Direct writes to what this environment serves are refused (409 change_request_required).',
+      }),
+      approvals: Type.Integer({ minimum: 1, maximum: 5 }),
+      emergencyOff: Type.Boolean({
+        description: 'A Member may turn a flag off here directly despite `required`.',
+      }),
+    },
+    { description: 'The change-request policy (design record 042).' },
+  ),
 });
 const EnvironmentResponse = Type.Intersect([
   EnvironmentItem,
@@ -41,8 +56,23 @@ function environmentItem(row: Selectable<EnvironmentsTable>) {
     color: row.color,
     sortOrder: row.sort_order,
     critical: row.critical === 1,
+    changeRequests: {
+      required: row.change_requests_required === 1,
+      approvals: row.change_request_approvals,
+      emergencyOff: row.change_request_emergency_off === 1,
+    },
   };
 }
+
+/** What PATCH may set of an environment's change-request policy; only an Admin sets it. */
+const ChangeRequestPolicyPatch = Type.Object(
+  {
+    required: Type.Optional(Type.Boolean()),
+    approvals: Type.Optional(Type.Integer({ minimum: 1, maximum: 5 })),
+    emergencyOff: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
 
 function environmentActions(role: Role) {
   return actionsFor(role, {
@@ -145,6 +175,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
             color: Type.Optional(ColorSchema),
             sortOrder: Type.Optional(Type.Integer({ minimum: -2147483648, maximum: 2147483647 })),
             critical: Type.Optional(Type.Boolean()),
+            changeRequests: Type.Optional(ChangeRequestPolicyPatch),
           },
           { additionalProperties: false },
         ),
@@ -152,13 +183,27 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
       },
     },
     async ({ project, environment, ...access }, request) => {
-      const { name, color, sortOrder, critical } = request.body;
+      const { name, color, sortOrder, critical, changeRequests: policy } = request.body;
+      if (policy && !hasRole(access.role, 'Admin'))
+        throw new ApiError(
+          'forbidden',
+          'Only an Admin sets the change-request policy of an environment.',
+        );
       const updated = await mutateAs(services, access, async (m) => {
         const row = await updateEnvironment(m, environment.id, {
           ...(name !== undefined ? { name } : {}),
           ...(color !== undefined ? { color } : {}),
           ...(sortOrder !== undefined ? { sort_order: sortOrder } : {}),
           ...(critical !== undefined ? { critical: critical ? 1 : 0 } : {}),
+          ...(policy?.required !== undefined
+            ? { change_requests_required: policy.required ? 1 : 0 }
+            : {}),
+          ...(policy?.approvals !== undefined
+            ? { change_request_approvals: policy.approvals }
+            : {}),
+          ...(policy?.emergencyOff !== undefined
+            ? { change_request_emergency_off: policy.emergencyOff ? 1 : 0 }
+            : {}),
         });
         await m.emit({
           type: 'environment.updated',
@@ -189,7 +234,7 @@ export function registerEnvironmentRoutes(app: App, services: Services): void {
         });
         await removeFromSubscriptionFilters(m, 'environment_ids', environment.id);
         await m.trx.deleteFrom('environments').where('id', '=', environment.id).execute();
-        m.touchEnvironments([environment.id]);
+        await m.touchEnvironments([environment.id], 'describes');
       });
       return reply.status(204).send();
     },

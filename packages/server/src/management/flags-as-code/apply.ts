@@ -369,7 +369,7 @@ class Reconciliation {
     });
     // Of these members, SDKs receive client visibility, metadata and (through bucketing) the salt.
     if (changes.some((c) => ['ClientSideVisible', 'Metadata', 'Salt'].includes(c.property)))
-      await m.touchFlag(existing.row);
+      await m.touchFlag(existing.row, undefined, 'describes');
   }
 
   /**
@@ -671,6 +671,7 @@ function emptyState(document: ProjectDocument, organizationId: string, now: stri
       key: document.project.key,
       name: document.project.name ?? document.project.key,
       description: document.project.description ?? null,
+      change_request_count: 0,
       created_at: now,
       updated_at: now,
     },
@@ -744,4 +745,21 @@ export async function applyDocument(
     summary: summarize(changes),
     warnings,
   };
+}
+
+/**
+ * Reconciles the project with `document` inside the caller's mutation, as an apply does, without
+ * pruning: items the document leaves out are left alone. A change request applies its changes
+ * this way (design record 042), so that they are written by the same functions, with the same
+ * events, as a direct apply. The caller has checked the document (`checkDocument`).
+ * @returns the changes made, by path in `document`
+ */
+export async function reconcileDocument(
+  m: Mutation,
+  state: ProjectState,
+  document: ProjectDocument,
+): Promise<PlannedChange[]> {
+  const reconciliation = new Reconciliation(document, state, false, m);
+  await reconciliation.run();
+  return reconciliation.changes;
 }

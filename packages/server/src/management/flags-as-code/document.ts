@@ -77,7 +77,7 @@ const DocumentRule = Type.Object(
   { additionalProperties: false },
 );
 
-const DocumentFlagEnvironment = Type.Object(
+export const DocumentFlagEnvironment = Type.Object(
   {
     enabled: Type.Boolean(),
     defaultVariation: Type.String({
@@ -121,7 +121,7 @@ const DocumentFlagEnvironment = Type.Object(
   { additionalProperties: false },
 );
 
-const DocumentVariation = Type.Object(
+export const DocumentVariation = Type.Object(
   {
     key: KeySchema,
     name: Nullable(Type.String({ maxLength: 200 })),
@@ -167,7 +167,7 @@ export const DocumentFlag = Type.Object(
   { additionalProperties: false },
 );
 
-const DocumentSegment = Type.Object(
+export const DocumentSegment = Type.Object(
   {
     key: KeySchema,
     name: Nullable(NameSchema),
@@ -222,6 +222,7 @@ export type DocumentFlag = Static<typeof DocumentFlag>;
 export type DocumentFlagEnvironment = Static<typeof DocumentFlagEnvironment>;
 export type DocumentRule = Static<typeof DocumentRule>;
 export type DocumentSegment = Static<typeof DocumentSegment>;
+export type DocumentVariation = Static<typeof DocumentVariation>;
 export type DocumentEnvironment = Static<typeof DocumentEnvironment>;
 export type DocumentCondition = Static<typeof DocumentCondition>;
 export type DocumentConditionGroup = Static<typeof DocumentConditionGroup>;

@@ -21,6 +21,7 @@ export function initialConfiguration(
     strategy: 'SingleVariation',
     rollout: '[]',
     prerequisites: '[]',
+    revision: 1,
     updated_at: now,
   };
 }

@@ -43,6 +43,7 @@ export function configurationResponse(
 ) {
   return {
     ...configurationFields(row, environmentKey),
+    revision: row.revision,
     _actions: actionsFor(role, {
       update: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
       toggle: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
@@ -242,6 +243,7 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
         setFlagEnabled(m, project, flag, environment, {
           from: configuration.is_enabled === 1,
           to: enabled,
+          emergencyOff: true,
         }),
       );
       return reply.status(204).send();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FlagMetadata } from '@vexil/engine';
 import type { Selectable } from 'kysely';
 import { v7 as uuid } from 'uuid';
-import type { Mutation } from '../../db/mutate.js';
+import type { Mutation, WriteKind } from '../../db/mutate.js';
 import type {
   FlagEnvironmentsTable,
   FlagsTable,
@@ -187,6 +187,7 @@ export async function flagDetail(services: Services, role: Role, flag: FlagRow) 
     tags,
     metadata: flagMetadata(flag),
     variations: variations.map(variationItem),
+    variationsRevision: flag.variations_revision,
     createdAt,
     updatedAt,
     expiresAtUtc,
@@ -235,12 +236,19 @@ async function flagChanged(
   project: KeyedRef,
   flag: FlagRef,
   event: Omit<NewEvent, 'project' | 'entity'>,
+  write: WriteKind = 'serves',
 ): Promise<void> {
-  await m.touchFlag(
+  const { bypassedChangeRequest } = await m.touchFlag(
     { id: flag.id, project_id: project.id },
     event.environment ? [event.environment.id] : undefined,
+    write,
   );
-  await m.emit({ ...event, project, entity: { type: 'flag', id: flag.id, key: flag.key } });
+  await m.emit({
+    ...event,
+    project,
+    entity: { type: 'flag', id: flag.id, key: flag.key },
+    ...(bypassedChangeRequest ? { bypassedChangeRequest } : {}),
+  });
 }
 
 /** Inserts a variation of the flag, touches the flag and emits `flag.variation.created`. */
@@ -283,12 +291,20 @@ export async function updateVariation(
     .where('id', '=', variation.id)
     .returningAll()
     .executeTakeFirstOrThrow();
-  await flagChanged(m, project, flag, {
-    type: 'flag.variation.updated',
-    child: { type: 'variation', id: variation.id },
-    changes,
-    description: `Variation "${variation.key}" of flag "${flag.key}" updated`,
-  });
+  // Names, descriptions and order describe a variation; only its value changes what is served.
+  const write = changes.some((change) => change.property === 'Value') ? 'serves' : 'describes';
+  await flagChanged(
+    m,
+    project,
+    flag,
+    {
+      type: 'flag.variation.updated',
+      child: { type: 'variation', id: variation.id },
+      changes,
+      description: `Variation "${variation.key}" of flag "${flag.key}" updated`,
+    },
+    write,
+  );
   return updated;
 }
 
@@ -313,7 +329,7 @@ export async function deleteVariation(
  */
 export type NewFlag = Omit<
   FlagsTable,
-  'id' | 'project_id' | 'salt' | 'version' | 'created_at' | 'updated_at'
+  'id' | 'project_id' | 'salt' | 'version' | 'variations_revision' | 'created_at' | 'updated_at'
 > & {
   salt?: string | undefined;
 };
@@ -341,6 +357,7 @@ export async function insertFlag(
     project_id: project.id,
     salt: flag.salt ?? randomBytes(8).toString('hex'),
     version: 1,
+    variations_revision: 1,
     created_at: m.now,
     updated_at: m.now,
   };
@@ -369,7 +386,10 @@ export async function insertFlag(
   );
   if (configurations.length > 0)
     await m.trx.insertInto('flag_environments').values(configurations).execute();
-  m.touchEnvironments(environments.map((environment) => environment.id));
+  await m.touchEnvironments(
+    environments.map((environment) => environment.id),
+    'describes',
+  );
   await m.emit({
     type: 'flag.created',
     project,
@@ -417,11 +437,17 @@ export async function setFlagArchived(
     .set({ is_archived: archived ? 1 : 0, updated_at: m.now })
     .where('id', '=', flag.id)
     .execute();
-  await flagChanged(m, project, flag, {
-    type: archived ? 'flag.archived' : 'flag.restored',
-    changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
-    description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'}${note}`,
-  });
+  await flagChanged(
+    m,
+    project,
+    flag,
+    {
+      type: archived ? 'flag.archived' : 'flag.restored',
+      changes: [{ property: 'IsArchived', from: String(!archived), to: String(archived) }],
+      description: `Flag "${flag.key}" ${archived ? 'archived' : 'restored'}${note}`,
+    },
+    'describes',
+  );
 }
 
 /** Who writes a flag's configuration: a person (directly or through a tool), or a release plan. */
@@ -504,7 +530,7 @@ export async function writeFlagConfiguration(
   by: ConfigurationWriter = 'person',
 ): Promise<Selectable<FlagEnvironmentsTable>> {
   const { project, flag, environment } = target;
-  await m.touchFlag(flag, [environment.id]);
+  await m.touchFlag(flag, [environment.id], by === 'releasePlan' ? 'releasePlan' : 'serves');
   const before = await m.trx
     .selectFrom('flag_environments')
     .selectAll()
@@ -531,13 +557,16 @@ export async function writeFlagConfiguration(
  * Turns the flag on or off in the environment, touches it there and emits `flag.toggled`. When it
  * is already so, nothing is written, touched or emitted: a toggle to the current state records
  * nothing (decided in the update itself, so a concurrent toggle cannot slip between).
+ * @param change.emergencyOff the caller (a Member or higher, directly) may turn the flag off
+ *   past a change-request policy that allows it; the event then says so (design record 042)
+ * @throws ApiError 409 `change_request_required` in an environment that requires change requests
  */
 export async function setFlagEnabled(
   m: Mutation,
   project: KeyedRef,
   flag: FlagRef,
   environment: KeyedRef,
-  change: { from: boolean; to: boolean },
+  change: { from: boolean; to: boolean; emergencyOff?: boolean },
 ): Promise<void> {
   const enabled = change.to ? 1 : 0;
   const { numUpdatedRows } = await m.trx
@@ -548,13 +577,19 @@ export async function setFlagEnabled(
     .where('is_enabled', '!=', enabled)
     .executeTakeFirst();
   if (numUpdatedRows === 0n) return;
-  await flagChanged(m, project, flag, {
-    type: 'flag.toggled',
-    environment,
-    child: { type: 'flag_environment_config', id: environment.id },
-    changes: [{ property: 'IsEnabled', from: String(change.from), to: String(change.to) }],
-    description: `Flag "${flag.key}" turned ${change.to ? 'on' : 'off'} in "${environment.key}"`,
-  });
+  await flagChanged(
+    m,
+    project,
+    flag,
+    {
+      type: 'flag.toggled',
+      environment,
+      child: { type: 'flag_environment_config', id: environment.id },
+      changes: [{ property: 'IsEnabled', from: String(change.from), to: String(change.to) }],
+      description: `Flag "${flag.key}" turned ${change.to ? 'on' : 'off'} in "${environment.key}"`,
+    },
+    change.emergencyOff && !change.to ? 'emergencyOff' : 'serves',
+  );
   await pauseActivePlan(
     m,
     flag.id,

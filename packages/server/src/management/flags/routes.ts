@@ -328,7 +328,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
         });
         // Of these fields, SDKs receive client visibility and metadata.
         if (body.clientSideVisible !== undefined || row.metadata !== flag.metadata)
-          await m.touchFlag(flag);
+          await m.touchFlag(flag, undefined, 'describes');
         return row;
       });
       return flagDetail(services, access.role, updated);

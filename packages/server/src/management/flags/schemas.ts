@@ -75,6 +75,10 @@ export const FlagResponse = Type.Object({
   tags: Type.Array(Type.String()),
   metadata: FlagMetadataSchema,
   variations: Type.Array(VariationItem),
+  variationsRevision: Type.Integer({
+    description:
+      'The revision of the variation set, +1 on every change to it: the `baseRevision` of a `variations` change request (design record 042).',
+  }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
   expiresAtUtc: Type.Union([Timestamp, Type.Null()]),
@@ -117,5 +121,9 @@ export const FlagEnvironmentResponse = Type.Object({
   strategy: Type.Enum(STRATEGIES),
   rollout: RolloutSchema,
   prerequisites: PrerequisitesSchema,
+  revision: Type.Integer({
+    description:
+      'The revision of this configuration and its rules, +1 on every change: the `baseRevision` of a `flag` change request (design record 042).',
+  }),
   _actions: ActionsSchema,
 });

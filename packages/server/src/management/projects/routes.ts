@@ -115,6 +115,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
           key: body.key,
           name: body.name,
           description: body.description ?? null,
+          change_request_count: 0,
           created_at: m.now,
           updated_at: m.now,
         };

@@ -1,11 +1,9 @@
-import { Type } from 'typebox';
-import { v7 as uuid } from 'uuid';
 import type { Caller } from '../../auth/caller.js';
 import type { Mutation } from '../../db/mutate.js';
 import type { Role } from '../../db/schema.js';
-import { isUniqueViolation } from '../../db/unique.js';
+
 import type { App } from '../../http/app-instance.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs, notFound } from '../access.js';
 import { actionsFor } from '../actions.js';
@@ -13,7 +11,6 @@ import { checkNotArchived } from '../flags/configuration.js';
 import { readFlagEnvironment, type FlagRow } from '../flags/queries.js';
 import { scopedRoutes } from '../scope.js';
 import { readPlanGuard } from './guard.js';
-import { checkSteps, durationMs, GUARD_DEFAULTS, type Guard } from './plan-rules.js';
 import {
   emitPlanEvent,
   findPlan,
@@ -21,10 +18,10 @@ import {
   planSteps,
   type PlanRow,
   type PlanTarget,
-  type StoredFallthrough,
 } from './queries.js';
 import { FlagEnvParams, GuardReading, PlanInput, PlanResponse } from './schemas.js';
-import { advancePlan, resumePlan, rollbackPlan } from './steps.js';
+import { checkPlanInput, startPlan } from './start.js';
+import { resumePlan, rollbackPlan } from './steps.js';
 
 const PLAN_PATH = '/orgs/:org/projects/:project/flags/:flag/environments/:env/release-plan';
 
@@ -100,77 +97,6 @@ function wrongState(plan: PlanRow, action: string): ApiError {
   return new ApiError('conflict', `The release plan is ${plan.state}; it cannot ${action}.`);
 }
 
-/**
- * Starts a plan inside `m` (spec section 4): refuses a second active or paused plan (409),
- * replaces an ended one, records the fallthrough it finds, emits `release_plan.started`, and
- * applies the steps already due (a first step after `PT0S` at once).
- */
-export async function startPlan(
-  m: Mutation,
-  target: PlanTarget,
-  values: {
-    variationId: string;
-    previousVariationId: string;
-    fallthrough: StoredFallthrough;
-    steps: { percentage: number; after: string }[];
-    guard: Guard | null;
-    createdBy: string;
-  },
-  now: Date,
-): Promise<PlanRow> {
-  const existing = await findPlan(m.trx, target.flag.id, target.environment.id);
-  if (existing && (existing.state === 'active' || existing.state === 'paused'))
-    throw new ApiError(
-      'conflict',
-      `Flag "${target.flag.key}" has a ${existing.state} release plan in "${target.environment.key}"; roll it back or delete it first.`,
-    );
-  if (existing) await m.trx.deleteFrom('release_plans').where('id', '=', existing.id).execute();
-  const firstWait = durationMs(values.steps[0]?.after ?? 'PT0S');
-  const plan: PlanRow = {
-    id: uuid(),
-    project_id: target.project.id,
-    flag_id: target.flag.id,
-    environment_id: target.environment.id,
-    state: 'active',
-    variation_id: values.variationId,
-    previous_variation_id: values.previousVariationId,
-    fallthrough_before: JSON.stringify(values.fallthrough),
-    steps: JSON.stringify(values.steps.map((step) => ({ ...step, startedAt: null }))),
-    guard: values.guard === null ? null : JSON.stringify(values.guard),
-    current_step: -1,
-    next_step_at: new Date(
-      now.getTime() + (typeof firstWait === 'number' ? firstWait : 0),
-    ).toISOString(),
-    paused_reason: null,
-    regression: null,
-    guard_checked_at: null,
-    started_at: m.now,
-    created_by: values.createdBy,
-    created_at: m.now,
-    updated_at: m.now,
-  };
-  try {
-    await m.trx.insertInto('release_plans').values(plan).execute();
-  } catch (error) {
-    if (isUniqueViolation(error))
-      throw new ApiError(
-        'conflict',
-        `Flag "${target.flag.key}" has a release plan in "${target.environment.key}" already.`,
-      );
-    throw error;
-  }
-  await emitPlanEvent(
-    m,
-    target,
-    plan,
-    'release_plan.started',
-    `Release plan of flag "${target.flag.key}" in "${target.environment.key}" started: ${values.steps.map((s) => `${s.percentage}%`).join(' → ')}${values.guard ? `, guarded by "${values.guard.metric}"` : ''}`,
-    [{ property: 'State', from: null, to: 'active' }],
-  );
-  await advancePlan(m, plan, target, now);
-  return (await findPlan(m.trx, target.flag.id, target.environment.id)) ?? plan;
-}
-
 /** Release plans (spec: change requests, section 4) and their guards (section 5). */
 export function registerReleasePlanRoutes(app: App, services: Services): void {
   const route = scopedRoutes(app, services);
@@ -207,40 +133,15 @@ export function registerReleasePlanRoutes(app: App, services: Services): void {
         .select(['id', 'key'])
         .where('flag_id', '=', flag.id)
         .execute();
-      const targetVariation = variations.find((v) => v.key === body.variation);
-      if (!targetVariation)
-        throw invalidField(
-          'variation',
-          `is not a variation key of this flag (${variations.map((v) => v.key).join(', ')})`,
-        );
-      checkSteps(body.steps);
-      const guard: Guard | null = body.guard ? { ...GUARD_DEFAULTS, ...body.guard } : null;
       const configuration = await readFlagEnvironment(services, flag.id, environment.id);
-      if (configuration.strategy !== 'SingleVariation')
-        throw new ApiError(
-          'conflict',
-          `The fallthrough of flag "${flag.key}" in "${environment.key}" is a percentage rollout; a release plan starts from a fallthrough serving one variation.`,
-        );
-      if (configuration.default_variation_id === targetVariation.id)
-        throw invalidField('variation', 'is what the fallthrough serves already');
-      const now = services.clock.now();
+      const values = checkPlanInput(body, variations, configuration);
+      const { guard } = values;
       const plan = await mutateAs(services, scope, async (m) => {
         const started = await startPlan(
           m,
           targetOf(scope),
-          {
-            variationId: targetVariation.id,
-            previousVariationId: configuration.default_variation_id,
-            fallthrough: {
-              strategy: configuration.strategy,
-              defaultVariationId: configuration.default_variation_id,
-              rollout: configuration.rollout,
-            },
-            steps: body.steps,
-            guard,
-            createdBy: caller.id,
-          },
-          now,
+          { ...values, createdBy: caller.id },
+          services.clock.now(),
         );
         if (guard) m.afterCommit(refreshGuards);
         return started;
@@ -258,12 +159,10 @@ export function registerReleasePlanRoutes(app: App, services: Services): void {
             `No event "${guard.metric}" has been received in "${environment.key}" yet; the guard waits for it (the metric may be new).`,
           );
       }
-      return reply
-        .status(201)
-        .send({
-          ...(await planResponse(services, plan, scope)),
-          ...(warnings.length ? { warnings } : {}),
-        });
+      return reply.status(201).send({
+        ...(await planResponse(services, plan, scope)),
+        ...(warnings.length ? { warnings } : {}),
+      });
     },
   );
 

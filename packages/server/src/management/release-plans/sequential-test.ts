@@ -26,7 +26,7 @@ export type Direction = 'lower_is_better' | 'higher_is_better';
 
 /** The test's state at one look. */
 export interface SequentialTestResult {
-  /** The mixture likelihood ratio Λ: evidence of a regression, 1 meaning none either way. */
+  /** The mixture likelihood ratio Λ: evidence of a regression, 1 meaning none either way (finite). */
   statistic: number;
   /** Λ at which the test stops: 1 / (1 − confidence). */
   threshold: number;
@@ -80,7 +80,8 @@ export function regressionTest(
     0.5 * Math.log(variance / spread) +
     (delta * delta * tau2) / (2 * variance * spread) +
     Math.log(normalCdf((delta * tau) / Math.sqrt(variance * spread), 0, 1));
-  const statistic = Math.exp(logStatistic);
+  // Overwhelming evidence overflows exp(); the largest finite number still says it (and fits JSON).
+  const statistic = Math.min(Math.exp(logStatistic), Number.MAX_VALUE);
   return {
     statistic,
     threshold,

@@ -33,7 +33,7 @@ export async function insertSegment(
     .values(segment)
     .execute()
     .catch(conflictOn('key', values.key, 'segment'));
-  await m.touchProject(project.id);
+  await m.touchProject(project.id, 'describes');
   await m.emit({
     type: 'segment.created',
     project,
@@ -61,6 +61,8 @@ export async function updateSegment(
     .returningAll()
     .executeTakeFirstOrThrow()
     .catch(conflictOn('key', values.key ?? segment.key, 'segment'));
-  await m.touchProject(segment.project_id);
+  // Its key, name and description describe a segment; its conditions decide who is in it.
+  const serves = values.conditions !== undefined || values.condition_logic !== undefined;
+  await m.touchProject(segment.project_id, serves ? 'serves' : 'describes');
   return updated;
 }

@@ -55,6 +55,10 @@ const SegmentItem = Type.Object({
   description: NullableString,
   conditions: Type.Array(ConditionResponse),
   conditionLogic: Type.Enum(LOGICAL_OPERATORS),
+  revision: Type.Integer({
+    description:
+      'The revision of the segment, +1 on every change: the `baseRevision` of a `segment` change request (design record 042).',
+  }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -83,6 +87,7 @@ function segmentItem(row: SegmentRow) {
     description: row.description,
     conditions: JSON.parse(row.conditions) as StoredCondition[],
     conditionLogic: row.condition_logic,
+    revision: row.version,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

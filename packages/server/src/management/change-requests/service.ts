@@ -1,0 +1,745 @@
+import type { Selectable } from 'kysely';
+import { v7 as uuid } from 'uuid';
+import { hasRole } from '../../auth/roles.js';
+import { mutate, type Mutation } from '../../db/mutate.js';
+import type { ChangeRequestState, EnvironmentsTable, ProjectsTable } from '../../db/schema.js';
+import type { Actor, EventType, KeyedRef } from '../../events/types.js';
+import { ApiError, invalidField } from '../../http/errors.js';
+import type { Services } from '../../services.js';
+import { actorOf } from '../access.js';
+import { requireEnvironment } from '../environments/queries.js';
+import { readProjectState } from '../flags-as-code/project-state.js';
+import type { ProjectScope } from '../scope.js';
+import { checkChanges, diffChanges, writeChanges } from './changes.js';
+import type { Change } from './kinds.js';
+import {
+  CANCELLABLE,
+  EDITABLE,
+  REJECTABLE,
+  requestResponse,
+  reviewRefusal,
+  reviewsOf,
+  type Author,
+  type ChangeRequestRow,
+  type RequestCaller,
+} from './store.js';
+
+/** RFC 3339 with an offset (`Z` or `±hh:mm`), as the contract requires of `applyAt`. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/** What opens a change request (spec: change requests, section 2, `POST …/change-requests`). */
+export interface OpenChangeRequestInput {
+  /** The environment's key (or id). */
+  environment: string;
+  title: string;
+  description?: string | undefined;
+  /** 1–100 changes, each checked against its kind. */
+  changes: readonly unknown[];
+  /** RFC 3339 with offset, in the future; null or absent: applied when someone applies it. */
+  applyAt?: string | null | undefined;
+  /** Open it for review now rather than keep it a draft. */
+  submit?: boolean | undefined;
+}
+
+/** A request as the API returns it. */
+export type ChangeRequestResponse = ReturnType<typeof requestResponse>;
+
+/**
+ * `applyAt` as stored: UTC ISO-8601.
+ * @throws ApiError 400 on `applyAt` when it is not RFC 3339 with an offset, or not after `now`
+ */
+function storedApplyAt(value: string, now: Date): string {
+  const at = new Date(value);
+  if (!RFC3339.test(value) || Number.isNaN(at.getTime()))
+    throw invalidField(
+      'applyAt',
+      'must be an RFC 3339 date-time with an offset, e.g. 2026-05-01T09:00:00+02:00',
+    );
+  if (at <= now)
+    throw invalidField('applyAt', `must be in the future (it is ${now.toISOString()} now)`);
+  return at.toISOString();
+}
+
+function authorOf(caller: RequestCaller['access']['caller']): Author {
+  return caller.type === 'user'
+    ? { userId: caller.id, email: caller.email, name: caller.name }
+    : { tokenId: caller.id, name: caller.name };
+}
+
+/** The event actor of the schedule applying a request: its author, who wrote the changes. */
+function authorActor(row: ChangeRequestRow): Actor {
+  const author = JSON.parse(row.author) as Author;
+  return 'userId' in author ? author : { userId: author.tokenId, email: null, name: author.name };
+}
+
+/** The state a request reaches when it leaves `draft` (or is edited while not a draft). */
+function submittedState(
+  row: Pick<ChangeRequestRow, 'approvals_required' | 'apply_at'>,
+): ChangeRequestState {
+  if (row.approvals_required > 0) return 'open';
+  return row.apply_at ? 'scheduled' : 'approved';
+}
+
+async function emitRequestEvent(
+  m: Mutation,
+  type: EventType,
+  row: ChangeRequestRow,
+  where: { project: KeyedRef; environment: KeyedRef },
+  verb: string,
+): Promise<void> {
+  await m.emit({
+    type,
+    project: where.project,
+    environment: where.environment,
+    entity: { type: 'change_request', id: row.id, key: String(row.number) },
+    description: `Change request #${row.number} "${row.title}" ${verb}`,
+  });
+}
+
+/** The events of entering `state` from `draft` or an edit: opened, then approved or scheduled. */
+async function emitEntered(
+  m: Mutation,
+  row: ChangeRequestRow,
+  where: { project: KeyedRef; environment: KeyedRef },
+): Promise<void> {
+  await emitRequestEvent(m, 'change_request.opened', row, where, 'opened');
+  if (row.state === 'approved' || row.state === 'scheduled')
+    await emitRequestEvent(
+      m,
+      'change_request.approved',
+      row,
+      where,
+      'approved (no approval required)',
+    );
+  if (row.state === 'scheduled')
+    await emitRequestEvent(
+      m,
+      'change_request.scheduled',
+      row,
+      where,
+      `scheduled for ${row.apply_at}`,
+    );
+}
+
+/** Reads the request `number` of the project. @throws ApiError 404 */
+export async function requireChangeRequest(
+  services: Pick<Services, 'db'>,
+  project: Pick<ProjectsTable, 'id' | 'key'>,
+  number: number,
+): Promise<ChangeRequestRow> {
+  const row = await services.db
+    .selectFrom('change_requests')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where('number', '=', number)
+    .executeTakeFirst();
+  if (!row)
+    throw new ApiError(
+      'not_found',
+      `Change request #${number} was not found in project "${project.key}".`,
+    );
+  return row;
+}
+
+/** The request as the caller sees it, with `diff` against the project as it is now. */
+export async function changeRequestDetail(
+  services: Services,
+  scope: ProjectScope,
+  caller: RequestCaller,
+  row: ChangeRequestRow,
+): Promise<ChangeRequestResponse> {
+  const [state, reviews] = await Promise.all([
+    readProjectState(services.db, scope.project),
+    reviewsOf(services, [row.id]),
+  ]);
+  const environment = state.environments.find((e) => e.id === row.environment_id);
+  const changes = JSON.parse(row.changes) as Change[];
+  return requestResponse(row, {
+    projectKey: scope.project.key,
+    environmentKey: environment?.key ?? '',
+    reviews: reviews.get(row.id) ?? [],
+    caller,
+    ...(environment ? { diff: diffChanges(state, environment, changes) } : {}),
+  });
+}
+
+/**
+ * Opens a change request in the project, as `POST …/change-requests` does: checks the changes
+ * against the project, numbers the request, stores it as `draft`, or with `submit` as `open`
+ * (`approved` at once, or `scheduled` with `applyAt`, in an environment that requires no
+ * approval), and emits the events. For flags-as-code and the MCP tools, which propose changes
+ * from code. Machines may open requests; only people review them.
+ * @throws ApiError 400 `validation_failed` naming the path of each problem (`changes[2].kind`,
+ *   `applyAt`, `environment`), 404 for an unknown environment
+ */
+export async function openChangeRequest(
+  services: Services,
+  scope: ProjectScope,
+  input: OpenChangeRequestInput,
+  caller: RequestCaller = { access: scope, viaMcp: false },
+): Promise<ChangeRequestResponse> {
+  const environment = await requireEnvironment(services, scope, scope.project, input.environment);
+  const now = services.clock.now();
+  const applyAt = input.applyAt ? storedApplyAt(input.applyAt, now) : null;
+  const state = await readProjectState(services.db, scope.project);
+  const stateEnvironment = state.environments.find((e) => e.id === environment.id) ?? environment;
+  const changes = checkChanges(state, stateEnvironment, input.changes);
+  const row = await mutate(
+    services.db,
+    { organizationId: scope.org.id, actor: actorOf(scope.caller), now, events: services.events },
+    async (m) => {
+      const policy = await m.trx
+        .selectFrom('environments')
+        .select(['change_requests_required', 'change_request_approvals'])
+        .where('id', '=', environment.id)
+        .executeTakeFirstOrThrow();
+      // The row lock of this update numbers concurrent requests one after the other.
+      const { change_request_count: number } = await m.trx
+        .updateTable('projects')
+        .set((eb) => ({ change_request_count: eb('change_request_count', '+', 1) }))
+        .where('id', '=', scope.project.id)
+        .returning('change_request_count')
+        .executeTakeFirstOrThrow();
+      const approvalsRequired =
+        policy.change_requests_required === 1 ? policy.change_request_approvals : 0;
+      const stored: ChangeRequestRow = {
+        id: uuid(),
+        organization_id: scope.org.id,
+        project_id: scope.project.id,
+        environment_id: environment.id,
+        number,
+        title: input.title,
+        description: input.description ?? '',
+        state: 'draft',
+        author: JSON.stringify(authorOf(scope.caller)),
+        author_id: scope.caller.id,
+        changes: JSON.stringify(changes),
+        approvals_required: approvalsRequired,
+        apply_at: applyAt,
+        applied_at: null,
+        applied_by: null,
+        failure: null,
+        created_at: m.now,
+        updated_at: m.now,
+      };
+      if (input.submit) stored.state = submittedState(stored);
+      await m.trx.insertInto('change_requests').values(stored).execute();
+      if (stored.state !== 'draft')
+        await emitEntered(m, stored, { project: scope.project, environment });
+      return stored;
+    },
+  );
+  await applyIfDue(services, row);
+  return changeRequestDetail(
+    services,
+    scope,
+    caller,
+    await requireChangeRequest(services, scope.project, row.number),
+  );
+}
+
+/**
+ * Runs one transition of request `number`: claims it with a conditional update from one of
+ * `from` (which also locks it, so concurrent actions queue and each sees the other's outcome),
+ * then `work`. Exactly one of two racing actions goes ahead; the other finds the state moved.
+ * @throws ApiError 404, or 409 `conflict` naming the state when it is not one of `from`
+ */
+async function transition<T>(
+  services: Services,
+  scope: ProjectScope,
+  number: number,
+  from: readonly ChangeRequestState[],
+  action: string,
+  work: (
+    m: Mutation,
+    row: ChangeRequestRow,
+    environment: Selectable<EnvironmentsTable>,
+  ) => Promise<T>,
+  options: { applying?: ChangeRequestRow } = {},
+): Promise<T> {
+  const applying = options.applying;
+  return mutate(
+    services.db,
+    {
+      organizationId: scope.org.id,
+      actor: actorOf(scope.caller),
+      now: services.clock.now(),
+      events: services.events,
+      ...(applying ? { changeRequest: { id: applying.id, number: applying.number } } : {}),
+    },
+    async (m) => {
+      const row = await m.trx
+        .updateTable('change_requests')
+        .set({ updated_at: m.now })
+        .where('project_id', '=', scope.project.id)
+        .where('number', '=', number)
+        .where('state', 'in', [...from])
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) {
+        const current = await m.trx
+          .selectFrom('change_requests')
+          .select('state')
+          .where('project_id', '=', scope.project.id)
+          .where('number', '=', number)
+          .executeTakeFirst();
+        if (!current)
+          throw new ApiError(
+            'not_found',
+            `Change request #${number} was not found in project "${scope.project.key}".`,
+          );
+        throw new ApiError(
+          'conflict',
+          `Change request #${number} is ${current.state}: it cannot be ${action} (only when ${from.join(' or ')}).`,
+        );
+      }
+      const environment = await m.trx
+        .selectFrom('environments')
+        .selectAll()
+        .where('id', '=', row.environment_id)
+        .executeTakeFirstOrThrow();
+      return work(m, row, environment);
+    },
+  );
+}
+
+function requireAuthor(row: ChangeRequestRow, caller: RequestCaller, what: string): void {
+  if (row.author_id !== caller.access.caller.id)
+    throw new ApiError('not_author', `Only the author of change request #${row.number} ${what}.`);
+}
+
+function requireAuthorOrAdmin(row: ChangeRequestRow, caller: RequestCaller, what: string): void {
+  if (row.author_id !== caller.access.caller.id && !hasRole(caller.access.role, 'Admin'))
+    throw new ApiError(
+      'not_author',
+      `Only the author of change request #${row.number} or an Admin ${what}.`,
+    );
+}
+
+async function setState(
+  m: Mutation,
+  row: ChangeRequestRow,
+  values: Partial<Omit<ChangeRequestRow, 'id'>>,
+): Promise<ChangeRequestRow> {
+  return m.trx
+    .updateTable('change_requests')
+    .set({ ...values, updated_at: m.now })
+    .where('id', '=', row.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** What PATCH may change of a request. */
+export interface EditChangeRequestInput {
+  title?: string | undefined;
+  description?: string | undefined;
+  changes?: readonly unknown[] | undefined;
+  applyAt?: string | null | undefined;
+}
+
+/**
+ * Edits a request (its author only): a draft stays a draft; otherwise it is open for review again
+ * (or approved at once where no approval is required), every approval withdrawn.
+ * @throws ApiError 403 for anyone but the author, 409 `conflict` unless draft, open or approved,
+ *   400 naming each problem of the changes or `applyAt`
+ */
+export async function editChangeRequest(
+  services: Services,
+  scope: ProjectScope,
+  caller: RequestCaller,
+  number: number,
+  input: EditChangeRequestInput,
+): Promise<ChangeRequestResponse> {
+  const existing = await requireChangeRequest(services, scope.project, number);
+  requireAuthor(existing, caller, 'edits it');
+  const now = services.clock.now();
+  const applyAt =
+    input.applyAt === undefined
+      ? undefined
+      : input.applyAt === null
+        ? null
+        : storedApplyAt(input.applyAt, now);
+  let changes: Change[] | undefined;
+  if (input.changes !== undefined) {
+    const state = await readProjectState(services.db, scope.project);
+    const environment = state.environments.find((e) => e.id === existing.environment_id);
+    if (!environment)
+      throw new ApiError('conflict', 'The environment of this change request is gone.');
+    changes = checkChanges(state, environment, input.changes);
+  }
+  const row = await transition(
+    services,
+    scope,
+    number,
+    EDITABLE,
+    'edited',
+    async (m, row, environment) => {
+      const edited = {
+        ...row,
+        ...(input.title !== undefined ? { title: input.title } : {}),
+        ...(input.description !== undefined ? { description: input.description } : {}),
+        ...(changes !== undefined ? { changes: JSON.stringify(changes) } : {}),
+        ...(applyAt !== undefined ? { apply_at: applyAt } : {}),
+      };
+      const state = row.state === 'draft' ? 'draft' : submittedState(edited);
+      await m.trx
+        .updateTable('change_request_reviews')
+        .set({ withdrawn: 1 })
+        .where('change_request_id', '=', row.id)
+        .where('decision', '=', 'approve')
+        .execute();
+      const updated = await setState(m, row, {
+        title: edited.title,
+        description: edited.description,
+        changes: edited.changes,
+        apply_at: edited.apply_at,
+        state,
+      });
+      if (state !== 'draft') await emitEntered(m, updated, { project: scope.project, environment });
+      return updated;
+    },
+  );
+  await applyIfDue(services, row);
+  return changeRequestDetail(
+    services,
+    scope,
+    caller,
+    await requireChangeRequest(services, scope.project, number),
+  );
+}
+
+/** Submits a draft (its author only): `open`, or `approved`/`scheduled` where none is required. */
+export async function submitChangeRequest(
+  services: Services,
+  scope: ProjectScope,
+  caller: RequestCaller,
+  number: number,
+): Promise<ChangeRequestResponse> {
+  requireAuthor(await requireChangeRequest(services, scope.project, number), caller, 'submits it');
+  const row = await transition(
+    services,
+    scope,
+    number,
+    ['draft'],
+    'submitted',
+    async (m, row, environment) => {
+      const updated = await setState(m, row, { state: submittedState(row) });
+      await emitEntered(m, updated, { project: scope.project, environment });
+      return updated;
+    },
+  );
+  await applyIfDue(services, row);
+  return changeRequestDetail(
+    services,
+    scope,
+    caller,
+    await requireChangeRequest(services, scope.project, number),
+  );
+}
+
+/**
+ * Records a review by a person who is not the author. Approving an open request counts towards
+ * `approvalsRequired`; the last approval makes it `approved`, or `scheduled` when it carries
+ * `applyAt` (applied at once when that time has passed). Rejecting ends it (`rejected`).
+ * @throws ApiError 403 for a service token, a call through `/mcp`, or the author; 409 `conflict`
+ *   in the wrong state or for a second approval by the same person
+ */
+export async function reviewChangeRequest(
+  services: Services,
+  scope: ProjectScope,
+  caller: RequestCaller,
+  number: number,
+  input: { decision: 'approve' | 'reject'; comment?: string | undefined },
+): Promise<ChangeRequestResponse> {
+  const refusal = reviewRefusal(caller);
+  if (refusal) throw new ApiError('people_only', `Refused: ${refusal}.`);
+  const existing = await requireChangeRequest(services, scope.project, number);
+  if (existing.author_id === caller.access.caller.id)
+    throw new ApiError(
+      'not_author',
+      `The author of change request #${number} does not review it: ask another person.`,
+    );
+  const approve = input.decision === 'approve';
+  const row = await transition(
+    services,
+    scope,
+    number,
+    approve ? ['open'] : REJECTABLE,
+    approve ? 'approved' : 'rejected',
+    async (m, row, environment) => {
+      const where = { project: scope.project, environment };
+      const reviews = await m.trx
+        .selectFrom('change_request_reviews')
+        .selectAll()
+        .where('change_request_id', '=', row.id)
+        .where('decision', '=', 'approve')
+        .where('withdrawn', '=', 0)
+        .execute();
+      if (approve && reviews.some((r) => r.reviewer_id === caller.access.caller.id))
+        throw new ApiError('conflict', `You approved change request #${number} already.`);
+      await m.trx
+        .insertInto('change_request_reviews')
+        .values({
+          id: uuid(),
+          change_request_id: row.id,
+          reviewer_id: caller.access.caller.id,
+          reviewer: JSON.stringify(authorOf(caller.access.caller)),
+          decision: input.decision,
+          comment: input.comment ?? null,
+          withdrawn: 0,
+          created_at: m.now,
+        })
+        .execute();
+      if (!approve) {
+        const rejected = await setState(m, row, { state: 'rejected' });
+        await emitRequestEvent(m, 'change_request.rejected', rejected, where, 'rejected');
+        return rejected;
+      }
+      if (reviews.length + 1 < row.approvals_required) return row;
+      const approved = await setState(m, row, { state: row.apply_at ? 'scheduled' : 'approved' });
+      await emitRequestEvent(m, 'change_request.approved', approved, where, 'approved');
+      if (approved.apply_at)
+        await emitRequestEvent(
+          m,
+          'change_request.scheduled',
+          approved,
+          where,
+          `scheduled for ${approved.apply_at}`,
+        );
+      return approved;
+    },
+  );
+  await applyIfDue(services, row);
+  return changeRequestDetail(
+    services,
+    scope,
+    caller,
+    await requireChangeRequest(services, scope.project, number),
+  );
+}
+
+/**
+ * Applies an approved request now, all or nothing, through the same writes as direct changes, or
+ * with `applyAt` schedules it (author or Admin).
+ * @throws ApiError 403, 409 `conflict` unless approved, 409 `change_request_conflict` naming the
+ *   changes in conflict (nothing written, the request stays approved), 400 on `applyAt`
+ */
+export async function applyChangeRequest(
+  services: Services,
+  scope: ProjectScope,
+  caller: RequestCaller,
+  number: number,
+  input: { applyAt?: string | undefined },
+): Promise<ChangeRequestResponse> {
+  const existing = await requireChangeRequest(services, scope.project, number);
+  requireAuthorOrAdmin(existing, caller, input.applyAt ? 'schedules it' : 'applies it');
+  if (input.applyAt) {
+    const applyAt = storedApplyAt(input.applyAt, services.clock.now());
+    await transition(
+      services,
+      scope,
+      number,
+      ['approved'],
+      'scheduled',
+      async (m, row, environment) => {
+        const scheduled = await setState(m, row, { state: 'scheduled', apply_at: applyAt });
+        await emitRequestEvent(
+          m,
+          'change_request.scheduled',
+          scheduled,
+          { project: scope.project, environment },
+          `scheduled for ${applyAt}`,
+        );
+      },
+    );
+  } else {
+    await transition(
+      services,
+      scope,
+      number,
+      ['approved'],
+      'applied',
+      async (m, row, environment) => {
+        const applied = await setState(m, row, {
+          state: 'applied',
+          applied_at: m.now,
+          applied_by: JSON.stringify(authorOf(caller.access.caller)),
+        });
+        await writeChanges(
+          m,
+          scope.project,
+          row.environment_id,
+          JSON.parse(row.changes) as Change[],
+        );
+        await emitRequestEvent(
+          m,
+          'change_request.applied',
+          applied,
+          { project: scope.project, environment },
+          'applied',
+        );
+      },
+      { applying: existing },
+    );
+  }
+  return changeRequestDetail(
+    services,
+    scope,
+    caller,
+    await requireChangeRequest(services, scope.project, number),
+  );
+}
+
+/** Takes a scheduled request back to `approved` (author or Admin). */
+export async function unscheduleChangeRequest(
+  services: Services,
+  scope: ProjectScope,
+  caller: RequestCaller,
+  number: number,
+): Promise<ChangeRequestResponse> {
+  requireAuthorOrAdmin(
+    await requireChangeRequest(services, scope.project, number),
+    caller,
+    'unschedules it',
+  );
+  await transition(services, scope, number, ['scheduled'], 'unscheduled', (m, row) =>
+    setState(m, row, { state: 'approved', apply_at: null }),
+  );
+  return changeRequestDetail(
+    services,
+    scope,
+    caller,
+    await requireChangeRequest(services, scope.project, number),
+  );
+}
+
+/** Cancels a request that has not ended (author or Admin): `cancelled`, final. */
+export async function cancelChangeRequest(
+  services: Services,
+  scope: ProjectScope,
+  caller: RequestCaller,
+  number: number,
+): Promise<ChangeRequestResponse> {
+  requireAuthorOrAdmin(
+    await requireChangeRequest(services, scope.project, number),
+    caller,
+    'cancels it',
+  );
+  await transition(
+    services,
+    scope,
+    number,
+    CANCELLABLE,
+    'cancelled',
+    async (m, row, environment) => {
+      const cancelled = await setState(m, row, { state: 'cancelled' });
+      await emitRequestEvent(
+        m,
+        'change_request.cancelled',
+        cancelled,
+        { project: scope.project, environment },
+        'cancelled',
+      );
+    },
+  );
+  return changeRequestDetail(
+    services,
+    scope,
+    caller,
+    await requireChangeRequest(services, scope.project, number),
+  );
+}
+
+/** After a transition: a request that became `scheduled` for a time already past is applied now. */
+async function applyIfDue(services: Services, row: ChangeRequestRow): Promise<void> {
+  if (row.state === 'scheduled' && row.apply_at && new Date(row.apply_at) <= services.clock.now())
+    await applyScheduled(services, row.id, services.clock.now());
+}
+
+/**
+ * Applies a scheduled request whose time has come, exactly once however many nodes try: the
+ * apply's transaction claims it with a conditional update from `scheduled`. When the changes
+ * cannot apply (a conflict, a target gone or archived), nothing is written and the request
+ * becomes `failed` with `failure`, and `change_request.failed` is emitted.
+ * @returns what happened: `applied`, `failed`, or `skipped` when another node claimed it first
+ *   (or it was unscheduled, edited or cancelled meanwhile)
+ * @throws what the database throws (the next pass tries again)
+ */
+export async function applyScheduled(
+  services: Pick<Services, 'db' | 'events'>,
+  id: string,
+  now: Date,
+): Promise<'applied' | 'failed' | 'skipped'> {
+  const row = await services.db
+    .selectFrom('change_requests')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!row || row.state !== 'scheduled') return 'skipped';
+  const project = await services.db
+    .selectFrom('projects')
+    .selectAll()
+    .where('id', '=', row.project_id)
+    .executeTakeFirstOrThrow();
+  const scope = {
+    organizationId: row.organization_id,
+    actor: authorActor(row),
+    now,
+    events: services.events,
+  };
+  const claim = (m: Mutation, values: Partial<ChangeRequestRow>) =>
+    m.trx
+      .updateTable('change_requests')
+      .set({ ...values, updated_at: m.now })
+      .where('id', '=', row.id)
+      .where('state', '=', 'scheduled')
+      .where('apply_at', '<=', now.toISOString())
+      .returningAll()
+      .executeTakeFirst();
+  const environmentOf = (m: Mutation) =>
+    m.trx
+      .selectFrom('environments')
+      .select(['id', 'key'])
+      .where('id', '=', row.environment_id)
+      .executeTakeFirstOrThrow();
+  try {
+    return await mutate(
+      services.db,
+      { ...scope, changeRequest: { id: row.id, number: row.number } },
+      async (m) => {
+        const applied = await claim(m, {
+          state: 'applied',
+          applied_at: m.now,
+          applied_by: JSON.stringify({ service: 'schedule' }),
+        });
+        if (!applied) return 'skipped' as const;
+        await writeChanges(m, project, row.environment_id, JSON.parse(row.changes) as Change[]);
+        await emitRequestEvent(
+          m,
+          'change_request.applied',
+          applied,
+          { project, environment: await environmentOf(m) },
+          'applied on schedule',
+        );
+        return 'applied' as const;
+      },
+    );
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    return mutate(services.db, scope, async (m) => {
+      const failed = await claim(m, {
+        state: 'failed',
+        failure: JSON.stringify({ code: error.code, message: error.message }),
+      });
+      if (!failed) return 'skipped' as const;
+      await emitRequestEvent(
+        m,
+        'change_request.failed',
+        failed,
+        { project, environment: await environmentOf(m) },
+        `failed: ${error.message}`,
+      );
+      return 'failed' as const;
+    });
+  }
+}
