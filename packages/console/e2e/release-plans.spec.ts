@@ -118,6 +118,7 @@ test('Pause, Resume and Roll back from the console; the reason is shown', async 
   await expect(state.getByText('Step 1 of 2: 10% get On')).toBeVisible();
   await state.getByRole('button', { name: 'Pause' }).click();
   await expect(state.getByText('Paused', { exact: true })).toBeVisible();
+  await expect(state.getByRole('status')).toContainText('Paused: paused by e2e@example.com');
   await expect(state.getByText('waits for Resume')).toBeVisible();
   await state.getByRole('button', { name: 'Resume' }).click();
   await expect(state.getByText('Active')).toBeVisible();
@@ -127,7 +128,10 @@ test('Pause, Resume and Roll back from the console; the reason is shown', async 
   await expectAccessible(page);
   await confirm.getByRole('button', { name: 'Roll back' }).click();
   await expect(state.getByText('Rolled back', { exact: true }).first()).toBeVisible();
-  await expect(state.getByRole('status')).toContainText('Rolled back:');
+  // The reason comes from the flag's history: who rolled it back.
+  await expect(state.getByRole('status')).toContainText(
+    'Rolled back: rolled back by e2e@example.com',
+  );
   await expectAccessible(page);
   // The default serve is what it was: Off for everyone.
   const configuration = await apiCall<{ strategy: string }>(

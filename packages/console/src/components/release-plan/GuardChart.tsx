@@ -8,6 +8,8 @@ export interface StatisticSample {
   statistic: number;
 }
 
+/** "1M", "10K": a likelihood ratio's axis spans many powers of ten. */
+const compact = new Intl.NumberFormat(undefined, { notation: 'compact' });
 const STATISTIC_COLOUR = '#2f80ed';
 const THRESHOLD_COLOUR = '#d64545';
 
@@ -61,7 +63,8 @@ export default function GuardChart(props: { samples: StatisticSample[]; threshol
               filter: (_self, splits) =>
                 splits.map((v) => (Number.isInteger(Math.log10(v)) ? v : null)),
             },
-            values: (_self, splits) => splits.map((v) => (v >= 1 ? v.toLocaleString() : String(v))),
+            values: (_self, splits) =>
+              splits.map((v) => (Number.isInteger(Math.log10(v)) ? compact.format(v) : null)),
           },
         ],
         series: [

@@ -3,7 +3,7 @@ import { lazy, Suspense, useEffect, useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Flag } from '../../api/types';
 import type { StatisticSample } from './GuardChart';
-import { rateWords } from './PlanState';
+import { figure, rateWords } from './figures';
 import type { ReleaseGuard, ReleasePlan } from './types';
 
 // uPlot loads with a guarded plan only.
@@ -99,7 +99,7 @@ export function GuardPanel(props: {
           <p aria-live="polite">
             {waiting
               ? `Waiting for ${guard.minimumUsers.toLocaleString()} exposed users on each side.`
-              : `Statistic ${data.statistic.toFixed(2)} against a threshold of ${data.threshold.toFixed(2)}${
+              : `Statistic ${figure(data.statistic)} against a threshold of ${figure(data.threshold)}${
                   data.regressionDetected ? ': a regression' : ''
                 }.`}
           </p>

@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
 import type { Flag } from '../../api/types';
 import { ConfirmButton } from '../ConfirmButton';
+import { figure, rateWords } from './figures';
 import { GuardPanel } from './GuardPanel';
 import { addDuration, durationWords, formatTime, viewerTimeZone } from './time';
 import type { ReleasePlan } from './types';
@@ -15,11 +16,6 @@ export const STATE_WORDS: Record<ReleasePlan['state'], string> = {
   rolledBack: 'Rolled back',
 };
 
-/** A rate as a percentage with two decimals, or a dash before any user. */
-export function rateWords(rate: number | null): string {
-  return rate === null ? '—' : `${(rate * 100).toFixed(2)}%`;
-}
-
 /**
  * Why a plan stopped, in words: the guard's finding with both sides' rates, or the reason the
  * API recorded (a direct change, who paused or rolled it back).
@@ -31,7 +27,7 @@ export function stopReason(
 ): string {
   const { regression, guard } = plan;
   if (regression && guard) {
-    const statistic = `statistic ${regression.statistic.toFixed(1)} ≥ threshold ${regression.threshold.toFixed(1)}`;
+    const statistic = `statistic ${figure(regression.statistic)} ≥ threshold ${figure(regression.threshold)}`;
     return (
       `the guard found a regression of ${guard.metric}: ${rateWords(regression.target.rate)} of ` +
       `${regression.target.exposedUsers.toLocaleString()} users on ${targetName} against ` +
