@@ -344,8 +344,9 @@ export class UsageAggregator {
 
   /**
    * Writes the pending counts to `flag_usage` and `custom_event_usage` (upserts that add to
-   * existing counts) and the last uses of SDK keys, API tokens and people, in one transaction. Flushes run one at a time; a failed write is logged
-   * and its counts are kept for the next flush. Never rejects.
+   * existing counts) and the last uses of SDK keys, API tokens and people, in one transaction.
+   * Flushes run one at a time; a failed write is logged and its counts are kept for the next
+   * flush. Never rejects.
    */
   flush(): Promise<void> {
     this.flushChain = this.flushChain.then(() => this.flushOnce());
