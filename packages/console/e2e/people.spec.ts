@@ -235,7 +235,13 @@ test('an Admin creates a service token, sees it once and revokes it; an Owner ch
   }).toPass();
   await expect(row.locator('time')).toHaveAttribute('title', /\d/);
   await page.getByRole('button', { name: 'Revoke service token Deploys' }).click();
+  // While the dialog is open the page behind it is hidden from the accessibility tree, so the
+  // row's absence alone does not say the revocation is done: wait for its answer.
+  const revoked = page.waitForResponse(
+    (response) => response.request().method() === 'DELETE' && /service-tokens/.test(response.url()),
+  );
   await page.getByRole('alertdialog').getByRole('button', { name: 'Revoke token' }).click();
+  expect((await revoked).status()).toBe(204);
   await expect(page.getByRole('row', { name: /Deploys Member/ })).toHaveCount(0);
   expect(await meStatus({ token })).toBe(401);
 

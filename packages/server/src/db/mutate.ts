@@ -22,8 +22,7 @@ export interface Mutation {
   now: string;
   /**
    * Records an event in the outbox now, inside the transaction (order matters for deletions). An
-   * update whose `changes` list is empty changed nothing and is not recorded; a mutation whose
-   * every event was such an update is rolled back (see {@link mutate}).
+   * update whose `changes` list is empty changed nothing and is not recorded (see {@link mutate}).
    */
   emit(event: NewEvent): Promise<void>;
   /**
@@ -83,8 +82,9 @@ export interface MutationScope {
  * record 036): `work` must keep its effects to the transaction and the {@link Mutation}.
  *
  * A write that changes nothing (every event it emitted lists no changed property, e.g. a PATCH
- * with the stored values) is rolled back: no row, version, audit entry or event is written, no
- * one is notified, and `work`'s value is returned as if it had committed (design record 048).
+ * with the stored values) records no audit entry or event and bumps no configuration version, so
+ * SDKs fetch nothing; its rows still commit, since a mutation may also hold writes that must,
+ * such as a due-work claim (design record 048).
  */
 export async function mutate<T>(
   db: Kysely<Schema>,
@@ -138,16 +138,6 @@ function isTransient(error: unknown): boolean {
   return TRANSIENT_SQLSTATE.has(String((error as { code?: unknown } | undefined)?.code));
 }
 
-/**
- * Thrown inside the transaction to roll back a mutation that changed nothing, carrying what its
- * work returned.
- */
-class NothingChanged extends Error {
-  constructor(readonly value: unknown) {
-    super('The mutation changed nothing.');
-  }
-}
-
 /** An update that names no changed property: the write behind it changed nothing. */
 function changesNothing(event: NewEvent): boolean {
   return event.changes !== undefined && event.changes.length === 0;
@@ -163,7 +153,7 @@ async function attemptMutation<T>(
   const runAfterCommit = (notify: () => void) => void afterCommit.add(notify);
   const now = scope.now.toISOString();
   const emitted = { recorded: 0, unchanged: 0 };
-  const transaction = db.transaction().execute(async (trx) => {
+  const result = await db.transaction().execute(async (trx) => {
     /** Targets whose revision this mutation bumped already: one change, one revision. */
     const revised = new Set<string>();
     const checkPolicy = (
@@ -227,18 +217,11 @@ async function attemptMutation<T>(
       },
     };
     const value = await work(mutation);
-    if (emitted.unchanged > 0 && emitted.recorded === 0) throw new NothingChanged(value);
+    // Every event said nothing changed: neither do the SDK configurations it touched.
+    if (emitted.unchanged > 0 && emitted.recorded === 0) touched.clear();
     await bumpVersions(trx, [...touched]);
     return value;
   });
-  let result: T;
-  try {
-    result = await transaction;
-  } catch (error) {
-    // Rolled back: nothing was written, so there is nothing to publish or to run after commit.
-    if (error instanceof NothingChanged) return error.value as T;
-    throw error;
-  }
   if (touched.size > 0) scope.events.committed({ environmentIds: [...touched] });
   for (const notify of afterCommit) notify();
   return result;
