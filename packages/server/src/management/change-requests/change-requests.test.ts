@@ -565,6 +565,71 @@ describe.each(testDialects())('change requests on %s', (dialect) => {
     });
   });
 
+  describe('segment and variation changes', () => {
+    it('apply project-wide through a request, with their revisions moved and their events naming it', async () => {
+      await callOk(vexil, 'POST', `${project}/flags`, org.token, {
+        key: 'banner',
+        type: 'String',
+        variations: [
+          { key: 'a', value: 'hello' },
+          { key: 'b', value: 'bye' },
+        ],
+      });
+      const banner = await callOk(vexil, 'GET', `${project}/flags/banner`, org.token);
+      const segment = await callOk(vexil, 'GET', `${project}/segments/beta`, org.token);
+      const opened = await open(member.token, {
+        changes: [
+          {
+            kind: 'variations',
+            flagKey: 'banner',
+            baseRevision: banner.variationsRevision,
+            variations: [
+              { key: 'a', value: 'hi' },
+              { key: 'b', value: 'bye' },
+              { key: 'c', value: 'ciao' },
+            ],
+          },
+          {
+            kind: 'segment',
+            segmentKey: 'beta',
+            baseRevision: segment.revision,
+            definition: {
+              conditions: [{ attribute: 'plan', operator: 'In', values: ['gold'] }],
+            },
+          },
+        ],
+      });
+      expect(opened.status).toBe(201);
+      expect(opened.body.diff[1].before).toMatchObject({
+        conditions: [expect.objectContaining({ values: ['beta'] })],
+      });
+      const number = opened.body.number as number;
+      await callOk(vexil, 'POST', `${requests}/${number}/reviews`, reviewer.token, {
+        decision: 'approve',
+      });
+      const before = (await events()).length;
+      await callOk(vexil, 'POST', `${requests}/${number}/apply`, member.token);
+      const applied = (await events()).slice(before);
+      expect(applied.map((event) => event.type)).toEqual([
+        'segment.updated',
+        'flag.variation.updated',
+        'flag.variation.created',
+        'change_request.applied',
+      ]);
+      for (const event of applied) expect(event).toMatchObject({ changeRequest: { number } });
+      const after = await callOk(vexil, 'GET', `${project}/flags/banner`, org.token);
+      expect(after.variations.map((v: { value: string }) => v.value)).toEqual([
+        'hi',
+        'bye',
+        'ciao',
+      ]);
+      expect(after.variationsRevision).toBe(banner.variationsRevision + 1);
+      const updated = await callOk(vexil, 'GET', `${project}/segments/beta`, org.token);
+      expect(updated.revision).toBe(segment.revision + 1);
+      expect(updated.conditions[0].values).toEqual(['gold']);
+    });
+  });
+
   describe('every state a request can be cancelled or rejected from', () => {
     /** A request brought to `state` by its author (Member) and the reviewer. */
     const reach = async (state: 'draft' | 'open' | 'approved' | 'scheduled') => {

@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import { isMcpCall } from '../../http/mcp-call.js';
@@ -18,8 +19,7 @@ import {
   submitChangeRequest,
   unscheduleChangeRequest,
 } from './service.js';
-import { requestResponse, reviewsOf, environmentKeys, type RequestCaller } from './store.js';
-import type { FastifyRequest } from 'fastify';
+import { requestResponse, reviewsOf, environmentsById, type RequestCaller } from './store.js';
 
 const STATES = [
   'draft',
@@ -182,7 +182,7 @@ export function registerChangeRequestRoutes(app: App, services: Services): void 
           services,
           rows.map((row) => row.id),
         ),
-        environmentKeys(services, project.id),
+        environmentsById(services, project.id),
       ]);
       const who = callerOf(scope, request);
       return {

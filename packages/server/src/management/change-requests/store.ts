@@ -147,8 +147,8 @@ export async function reviewsOf(
   return byRequest;
 }
 
-/** The keys of the project's environments, by id. */
-export async function environmentKeys(
+/** The project's environments, by id. */
+export async function environmentsById(
   services: Pick<Services, 'db'>,
   projectId: string,
 ): Promise<Map<string, Selectable<EnvironmentsTable>>> {
