@@ -282,6 +282,37 @@ test('a rejected request ends rejected, and a request in conflict is refused and
   await secondReviewer.context().close();
 });
 
+test('the author rewrites a request in conflict against the current state, for a new review', async ({
+  page,
+}) => {
+  const flag = 'rewritten-launch';
+  await setUp(flag);
+  await signIn(page);
+  await protectProduction(page);
+  await widenRuleToAustria(page, flag);
+  const number = await requestReview(page, 'Austria, rewritten');
+  await page.goto(`${server.url}${PAGES}/flags/${flag}/targeting?env=production`);
+  await page.getByRole('button', { name: 'Emergency off in Production' }).click();
+  await page.getByRole('button', { name: 'Turn off in Production now' }).click();
+  await expect(
+    page.getByRole('switch', { name: 'On in Production', exact: true }),
+  ).not.toBeChecked();
+
+  await page.goto(`${server.url}${PAGES}/change-requests/${number}`);
+  await expect(page.getByRole('note')).toContainText('Conflict');
+  const onOrOff = page
+    .getByRole('table', { name: `Change 1: Flag ${flag}, before and after` })
+    .getByRole('row', { name: /On or off/ });
+  await expect(onOrOff).toContainText('changed');
+  await expectAccessible(page);
+  await page.getByRole('button', { name: 'Rewrite against the current state' }).click();
+  await expect(page.getByRole('note')).toHaveCount(0);
+  await expect(page.getByText('open', { exact: true })).toBeVisible();
+  // The request still turns the flag on: the reviewers now see it against Off.
+  await expect(onOrOff.getByRole('cell').nth(0)).toHaveText('Off');
+  await expect(onOrOff.getByRole('cell').nth(1)).toHaveText('On');
+});
+
 /** The pictures in docs/change-requests-console.md, taken here so they show the console as it is. */
 test('screenshots of change requests, light and dark', async ({ page }) => {
   test.skip(test.info().project.name === 'postgres', 'the pictures are taken once, on SQLite');

@@ -100,6 +100,9 @@ export function ChangeRequestPage(props: { org: string; project: string; number:
           segments={segments.data?.items ?? []}
         />
       ))}
+      {data._actions['edit']?.allowed && diff.some((entry) => entry.conflict) && (
+        <Rewrite path={path} request={data} diff={diff} />
+      )}
       <Reviews request={data} />
       <Actions path={path} request={data} />
     </>
@@ -267,6 +270,55 @@ function Actions({ path, request }: { path: Path; request: ChangeRequestDetail }
           {act.error instanceof ApiProblem && act.error.code === 'change_request_conflict'
             ? `Conflict: ${act.error.message} The author rewrites the change from the current targeting, which withdraws the approvals.`
             : act.error.message}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/**
+ * For the author of a request in conflict: the same desired state, written against the target as
+ * it is now (each change's `baseRevision` becomes the target's current revision). The diff then
+ * shows what the change does to the current state, and the approvals are withdrawn, so reviewers
+ * decide on that (change-requests.md section 2: "the author updates the changes").
+ */
+function Rewrite(props: { path: Path; request: ChangeRequestDetail; diff: DiffEntry[] }) {
+  const { path, request, diff } = props;
+  const queryClient = useQueryClient();
+  const rewrite = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.PATCH('/api/v1/orgs/{org}/projects/{project}/change-requests/{number}', {
+          params: { path },
+          body: {
+            changes: request.changes.map((change, index) => {
+              const revision = diff[index]?.revision;
+              return typeof revision === 'number' ? { ...change, baseRevision: revision } : change;
+            }),
+          },
+        }),
+      ),
+    onSettled: () =>
+      queryClient.invalidateQueries({ queryKey: ['change-requests', path.org, path.project] }),
+  });
+  return (
+    <section aria-labelledby="rewrite-heading" className="rewrite">
+      <h2 id="rewrite-heading">Resolve the conflict</h2>
+      <p className="hint">
+        Keep the same desired state, written against the target as it is now: the table above then
+        compares with the current state, and every approval is withdrawn for a new review.
+      </p>
+      <Button
+        type="button"
+        variant="soft"
+        disabled={rewrite.isPending}
+        onClick={() => rewrite.mutate()}
+      >
+        Rewrite against the current state
+      </Button>
+      {rewrite.error && (
+        <p role="alert" className="field-error">
+          {rewrite.error.message}
         </p>
       )}
     </section>
