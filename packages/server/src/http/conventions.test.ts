@@ -151,6 +151,7 @@ describe.each(testDialects())('management conventions on %s', (dialect) => {
         key: `page-${String(i).padStart(2, '0')}`,
         name: `Page ${i}`,
         description: null,
+        change_request_count: 0,
         created_at: now,
         updated_at: now,
       }));

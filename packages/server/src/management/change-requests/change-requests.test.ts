@@ -565,6 +565,74 @@ describe.each(testDialects())('change requests on %s', (dialect) => {
     });
   });
 
+  describe('every state a request can be cancelled or rejected from', () => {
+    /** A request brought to `state` by its author (Member) and the reviewer. */
+    const reach = async (state: 'draft' | 'open' | 'approved' | 'scheduled') => {
+      const opened = await open(member.token, {
+        submit: state !== 'draft',
+        changes: [
+          {
+            kind: 'flag',
+            flagKey: 'new-checkout',
+            baseRevision: await revision(),
+            configuration: configuration(false),
+          },
+        ],
+      });
+      const url = `${requests}/${opened.body.number}`;
+      if (state === 'approved' || state === 'scheduled')
+        await callOk(vexil, 'POST', `${url}/reviews`, reviewer.token, { decision: 'approve' });
+      if (state === 'scheduled')
+        await callOk(vexil, 'POST', `${url}/apply`, member.token, {
+          applyAt: new Date(clock.now().getTime() + 3_600_000).toISOString(),
+        });
+      expect((await callOk(vexil, 'GET', url, org.token)).state).toBe(state);
+      return url;
+    };
+
+    it.each(['draft', 'open', 'approved', 'scheduled'] as const)(
+      'cancels from %s, with change_request.cancelled',
+      async (state) => {
+        const url = await reach(state);
+        const cancelled = await callOk(vexil, 'POST', `${url}/cancel`, member.token);
+        expect(cancelled.state).toBe('cancelled');
+        expect((await events('change_request.cancelled')).at(-1)).toMatchObject({
+          entity: { type: 'change_request', id: cancelled.id },
+        });
+      },
+    );
+
+    it.each(['open', 'approved', 'scheduled'] as const)(
+      'rejects from %s, and nothing is applied',
+      async (state) => {
+        const url = await reach(state);
+        const rejected = await callOk(vexil, 'POST', `${url}/reviews`, second.token, {
+          decision: 'reject',
+          comment: 'no',
+        });
+        expect(rejected).toMatchObject({
+          state: 'rejected',
+          reviews: expect.arrayContaining([
+            expect.objectContaining({ decision: 'reject', comment: 'no' }),
+          ]),
+        });
+        expect((await call(vexil, 'POST', `${url}/apply`, { token: member.token })).status).toBe(
+          409,
+        );
+      },
+    );
+
+    it('refuses a review of a draft, naming its state', async () => {
+      const url = await reach('draft');
+      const review = await call(vexil, 'POST', `${url}/reviews`, {
+        token: reviewer.token,
+        body: { decision: 'reject' },
+      });
+      expect(review.status).toBe(409);
+      expect(review.body.message).toContain('draft');
+    });
+  });
+
   describe('conflicts', () => {
     it('refuses the whole apply naming the change in conflict, writes nothing, and shows it in the diff', async () => {
       const base = await revision();

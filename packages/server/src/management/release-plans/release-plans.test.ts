@@ -305,7 +305,7 @@ describe.each(testDialects())('release plans on %s', (dialect) => {
     });
     const pausedEvents = await eventsOf(vexil, id, 'release_plan.paused');
     expect(pausedEvents[0]?.payload.description).toMatch(/fallthrough was changed directly/);
-    clock.advance(2 * HOUR);
+    clock.advance(30 * HOUR);
     await vexil.dueWork.runOnce();
     expect((await callOk(vexil, 'GET', planPath('paused-directly'), org.token)).currentStep).toBe(
       0,
@@ -322,6 +322,12 @@ describe.each(testDialects())('release plans on %s', (dialect) => {
       weight: 1000,
     });
     expect((await eventsOf(vexil, id, 'release_plan.resumed')).length).toBe(1);
+    // A resumed plan continues from its resume, not from the schedule it had before the pause.
+    clock.advance(HOUR);
+    await vexil.dueWork.runOnce();
+    expect((await callOk(vexil, 'GET', planPath('paused-directly'), org.token)).currentStep).toBe(
+      1,
+    );
 
     await callOk(
       vexil,

@@ -23,25 +23,24 @@ function waitMs(after: string): number {
 }
 
 /**
- * Which step is the latest due at `nowMs`, following the plan's waits from its latest started
- * step (or its start): after downtime, several overdue steps collapse into one (spec section 3).
+ * Which step is the latest due at `nowMs`: from `next_step_at` (set at the start, at each step
+ * and on resume, so a resumed plan continues from its resume), following the waits of the steps
+ * after it. After downtime several overdue steps collapse into one (spec section 3).
  * @returns the step's index, or the current one when none is due
  */
 export function latestDueStep(
-  plan: Pick<PlanRow, 'steps' | 'current_step' | 'started_at'>,
+  plan: Pick<PlanRow, 'steps' | 'current_step' | 'next_step_at'>,
   nowMs: number,
 ): number {
+  if (plan.next_step_at === null) return plan.current_step;
   const steps = planSteps(plan);
   let index = plan.current_step;
-  let cursor =
-    index >= 0
-      ? Date.parse(steps[index]?.startedAt ?? plan.started_at)
-      : Date.parse(plan.started_at);
-  while (index + 1 < steps.length) {
-    const due = cursor + waitMs(steps[index + 1]?.after ?? 'PT0S');
-    if (due > nowMs) break;
+  let due = Date.parse(plan.next_step_at);
+  while (index + 1 < steps.length && due <= nowMs) {
     index += 1;
-    cursor = due;
+    const following = steps[index + 1];
+    if (!following) break;
+    due += waitMs(following.after);
   }
   return index;
 }
