@@ -167,6 +167,7 @@ test('a flag page opened by its link shows its environment and section, in at mo
   // Each section has its own address, opened by link, in at most 5 requests.
   for (const [section, heading] of [
     ['variations', 'Variations'],
+    ['release', 'Release plan'],
     ['insights', 'Evaluations per variation'],
     ['history', 'History'],
     ['settings', 'Compare environments'],

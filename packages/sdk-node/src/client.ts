@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import {
+  bucketingIdentity,
   compileEnvironment,
   evaluateAll,
   evaluateFlag,
@@ -346,15 +347,17 @@ export class VexilClient {
     return detail;
   }
 
-  /** Notes what `context` was served, naming its `userId` (the user `track` names too). */
+  /**
+   * Notes what `context` was served, naming its user as the server does for its own evaluations
+   * (`userId`, else `key`, else `targetingKey`: the identity rollouts bucket by).
+   */
   private recordServed(result: EvaluationResult, context: EvaluationContext): void {
     if (result.variation === null || this.currentStatus === 'closed') return;
-    const userId = context.userId;
     this.reporter.recordEvaluation(
       result.key,
       result.variation,
       Date.now(),
-      typeof userId === 'string' ? userId : undefined,
+      bucketingIdentity(context, null),
     );
   }
 
