@@ -8,18 +8,18 @@ import { REPO_ROOT } from './service.js';
 export const REPORT_FILE = join(REPO_ROOT, 'docs/benchmarks.md');
 
 /**
- * The sections that benchmarks other than `npm run bench` write (`npm run bench:writes`,
- * `npm run bench:console`), in the order they follow the main report; each stands between
+ * The sections that benchmarks other than `npm run bench` write (`npm run bench:relay`, which
+ * `npm run bench` runs too, `npm run bench:writes`, `npm run bench:console`), in the order they follow the main report; each stands between
  * `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
  */
-const SECTIONS = ['writes', 'console'] as const;
+const SECTIONS = ['relay', 'writes', 'console'] as const;
 type Section = (typeof SECTIONS)[number];
 const start = (name: Section) => `<!-- bench:${name} -->`;
 const end = (name: Section) => `<!-- /bench:${name} -->`;
 
 /** Splits the report into what `npm run bench` writes and each other benchmark's section. */
 function split(report: string): { main: string } & Record<Section, string> {
-  const parts = { main: report, writes: '', console: '' };
+  const parts = { main: report, relay: '', writes: '', console: '' };
   for (const name of SECTIONS) {
     const from = parts.main.indexOf(start(name));
     const to = parts.main.indexOf(end(name));
