@@ -164,7 +164,7 @@ async function createTemplates(
  * seconds. (The copies have no `flag.created` audit events, which SDK snapshots never read.)
  * Bumps the environments' versions, as every API change does.
  */
-async function cloneTemplates(url: string, templateIds: string[]): Promise<void> {
+export async function cloneTemplates(url: string, templateIds: string[]): Promise<void> {
   const database = openDatabase(url);
   try {
     await database.db.transaction().execute(async (trx) => {
@@ -260,16 +260,15 @@ async function cloneTemplates(url: string, templateIds: string[]): Promise<void>
 }
 
 /**
- * Creates project `catalog` with {@link MEMORY_ENVIRONMENTS} environments holding
- * {@link MEMORY_FLAGS} flags each (templates through the API at `client`, copies written to the
- * database at `databaseUrl`), and a server-side SDK key per environment.
+ * Creates project `catalog` with {@link MEMORY_ENVIRONMENTS} environments through the API at
+ * `client`: the template flags and a server-side SDK key per environment. {@link cloneTemplates}
+ * then copies the templates up to {@link MEMORY_FLAGS} flags.
  *
- * @returns the SDK keys, one per environment
+ * @returns the SDK keys (one per environment) and the template flags' ids
  */
-export async function seedCatalog(
+export async function createCatalog(
   client: ManagementClient,
-  databaseUrl: string,
-): Promise<string[]> {
+): Promise<{ keys: string[]; templateIds: string[] }> {
   const environments = Array.from({ length: MEMORY_ENVIRONMENTS }, (_, index) => `env-${index}`);
   await client.create('/projects', {
     key: PROJECT,
@@ -285,8 +284,7 @@ export async function seedCatalog(
     });
     keys.push(String(key.key));
   }
-  await cloneTemplates(databaseUrl, templateIds);
-  return keys;
+  return { keys, templateIds };
 }
 
 /**
@@ -306,7 +304,9 @@ export function measureMemory(
     try {
       progress(`memory: seeding ${MEMORY_FLAGS} flags × ${MEMORY_ENVIRONMENTS} environments`);
       const seedStart = performance.now();
-      const keys = await seedCatalog(new ManagementClient(node.baseUrl, token), database.url);
+      const catalog = await createCatalog(new ManagementClient(node.baseUrl, token));
+      await cloneTemplates(database.url, catalog.templateIds);
+      const { keys } = catalog;
       const seedSeconds = (performance.now() - seedStart) / 1_000;
       const pid = required(node.service.child.pid, 'pid of vexil serve');
       const idle = await residentMemory(pid);

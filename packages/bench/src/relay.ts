@@ -9,8 +9,9 @@ import { heapUsed, measureFanOut, type FanOutMeasurement } from './fan-out.js';
 import {
   MEMORY_ENVIRONMENTS,
   MEMORY_FLAGS,
+  cloneTemplates,
+  createCatalog,
   measurePhase,
-  seedCatalog,
   type MemoryPhase,
 } from './memory.js';
 import {
@@ -303,23 +304,26 @@ async function measureThroughputAndFanOut(
 }
 
 /** A relay following a full node holding {@link MEMORY_FLAGS} flags × {@link MEMORY_ENVIRONMENTS}. */
-async function measureRelayMemory(
+export async function measureRelayMemory(
   database: BenchDatabase,
   progress: (message: string) => void,
 ): Promise<RelayMemoryMeasurement> {
   const token = await bootstrap(database);
-  // The copies are written behind the node's back, so a second node serves them from the start.
   const seeding = await startNode(database);
   const client = new ManagementClient(seeding.baseUrl, token);
-  let keys: string[];
+  let catalog: { keys: string[]; templateIds: string[] };
   let relayKey: string;
   try {
     progress(`relay memory: seeding ${MEMORY_FLAGS} flags × ${MEMORY_ENVIRONMENTS} environments`);
-    keys = await seedCatalog(client, database.url);
+    catalog = await createCatalog(client);
     relayKey = await createRelayKey(client);
   } finally {
     await seeding.service.stop();
   }
+  // Copied with no node running (a loaded machine's node can hold SQLite's lock past the copy's
+  // busy time-out); the node started next reads every copy.
+  await cloneTemplates(database.url, catalog.templateIds);
+  const { keys } = catalog;
   const full = await startNode(database);
   return withCleanup(
     () => full.service.stop(),
