@@ -201,7 +201,8 @@ function relayHealth(
         reasons.push(
           `serving ${source.restoredCount()} environment(s) from snapshot copies on disk`,
         );
-      if (!source.hasConfigurations() && !follower.following())
+      // Not once the upstream was heard from: it may cover no environment at all.
+      if (!source.hasConfigurations() && follower.dataAgeMs(Date.now()) === undefined)
         reasons.push('no configuration received yet');
       return Promise.resolve(reasons);
     },

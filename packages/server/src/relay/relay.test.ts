@@ -274,7 +274,7 @@ describe.each(testDialects())('relay on %s', (dialect) => {
     expect(await expectSameAnswers(relay)).toBeGreaterThan(80);
   });
 
-  it('pushes an upstream change to its SDK streams, and serves the new answers', async () => {
+  it('pushes upstream changes to its server and client SDK streams, and serves the new answers', async () => {
     await relay.app.listen({ port: 0, host: '127.0.0.1' });
     const origin = `http://127.0.0.1:${String((relay.app.server.address() as AddressInfo).port)}`;
     const abort = new AbortController();
@@ -285,9 +285,29 @@ describe.each(testDialects())('relay on %s', (dialect) => {
       }),
       abort,
     );
+    const context = Buffer.from(JSON.stringify({ userId: 'anna' })).toString('base64url');
+    const clientAbort = new AbortController();
+    const clientStream = new SseReader(
+      await fetch(`${origin}/v1/client/stream?context=${context}`, {
+        headers: { authorization: clientKey },
+        signal: clientAbort.signal,
+      }),
+      clientAbort,
+    );
+    expect((await clientStream.next()).event).toBe('stream');
+    const clientFirst = await clientStream.next();
+    expect(JSON.parse(clientFirst.data)).toMatchObject({ flags: { banner: { value: 'blue' } } });
     const first = await stream.next();
     expect(first.event).toBe('put');
     await enable('dormant');
+    await manage('POST', '/flags/banner/environments/production/toggle', { enabled: false });
+    // The dormant change is pushed first (banner unchanged), then the banner's.
+    const bannerValue = async () =>
+      (JSON.parse((await clientStream.next()).data) as { flags: { banner: { value: string } } })
+        .flags.banner.value;
+    while ((await bannerValue()) !== 'green');
+    clientStream.close();
+    await enable('banner');
     const pushed = await stream.next();
     expect(pushed.event).toBe('put');
     expect(Number(pushed.id)).toBeGreaterThan(Number(first.id));
@@ -296,6 +316,7 @@ describe.each(testDialects())('relay on %s', (dialect) => {
     ).flags.find((flag) => flag.key === 'dormant');
     expect(dormant?.enabled).toBe(true);
     stream.close();
+    expect(await caughtUp(relay)).toBe(true);
     await expectSameAnswers(relay);
   });
 
