@@ -125,7 +125,12 @@ export function renderRelayReport(measured: RelayMeasurement, commit: string, da
     '',
     row(['Relay', 'RSS', 'Settled RSS', 'Heap used (settled)']),
     row(Array<string>(4).fill('---')),
-    row(['ready (every environment held)', mb(memory.readyRssBytes), '', '']),
+    row([
+      `ready (every environment held), ${memory.readySeconds.toFixed(0)} s after starting`,
+      mb(memory.readyRssBytes),
+      '',
+      '',
+    ]),
     ...memory.phases.map((phase) =>
       row([
         phase.name,
