@@ -7,7 +7,13 @@ import {
   type TestVexil,
   createTestVexil,
 } from '../test-support/harness.js';
-import { DatabaseUsageStore, HOUR_MS, UsageAggregator } from './aggregator.js';
+import {
+  DatabaseUsageStore,
+  HOUR_MS,
+  UsageAggregator,
+  type UsageBatch,
+  type UsageStore,
+} from './aggregator.js';
 
 describe('usage aggregation: one bucket per variation and hour', () => {
   const database = openDatabase(':memory:');
@@ -147,5 +153,34 @@ describe.each(testDialects())('usage retention on %s', (dialect) => {
     const events = await db.selectFrom('custom_event_usage').select('hour').execute();
     expect(events.map((r) => new Date(r.hour).getTime())).toEqual([cutoff]);
     expect(await usage.prune(cutoff)).toBe(0);
+  });
+});
+
+describe('usage held back while its store is out (a database outage, a relay upstream away)', () => {
+  it('keeps the counts of failed flushes for the next, up to 100,000 evaluation buckets; past them drops and counts', async () => {
+    const written: UsageBatch[] = [];
+    let storeAnswers = false;
+    const store: UsageStore = {
+      write: (batch) => {
+        if (!storeAnswers) return Promise.reject(new Error('store unavailable'));
+        written.push(batch);
+        return Promise.resolve();
+      },
+      prune: () => Promise.resolve(0),
+    };
+    const usage = new UsageAggregator(store, () => undefined);
+    const atMs = Date.UTC(2026, 5, 1, 12);
+    // 100,002 distinct flag buckets, one evaluation each, then a failed flush.
+    for (let flag = 0; flag < 100_002; flag += 1)
+      usage.recordEvaluation('env', `flag-${flag}`, 'on', atMs);
+    await usage.flush();
+    expect(usage.discardCounts().overflow).toBe(2);
+    // Counts added meanwhile join those kept; the next flush that is taken writes them all.
+    usage.recordEvaluation('env', 'flag-0', 'on', atMs);
+    storeAnswers = true;
+    await usage.flush();
+    const flags = written[0]?.evaluations.get('env');
+    expect(flags?.size).toBe(100_000);
+    expect(flags?.get('flag-0')?.get('on')?.count).toBe(2);
   });
 });
