@@ -312,7 +312,7 @@ async function measureThroughputAndFanOut(
 }
 
 /** A relay following a full node holding {@link MEMORY_FLAGS} flags × {@link MEMORY_ENVIRONMENTS}. */
-export async function measureRelayMemory(
+async function measureRelayMemory(
   database: BenchDatabase,
   progress: (message: string) => void,
 ): Promise<RelayMemoryMeasurement> {
