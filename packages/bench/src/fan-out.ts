@@ -33,6 +33,15 @@ export interface FanOutMeasurement {
   maxMs: number;
   /** Server resident memory with every stream open, after the last round (bytes). */
   serverRssBytes: number;
+  /** V8 heap in use then, from the server's `/metrics` when given (bytes). */
+  serverHeapUsedBytes: number | null;
+}
+
+/** `nodejs_heap_size_used_bytes` from the Prometheus text at `metricsUrl`; null when absent. */
+export async function heapUsed(metricsUrl: string): Promise<number | null> {
+  const metrics = await (await fetch(metricsUrl)).text();
+  const bytes = /^nodejs_heap_size_used_bytes (\d+)/m.exec(metrics)?.[1];
+  return bytes === undefined ? null : Number(bytes);
 }
 
 /**
@@ -51,6 +60,8 @@ export async function measureFanOut(options: {
   streams: number;
   rounds: number;
   payloadBytes: number;
+  /** The server's `/metrics`, to read its heap with every stream open. */
+  metricsUrl?: string;
   trigger: () => Promise<void>;
 }): Promise<FanOutMeasurement> {
   const args = [options.streamUrl, String(options.streams)];
@@ -100,6 +111,7 @@ export async function measureFanOut(options: {
       });
     }
     const memory = await residentMemory(options.serverPid);
+    const heap = options.metricsUrl ? await heapUsed(options.metricsUrl) : null;
     return {
       name: options.name,
       streams: options.streams,
@@ -111,6 +123,7 @@ export async function measureFanOut(options: {
       p99Ms: percentile(all, 99),
       maxMs: Math.max(...all),
       serverRssBytes: memory.rss,
+      serverHeapUsedBytes: heap,
     };
   } finally {
     clients.kill('SIGKILL');

@@ -7,6 +7,7 @@ import { v7 as uuid } from 'uuid';
 import { openDatabase } from '@vexil/server/dist/db/database.js';
 import type { Schema } from '@vexil/server/dist/db/schema.js';
 import type { BenchDatabase } from './databases.js';
+import { heapUsed } from './fan-out.js';
 import { residentMemory, withCleanup } from './processes.js';
 import { required } from './required.js';
 import { forEachConcurrently, ManagementClient } from './seed.js';
@@ -61,17 +62,11 @@ export interface MemoryMeasurement {
   compressedConfigurationBytes: number;
 }
 
-async function heapUsed(baseUrl: string): Promise<number | null> {
-  const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
-  const bytes = /^nodejs_heap_size_used_bytes (\d+)/m.exec(metrics)?.[1];
-  return bytes === undefined ? null : Number(bytes);
-}
-
 /**
  * Runs `requests`, then watches the idle service for up to {@link SETTLE_SECONDS} s and keeps
  * its lowest RSS.
  */
-async function measurePhase(
+export async function measurePhase(
   node: { baseUrl: string; pid: number },
   name: string,
   requests: () => Promise<void>,
@@ -80,7 +75,7 @@ async function measurePhase(
   await requests();
   const end = performance.now();
   const { rss } = await residentMemory(node.pid);
-  let settled = { rss, at: 0, heap: await heapUsed(node.baseUrl) };
+  let settled = { rss, at: 0, heap: await heapUsed(`${node.baseUrl}/metrics`) };
   while (performance.now() - end < SETTLE_SECONDS * 1_000) {
     await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
     const now = (await residentMemory(node.pid)).rss;
@@ -88,7 +83,7 @@ async function measurePhase(
       settled = {
         rss: now,
         at: (performance.now() - end) / 1_000,
-        heap: await heapUsed(node.baseUrl),
+        heap: await heapUsed(`${node.baseUrl}/metrics`),
       };
     }
   }
@@ -169,7 +164,7 @@ async function createTemplates(
  * seconds. (The copies have no `flag.created` audit events, which SDK snapshots never read.)
  * Bumps the environments' versions, as every API change does.
  */
-async function cloneTemplates(url: string, templateIds: string[]): Promise<void> {
+export async function cloneTemplates(url: string, templateIds: string[]): Promise<void> {
   const database = openDatabase(url);
   try {
     await database.db.transaction().execute(async (trx) => {
@@ -265,6 +260,34 @@ async function cloneTemplates(url: string, templateIds: string[]): Promise<void>
 }
 
 /**
+ * Creates project `catalog` with {@link MEMORY_ENVIRONMENTS} environments through the API at
+ * `client`: the template flags and a server-side SDK key per environment. {@link cloneTemplates}
+ * then copies the templates up to {@link MEMORY_FLAGS} flags.
+ *
+ * @returns the SDK keys (one per environment) and the template flags' ids
+ */
+export async function createCatalog(
+  client: ManagementClient,
+): Promise<{ keys: string[]; templateIds: string[] }> {
+  const environments = Array.from({ length: MEMORY_ENVIRONMENTS }, (_, index) => `env-${index}`);
+  await client.create('/projects', {
+    key: PROJECT,
+    name: 'Catalog',
+    environments: environments.map((key) => ({ key })),
+  });
+  const templateIds = await createTemplates(client, environments);
+  const keys: string[] = [];
+  for (const environment of environments) {
+    const key = await client.create(`/projects/${PROJECT}/environments/${environment}/sdk-keys`, {
+      name: 'bench server',
+      type: 'ServerSide',
+    });
+    keys.push(String(key.key));
+  }
+  return { keys, templateIds };
+}
+
+/**
  * Seeds {@link MEMORY_FLAGS} flags in {@link MEMORY_ENVIRONMENTS} environments into a fresh
  * database, starts one `vexil serve`, loads every environment's snapshot through
  * `GET /v1/sdk/flags`, and reads the process's RSS. The database is dropped afterwards.
@@ -279,28 +302,11 @@ export function measureMemory(
     const token = await bootstrap(database);
     const node = await startNode(database);
     try {
-      const client = new ManagementClient(node.baseUrl, token);
-      const environments = Array.from(
-        { length: MEMORY_ENVIRONMENTS },
-        (_, index) => `env-${index}`,
-      );
       progress(`memory: seeding ${MEMORY_FLAGS} flags × ${MEMORY_ENVIRONMENTS} environments`);
       const seedStart = performance.now();
-      await client.create('/projects', {
-        key: PROJECT,
-        name: 'Catalog',
-        environments: environments.map((key) => ({ key })),
-      });
-      const templateIds = await createTemplates(client, environments);
-      const keys: string[] = [];
-      for (const environment of environments) {
-        const key = await client.create(
-          `/projects/${PROJECT}/environments/${environment}/sdk-keys`,
-          { name: 'bench server', type: 'ServerSide' },
-        );
-        keys.push(String(key.key));
-      }
-      await cloneTemplates(database.url, templateIds);
+      const catalog = await createCatalog(new ManagementClient(node.baseUrl, token));
+      await cloneTemplates(database.url, catalog.templateIds);
+      const { keys } = catalog;
       const seedSeconds = (performance.now() - seedStart) / 1_000;
       const pid = required(node.service.child.pid, 'pid of vexil serve');
       const idle = await residentMemory(pid);

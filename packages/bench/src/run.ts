@@ -11,6 +11,8 @@ import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { postgresDatabase, sqliteDatabase, type BenchDatabase } from './databases.js';
 import { measureMemory } from './memory.js';
+import { measureRelay } from './relay.js';
+import { renderRelayReport } from './relay-report.js';
 import {
   freePort,
   runCommand,
@@ -506,6 +508,7 @@ async function main(): Promise<void> {
       // On SQLite: seeding 235,000 rows there takes seconds, on PostgreSQL half a minute; its
       // page cache (2 MB by default) hardly counts next to the snapshots.
       const memory = await measureMemory(sqliteDatabase(scratchDir, 'memory'), progress);
+      const relay = await measureRelay(scratchDir, progress);
       const micro = await microBenchmark();
       const report: BenchReport = {
         date: new Date(),
@@ -540,7 +543,10 @@ async function main(): Promise<void> {
         skipped,
         microBenchmark: micro,
       };
-      const markdown = await writeReport({ main: renderReport(report) });
+      const markdown = await writeReport({
+        main: renderReport(report),
+        relay: renderRelayReport(relay, report.commit, report.date),
+      });
       progress(`wrote ${REPORT_FILE}`);
       console.log(markdown);
     },

@@ -27,7 +27,11 @@ function batch(): UsageBatch {
       ['env-1', new Map([[`signup\n${hourMs}`, { eventKey: 'signup', hourMs, count: 2 }]])],
     ]),
     customBucketCount: 1,
-    keyUses: new Map([['key-1', hourMs + 7]]),
+    lastUses: {
+      sdk_keys: new Map([['key-1', hourMs + 7]]),
+      api_tokens: new Map(),
+      users: new Map(),
+    },
   };
 }
 
