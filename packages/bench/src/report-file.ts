@@ -9,17 +9,24 @@ export const REPORT_FILE = join(REPO_ROOT, 'docs/benchmarks.md');
 
 /**
  * The sections that benchmarks other than `npm run bench` write (`npm run bench:writes`,
- * `npm run bench:console`, `npm run bench:change-requests`, `npm run bench:guard`), in the order they follow the main report; each stands between
+ * `npm run bench:console`, `npm run bench:change-requests`, `npm run bench:guard`, `npm run bench:guarded`), in the order they follow the main report; each stands between
  * `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
  */
-const SECTIONS = ['writes', 'console', 'changeRequests', 'guard'] as const;
+const SECTIONS = ['writes', 'console', 'changeRequests', 'guard', 'guarded'] as const;
 type Section = (typeof SECTIONS)[number];
 const start = (name: Section) => `<!-- bench:${name} -->`;
 const end = (name: Section) => `<!-- /bench:${name} -->`;
 
 /** Splits the report into what `npm run bench` writes and each other benchmark's section. */
 function split(report: string): { main: string } & Record<Section, string> {
-  const parts = { main: report, writes: '', console: '', changeRequests: '', guard: '' };
+  const parts = {
+    main: report,
+    writes: '',
+    console: '',
+    changeRequests: '',
+    guard: '',
+    guarded: '',
+  };
   for (const name of SECTIONS) {
     const from = parts.main.indexOf(start(name));
     const to = parts.main.indexOf(end(name));
