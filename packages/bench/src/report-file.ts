@@ -10,10 +10,10 @@ export const REPORT_FILE = join(REPO_ROOT, 'docs/benchmarks.md');
 /**
  * The sections that benchmarks other than `npm run bench` write (`npm run bench:relay`, which
  * `npm run bench` runs too, `npm run bench:writes`, `npm run bench:console`,
- * `npm run bench:change-requests`, `npm run bench:guard`), in the order they follow the main
- * report; each stands between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
+ * `npm run bench:change-requests`, `npm run bench:guard`, `npm run bench:guarded`), in the order
+ * they follow the main report; each stands between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
  */
-const SECTIONS = ['relay', 'writes', 'console', 'changeRequests', 'guard'] as const;
+const SECTIONS = ['relay', 'writes', 'console', 'changeRequests', 'guard', 'guarded'] as const;
 type Section = (typeof SECTIONS)[number];
 const start = (name: Section) => `<!-- bench:${name} -->`;
 const end = (name: Section) => `<!-- /bench:${name} -->`;
@@ -27,6 +27,7 @@ function split(report: string): { main: string } & Record<Section, string> {
     console: '',
     changeRequests: '',
     guard: '',
+    guarded: '',
   };
   for (const name of SECTIONS) {
     const from = parts.main.indexOf(start(name));

@@ -7,11 +7,18 @@ import type { ReleasePlanExposuresTable, Schema } from '../db/schema.js';
 const ROWS_PER_STATEMENT = 500;
 /** Distinct (plan, user) pairs held between two flushes; beyond it new users wait for the next. */
 const MAX_PENDING_USERS = 200_000;
+/**
+ * (plan, user) pairs whose exposure this process remembers having written; beyond it, further
+ * users' exposures are written again at each flush (correct, only costlier).
+ */
+const MAX_WRITTEN_USERS = 200_000;
 
 /** An active guarded plan as the hot path sees it. */
 interface GuardedPlan {
   planId: string;
   targetVariationKey: string;
+  /** The plan's identities whose exposure this process has written (shared with `written`). */
+  written: ReadonlySet<string>;
 }
 
 /** What this process saw of one user of one plan since the last flush. */
@@ -38,7 +45,9 @@ export function userHash(identity: string): string {
  * counts' flush as upserts that commute, so every node and worker process adds to the same rows.
  *
  * The hot path's cost: one property read (`active`) while no guarded plan is active; otherwise a
- * map lookup per evaluated flag, and for a guarded flag the context's identity and one map write.
+ * map lookup per evaluated flag, and for a guarded flag the context's identity and a set lookup;
+ * only a user not yet written by this process costs a map write, once (hashing waits for the
+ * flush). So a returning user costs no memory and no write at every flush.
  */
 export class ExposureRecorder {
   /** Whether any guarded plan is active; the record calls return at once when not. */
@@ -50,8 +59,20 @@ export class ExposureRecorder {
   /** plan id → identity → what was seen */
   private pending = new Map<string, Map<string, PendingUser>>();
   private pendingUsers = 0;
+  /**
+   * plan id → identities whose exposure this process has written. The stored row keeps the
+   * earliest exposure, and rows are deleted only with their plan, so a later exposure of one of
+   * these users can change nothing: it is not held, and not written again at every flush.
+   */
+  private written = new Map<string, Set<string>>();
+  private writtenUsers = 0;
   /** Exposures and metric events dropped because {@link MAX_PENDING_USERS} was reached. */
   dropped = 0;
+
+  /** (plan, user) pairs held for the next flush. */
+  get heldUsers(): number {
+    return this.pendingUsers;
+  }
 
   constructor(private readonly db: Kysely<Schema>) {}
 
@@ -64,15 +85,7 @@ export class ExposureRecorder {
     atMs: number,
   ): void {
     const plan = this.byFlag.get(environmentId)?.get(flagKey);
-    if (plan === undefined) return;
-    const identity = bucketingIdentity(context, null);
-    if (identity === undefined) return;
-    const user = this.user(plan.planId, identity);
-    if (user === undefined) return;
-    if (user.exposedMs === null || atMs < user.exposedMs) {
-      user.exposedMs = atMs;
-      user.side = variationKey === plan.targetVariationKey ? 1 : 0;
-    }
+    if (plan !== undefined) this.recordExposure(plan, variationKey, context, atMs);
   }
 
   /** {@link recordEvaluation} for each served result of one client evaluation. */
@@ -85,8 +98,25 @@ export class ExposureRecorder {
     const plans = this.byFlag.get(environmentId);
     if (plans === undefined) return;
     for (const { key, variation } of results) {
-      if (variation !== null && plans.has(key))
-        this.recordEvaluation(environmentId, key, variation, context, atMs);
+      if (variation === null) continue;
+      const plan = plans.get(key);
+      if (plan !== undefined) this.recordExposure(plan, variation, context, atMs);
+    }
+  }
+
+  private recordExposure(
+    plan: GuardedPlan,
+    variationKey: string,
+    context: EvaluationContext,
+    atMs: number,
+  ): void {
+    const identity = bucketingIdentity(context, null);
+    if (identity === undefined || plan.written.has(identity)) return;
+    const user = this.user(plan.planId, identity);
+    if (user === undefined) return;
+    if (user.exposedMs === null || atMs < user.exposedMs) {
+      user.exposedMs = atMs;
+      user.side = variationKey === plan.targetVariationKey ? 1 : 0;
     }
   }
 
@@ -138,10 +168,17 @@ export class ExposureRecorder {
       .execute();
     const byFlag = new Map<string, Map<string, GuardedPlan>>();
     const byMetric = new Map<string, Map<string, string[]>>();
+    const written = new Map<string, Set<string>>();
     for (const row of rows) {
       const metric = (JSON.parse(row.guard ?? '{}') as { metric?: string }).metric ?? '';
+      const planWritten = this.written.get(row.id) ?? new Set<string>();
+      written.set(row.id, planWritten);
       const flags = byFlag.get(row.environment_id) ?? new Map<string, GuardedPlan>();
-      flags.set(row.flagKey, { planId: row.id, targetVariationKey: row.variationKey });
+      flags.set(row.flagKey, {
+        planId: row.id,
+        targetVariationKey: row.variationKey,
+        written: planWritten,
+      });
       byFlag.set(row.environment_id, flags);
       const metrics = byMetric.get(row.environment_id) ?? new Map<string, string[]>();
       metrics.set(metric, [...(metrics.get(metric) ?? []), row.id]);
@@ -149,6 +186,9 @@ export class ExposureRecorder {
     }
     this.byFlag = byFlag;
     this.byMetric = byMetric;
+    // Plans no longer active are forgotten.
+    this.written = written;
+    this.writtenUsers = [...written.values()].reduce((sum, users) => sum + users.size, 0);
     this.active = rows.length > 0;
   }
 
@@ -235,5 +275,23 @@ export class ExposureRecorder {
           .execute();
       }
     });
+    this.rememberWritten(batch, existing);
+  }
+
+  /** Notes the exposures just written, up to {@link MAX_WRITTEN_USERS}. */
+  private rememberWritten(
+    batch: Map<string, Map<string, PendingUser>>,
+    existing: ReadonlySet<string>,
+  ): void {
+    for (const [planId, users] of batch) {
+      const planWritten = this.written.get(planId);
+      if (planWritten === undefined || !existing.has(planId)) continue;
+      for (const [identity, user] of users) {
+        if (this.writtenUsers >= MAX_WRITTEN_USERS) return;
+        if (user.exposedMs === null || planWritten.has(identity)) continue;
+        planWritten.add(identity);
+        this.writtenUsers += 1;
+      }
+    }
   }
 }

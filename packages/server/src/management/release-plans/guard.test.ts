@@ -222,6 +222,54 @@ describe.each(testDialects())('guarded release plans on %s', (dialect) => {
     }
   });
 
+  it('a user whose exposure this process wrote is not held or written again; their metric events still are', async () => {
+    const { planId } = await guardedFlag('remembered', { metric: 'refund', minimumUsers: 100 });
+    const exposures = vexil.services.usage.exposures;
+    const evaluate = (userId: string) =>
+      call(vexil, 'POST', '/v1/sdk/evaluate', {
+        token: serverKey,
+        body: { flagKey: 'remembered', context: { userId } },
+      });
+    for (let i = 0; i < 5; i++) await evaluate(`r-${i}`);
+    expect(exposures.heldUsers).toBe(5);
+    const clientEvaluate = () =>
+      call(vexil, 'POST', '/v1/client/evaluate', {
+        token: clientKey,
+        body: { context: { userId: 'r-0' } },
+      });
+    // Client evaluate serves every guarded flag, the earlier tests' too.
+    await clientEvaluate();
+    await vexil.services.usage.flush();
+    const written = await vexil.services.db
+      .selectFrom('release_plan_exposures')
+      .select(['user_hash', 'exposed_ms'])
+      .where('plan_id', '=', planId)
+      .execute();
+    expect(written.length).toBe(5);
+    clock.advance(60_000);
+    for (let i = 0; i < 5; i++) await evaluate(`r-${i}`);
+    await clientEvaluate();
+    expect(exposures.heldUsers).toBe(0);
+    await evaluate('r-new');
+    await call(vexil, 'POST', '/v1/sdk/events', {
+      token: serverKey,
+      body: { events: [{ type: 'Custom', flagKey: 'refund', userId: 'r-1' }] },
+    });
+    expect(exposures.heldUsers).toBe(2);
+    await vexil.services.usage.flush();
+    const rows = await vexil.services.db
+      .selectFrom('release_plan_exposures')
+      .selectAll()
+      .where('plan_id', '=', planId)
+      .execute();
+    expect(rows.length).toBe(6);
+    const byHash = new Map(rows.map((row) => [row.user_hash, row]));
+    // The first exposures stand; r-1's metric event was written.
+    for (const row of written) expect(byHash.get(row.user_hash)?.exposed_ms).toBe(row.exposed_ms);
+    expect(byHash.get(userHash('r-1'))?.metric_ms).toBe(clock.now().getTime());
+    expect(byHash.get(userHash('r-new'))?.exposed_ms).toBe(clock.now().getTime());
+  });
+
   it('exposures from several processes add up: the earliest exposure and its side, the latest metric event', async () => {
     const { planId } = await guardedFlag('two-processes', { metric: 'signup', minimumUsers: 100 });
     const first = new ExposureRecorder(vexil.services.db);
