@@ -144,13 +144,7 @@ export function checkChanges(
 async function lockTargets(m: Mutation, projectId: string, changes: readonly Change[]) {
   const flagKeys = changes.flatMap((c) => (c.kind === 'segment' ? [] : [c.flagKey]));
   const segmentKeys = changes.flatMap((c) => (c.kind === 'segment' ? [c.segmentKey] : []));
-  if (flagKeys.length > 0)
-    await m.trx
-      .updateTable('flags')
-      .set((eb) => ({ version: eb.ref('version') }))
-      .where('project_id', '=', projectId)
-      .where('key', 'in', flagKeys)
-      .execute();
+  await m.lockFlags(projectId, flagKeys);
   if (segmentKeys.length > 0)
     await m.trx
       .updateTable('segments')
