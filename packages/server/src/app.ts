@@ -123,7 +123,7 @@ export async function createVexil(
   // The event seam (design record 018): what mutations write reaches its consumers from here.
   const events = new EventHub();
   const onDeliveriesQueued = () => bus.deliveriesQueued();
-  events.onWritten(fanOutTo(onDeliveriesQueued));
+  events.onWrittenTogether(fanOutTo(onDeliveriesQueued));
   events.onCommitted(({ environmentIds }) => bus.configChanged(environmentIds));
   // The console's live feed (design record 026): changes committed here and on other nodes.
   const liveFeed = new LiveFeed();

@@ -201,6 +201,9 @@ export async function writeChanges(
     refuse(problems);
   }
   const plan = planChanges(state, environment, changes);
-  await reconcileDocument(m, state, plan.document);
-  for (const write of plan.writes) await write(m);
+  // Events written together: one insert and one webhook fan-out for the whole request.
+  await m.emitTogether(async () => {
+    await reconcileDocument(m, state, plan.document);
+    for (const write of plan.writes) await write(m);
+  });
 }
