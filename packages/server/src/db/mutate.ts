@@ -20,7 +20,10 @@ export interface Mutation {
   trx: Transaction<Schema>;
   /** The change's time, ISO-8601 UTC: every row and event of one mutation carries the same. */
   now: string;
-  /** Records an event in the outbox now, inside the transaction (order matters for deletions). */
+  /**
+   * Records an event in the outbox now (inside {@link emitTogether}, when that ends), inside the
+   * transaction (order matters for deletions).
+   */
   emit(event: NewEvent): Promise<void>;
   /**
    * Runs `work` with the events it emits held back, then writes them together, in their order:
@@ -66,7 +69,7 @@ export interface Mutation {
    * nothing), for writes to many flags at once (a change request's apply, design record 042).
    * Holding their locks, {@link touchFlag} on these flags no longer bumps their version and
    * revisions one statement at a time: the bumps are made in a few batched statements when the
-   * work ends, so until the work ends `flags.version` and the revisions of these flags read as they were.
+   * work ends, so until then `flags.version` and the revisions of these flags read as they were.
    * @returns the ids of the flags locked
    */
   lockFlags(projectId: string, keys: readonly string[]): Promise<string[]>;
