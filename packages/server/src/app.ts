@@ -102,7 +102,7 @@ export async function createVexil(
   const source = databaseSource(database, config, app.log, clusterWorker);
   const { bus, snapshots } = source;
   const onDeliveriesQueued = () => bus.deliveriesQueued();
-  events.onWritten(fanOutTo(onDeliveriesQueued));
+  events.onWrittenTogether(fanOutTo(onDeliveriesQueued));
   events.onCommitted(({ environmentIds }) => bus.configChanged(environmentIds));
   events.onWritten(
     announceToRelayFeeds({

@@ -21,10 +21,18 @@ export interface Mutation {
   /** The change's time, ISO-8601 UTC: every row and event of one mutation carries the same. */
   now: string;
   /**
-   * Records an event in the outbox now, inside the transaction (order matters for deletions). An
-   * update whose `changes` list is empty changed nothing and is not recorded (see {@link mutate}).
+   * Records an event in the outbox now (inside {@link emitTogether}, when that ends), inside the
+   * transaction (order matters for deletions). An update whose `changes` list is empty changed
+   * nothing and is not recorded (see {@link mutate}).
    */
   emit(event: NewEvent): Promise<void>;
+  /**
+   * Runs `work` with the events it emits held back, then writes them together, in their order:
+   * one insert and one fan-out for a write of many targets (a change request's apply, design
+   * record 042) instead of a few statements per event. Inside `work` its events are not yet in
+   * the outbox, so it must not be work that reads the outbox or changes webhook subscriptions.
+   */
+  emitTogether<T>(work: () => Promise<T>): Promise<T>;
   /**
    * Runs `notify` once the transaction has committed, once however often asked: e.g. waking the
    * delivery worker for deliveries queued by hand rather than through {@link emit}.
@@ -57,6 +65,15 @@ export interface Mutation {
     environmentIds?: Iterable<string>,
     write?: WriteKind,
   ): Promise<{ bypassedChangeRequest: boolean }>;
+  /**
+   * Locks the rows of a project's flags named by `keys` in one statement (an update that changes
+   * nothing), for writes to many flags at once (a change request's apply, design record 042).
+   * Holding their locks, {@link touchFlag} on these flags no longer bumps their version and
+   * revisions one statement at a time: the bumps are made in a few batched statements when the
+   * work ends, so until then `flags.version` and the revisions of these flags read as they were.
+   * @returns the ids of the flags locked
+   */
+  lockFlags(projectId: string, keys: readonly string[]): Promise<string[]>;
 }
 
 /** Who changes data in which organization, when, and where the events go. */
@@ -134,6 +151,78 @@ async function bumpRevisions(
     .execute();
 }
 
+/**
+ * Bumps owed by flags whose rows a mutation locked up front ({@link Mutation.lockFlags}), made in
+ * a few statements when its work ends instead of one to three per write.
+ */
+class DeferredFlagBumps {
+  /** How many times each locked flag was touched: its version goes up by as much. */
+  private readonly versions = new Map<string, number>();
+  /** Flags whose variation-set revision is owed. */
+  private readonly variationSets = new Set<string>();
+  /** By environment, flags whose configuration revision there is owed. */
+  private readonly configurations = new Map<string, Set<string>>();
+
+  touched(flagId: string): void {
+    this.versions.set(flagId, (this.versions.get(flagId) ?? 0) + 1);
+  }
+
+  revised(flagId: string, environmentIds: string[] | undefined): void {
+    if (!environmentIds) {
+      this.variationSets.add(flagId);
+      return;
+    }
+    for (const id of environmentIds) {
+      const flags = this.configurations.get(id) ?? new Set<string>();
+      flags.add(flagId);
+      this.configurations.set(id, flags);
+    }
+  }
+
+  async write(trx: Transaction<Schema>): Promise<void> {
+    const byCount = new Map<number, string[]>();
+    for (const [flagId, count] of this.versions)
+      byCount.set(count, [...(byCount.get(count) ?? []), flagId]);
+    for (const [count, flagIds] of byCount)
+      await trx
+        .updateTable('flags')
+        .set((eb) => ({ version: eb('version', '+', count) }))
+        .where('id', 'in', flagIds)
+        .execute();
+    if (this.variationSets.size > 0)
+      await trx
+        .updateTable('flags')
+        .set((eb) => ({ variations_revision: eb('variations_revision', '+', 1) }))
+        .where('id', 'in', [...this.variationSets])
+        .execute();
+    for (const [environmentId, flagIds] of this.configurations)
+      await trx
+        .updateTable('flag_environments')
+        .set((eb) => ({ revision: eb('revision', '+', 1) }))
+        .where('environment_id', '=', environmentId)
+        .where('flag_id', 'in', [...flagIds])
+        .execute();
+  }
+}
+
+/** {@link bumpRevisions} for a flag whose row the mutation holds: owed, made when the work ends. */
+function deferRevisions(
+  revised: Set<string>,
+  deferred: DeferredFlagBumps,
+  flagId: string,
+  environmentIds: string[] | undefined,
+): void {
+  if (!environmentIds) {
+    if (revised.has(flagId)) return;
+    revised.add(flagId);
+    deferred.revised(flagId, undefined);
+    return;
+  }
+  const fresh = environmentIds.filter((id) => !revised.has(`${flagId}@${id}`));
+  for (const id of fresh) revised.add(`${flagId}@${id}`);
+  if (fresh.length > 0) deferred.revised(flagId, fresh);
+}
+
 function isTransient(error: unknown): boolean {
   return TRANSIENT_SQLSTATE.has(String((error as { code?: unknown } | undefined)?.code));
 }
@@ -156,6 +245,9 @@ async function attemptMutation<T>(
   const result = await db.transaction().execute(async (trx) => {
     /** Targets whose revision this mutation bumped already: one change, one revision. */
     const revised = new Set<string>();
+    /** Flags whose rows this mutation locked up front (`lockFlags`), and the bumps they owe. */
+    const locked = new Set<string>();
+    const deferred = new DeferredFlagBumps();
     const checkPolicy = (
       target: { environmentIds: string[] } | { projectId: string },
       write: WriteKind,
@@ -174,49 +266,80 @@ async function attemptMutation<T>(
         .execute();
       for (const row of rows) touched.add(row.id);
     };
+    const outbox = {
+      trx,
+      hub: scope.events,
+      afterCommit: runAfterCommit,
+      organizationId: scope.organizationId,
+      actor: scope.actor,
+      occurredAt: now,
+      changeRequest: scope.changeRequest,
+    };
+    /** Events held back by `emitTogether`, while it runs. */
+    let held: NewEvent[] | null = null;
     const mutation: Mutation = {
       trx,
       now,
-      emit: (event) => {
+      emit: async (event) => {
         if (changesNothing(event)) {
           emitted.unchanged += 1;
-          return Promise.resolve();
+          return;
         }
         emitted.recorded += 1;
-        return writeEvents(
-          {
-            trx,
-            hub: scope.events,
-            afterCommit: runAfterCommit,
-            organizationId: scope.organizationId,
-            actor: scope.actor,
-            occurredAt: now,
-            changeRequest: scope.changeRequest,
-          },
-          [event],
-        );
+        if (held) held.push(event);
+        else await writeEvents(outbox, [event]);
+      },
+      emitTogether: async (together) => {
+        if (held) return together();
+        const events: NewEvent[] = [];
+        held = events;
+        try {
+          const value = await together();
+          held = null;
+          await writeEvents(outbox, events);
+          return value;
+        } finally {
+          held = null;
+        }
       },
       afterCommit: runAfterCommit,
       touchEnvironments,
       touchProject,
       touchFlag: async (flag, environmentIds, write = 'serves') => {
-        await trx
-          .updateTable('flags')
-          .set((eb) => ({ version: eb('version', '+', 1) }))
-          .where('id', '=', flag.id)
-          .execute();
+        const held = locked.has(flag.id);
+        if (held) deferred.touched(flag.id);
+        else
+          await trx
+            .updateTable('flags')
+            .set((eb) => ({ version: eb('version', '+', 1) }))
+            .where('id', '=', flag.id)
+            .execute();
         const ids = environmentIds ? [...environmentIds] : undefined;
         const bypassedChangeRequest = await checkPolicy(
           ids ? { environmentIds: ids } : { projectId: flag.project_id },
           write,
         );
-        if (write !== 'describes') await bumpRevisions(trx, revised, flag.id, ids);
+        if (write !== 'describes' && held) deferRevisions(revised, deferred, flag.id, ids);
+        else if (write !== 'describes') await bumpRevisions(trx, revised, flag.id, ids);
         if (!ids) await touchProject(flag.project_id, 'describes');
         else for (const id of ids) touched.add(id);
         return { bypassedChangeRequest };
       },
+      lockFlags: async (projectId, keys) => {
+        if (keys.length === 0) return [];
+        const rows = await trx
+          .updateTable('flags')
+          .set((eb) => ({ version: eb.ref('version') }))
+          .where('project_id', '=', projectId)
+          .where('key', 'in', keys)
+          .returning('id')
+          .execute();
+        for (const row of rows) locked.add(row.id);
+        return rows.map((row) => row.id);
+      },
     };
     const value = await work(mutation);
+    await deferred.write(trx);
     // Every event said nothing changed: neither do the SDK configurations it touched.
     if (emitted.unchanged > 0 && emitted.recorded === 0) touched.clear();
     await bumpVersions(trx, [...touched]);

@@ -18,6 +18,13 @@ export interface WrittenEvent {
   afterCommit: (notify: () => void) => void;
 }
 
+/** Events written together (one statement), as subscribers of whole batches see them. */
+export interface WrittenEvents {
+  trx: Transaction<Schema>;
+  events: Pick<WrittenEvent, 'event' | 'keys'>[];
+  afterCommit: (notify: () => void) => void;
+}
+
 /** What a committed mutation changed, as subscribers hear it after commit. */
 export interface CommittedChange {
   /** Environments whose SDK configuration changed; their versions have been bumped. */
@@ -32,6 +39,7 @@ export interface CommittedChange {
  */
 export class EventHub {
   private readonly writtenSubscribers: ((written: WrittenEvent) => Promise<void> | void)[] = [];
+  private readonly batchSubscribers: ((written: WrittenEvents) => Promise<void> | void)[] = [];
   private readonly committedSubscribers: ((change: CommittedChange) => void)[] = [];
 
   /** Subscribes to every event inside its transaction: what it writes commits with the event. */
@@ -39,14 +47,25 @@ export class EventHub {
     this.writtenSubscribers.push(subscriber);
   }
 
+  /**
+   * Subscribes to events inside their transaction a batch at a time (the events one write of the
+   * outbox holds, often one), for subscribers that save a query per event by taking them together.
+   */
+  onWrittenTogether(subscriber: (written: WrittenEvents) => Promise<void> | void): void {
+    this.batchSubscribers.push(subscriber);
+  }
+
   /** Subscribes to every committed change of SDK configuration. */
   onCommitted(subscriber: (change: CommittedChange) => void): void {
     this.committedSubscribers.push(subscriber);
   }
 
-  /** Publishes an event inside its transaction; a subscriber's failure rolls the mutation back. */
-  async written(written: WrittenEvent): Promise<void> {
-    for (const subscriber of this.writtenSubscribers) await subscriber(written);
+  /** Publishes events inside their transaction; a subscriber's failure rolls the mutation back. */
+  async written(written: WrittenEvents): Promise<void> {
+    for (const subscriber of this.batchSubscribers) await subscriber(written);
+    for (const { event, keys } of written.events)
+      for (const subscriber of this.writtenSubscribers)
+        await subscriber({ trx: written.trx, event, keys, afterCommit: written.afterCommit });
   }
 
   /** Publishes a committed change. */

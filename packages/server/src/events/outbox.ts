@@ -18,14 +18,18 @@ export interface Outbox {
   changeRequest?: ChangeRequestRef | undefined;
 }
 
+/** Rows per insert: well under the bound parameters SQLite and PostgreSQL take in one statement. */
+const ROWS_PER_INSERT = 500;
+
 /**
  * Writes events into the outbox inside the caller's transaction, so a change and its events
- * commit together or not at all, and publishes each to the hub's in-transaction subscribers
- * (webhook fan-out queues its deliveries there).
+ * commit together or not at all, in one insert (per {@link ROWS_PER_INSERT}), and publishes them
+ * to the hub's in-transaction subscribers (webhook fan-out queues their deliveries there).
  */
 export async function writeEvents(outbox: Outbox, events: NewEvent[]): Promise<void> {
   const { trx, hub, afterCommit, organizationId, actor, occurredAt, changeRequest } = outbox;
-  for (const event of events) {
+  if (events.length === 0) return;
+  const written = events.map((event) => {
     const payload: EventPayload = {
       type: event.type,
       occurredAt,
@@ -41,24 +45,27 @@ export async function writeEvents(outbox: Outbox, events: NewEvent[]): Promise<v
       ...(changeRequest ? { changeRequest } : {}),
       ...(event.bypassedChangeRequest ? { bypassedChangeRequest: true as const } : {}),
     };
-    const id = uuid();
-    await trx
-      .insertInto('webhook_events')
-      .values({
-        id,
-        organization_id: organizationId,
-        project_id: payload.projectId,
-        environment_id: payload.environmentId,
-        type: payload.type,
-        payload: JSON.stringify(payload),
-        occurred_at: occurredAt,
-      })
-      .execute();
     const keys = {
       project: event.project?.key ?? null,
       environment: event.environment?.key ?? null,
       entity: event.entity.key,
     };
-    await hub.written({ trx, event: { id, ...payload }, keys, afterCommit });
-  }
+    return { event: { id: uuid(), ...payload }, keys };
+  });
+  for (let at = 0; at < written.length; at += ROWS_PER_INSERT)
+    await trx
+      .insertInto('webhook_events')
+      .values(
+        written.slice(at, at + ROWS_PER_INSERT).map(({ event: { id, ...payload } }) => ({
+          id,
+          organization_id: organizationId,
+          project_id: payload.projectId,
+          environment_id: payload.environmentId,
+          type: payload.type,
+          payload: JSON.stringify(payload),
+          occurred_at: occurredAt,
+        })),
+      )
+      .execute();
+  await hub.written({ trx, events: written, afterCommit });
 }

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Schema, WebhookSubscriptionsTable } from '../db/schema.js';
-import type { StoredEvent, WrittenEvent } from '../events/hub.js';
+import type { StoredEvent, WrittenEvents } from '../events/hub.js';
 import { mayRead } from '../management/reach.js';
 import { ENVIRONMENT_SCOPED_EVENT_TYPES, type EventPayload } from '../events/types.js';
 
@@ -40,40 +40,55 @@ export function subscriptionCovers(
   return true;
 }
 
+/** Rows per insert: well under the bound parameters SQLite and PostgreSQL take in one statement. */
+const ROWS_PER_INSERT = 500;
+
 /**
- * Queues one `Pending` delivery per enabled subscription of the organization that covers the
- * event, inside the transaction that records the event.
+ * Queues one `Pending` delivery per enabled subscription of the organization that covers each
+ * event, inside the transaction that records the events: one read of the subscriptions for the
+ * events written together (they share an organization: one mutation's), and one insert.
  * @returns how many deliveries were queued
  */
-async function enqueueDeliveries(trx: Transaction<Schema>, event: StoredEvent): Promise<number> {
+async function enqueueDeliveries(
+  trx: Transaction<Schema>,
+  events: readonly StoredEvent[],
+): Promise<number> {
+  const [first] = events;
+  if (!first) return 0;
   const subscriptions = await trx
     .selectFrom('webhook_subscriptions')
     .select(['id', 'event_types', 'project_ids', 'environment_ids', 'project_scope'])
-    .where('organization_id', '=', event.organizationId)
+    .where('organization_id', '=', first.organizationId)
     .where('enabled', '=', 1)
     .execute();
-  const rows = subscriptions
-    .filter((subscription) => subscriptionCovers(subscription, event))
-    .map((subscription) => ({
-      id: uuid(),
-      event_id: event.id,
-      subscription_id: subscription.id,
-      status: 'Pending' as const,
-      attempt_count: 0,
-      next_attempt_at: event.occurredAt,
-      created_at: event.occurredAt,
-    }));
-  if (rows.length > 0) await trx.insertInto('webhook_deliveries').values(rows).execute();
+  const rows = events.flatMap((event) =>
+    subscriptions
+      .filter((subscription) => subscriptionCovers(subscription, event))
+      .map((subscription) => ({
+        id: uuid(),
+        event_id: event.id,
+        subscription_id: subscription.id,
+        status: 'Pending' as const,
+        attempt_count: 0,
+        next_attempt_at: event.occurredAt,
+        created_at: event.occurredAt,
+      })),
+  );
+  for (let at = 0; at < rows.length; at += ROWS_PER_INSERT)
+    await trx
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(at, at + ROWS_PER_INSERT))
+      .execute();
   return rows.length;
 }
 
 /**
- * The webhook fan-out as an event hub subscriber: queues each event's deliveries in its
- * transaction and, when it queued any, calls `deliveriesQueued` after commit.
+ * The webhook fan-out as an event hub subscriber (of events written together): queues their
+ * deliveries in their transaction and, when it queued any, calls `deliveriesQueued` after commit.
  */
-export function fanOutTo(deliveriesQueued: () => void): (written: WrittenEvent) => Promise<void> {
+export function fanOutTo(deliveriesQueued: () => void): (written: WrittenEvents) => Promise<void> {
   return async (written) => {
-    if ((await enqueueDeliveries(written.trx, written.event)) > 0)
-      written.afterCommit(deliveriesQueued);
+    const events = written.events.map(({ event }) => event);
+    if ((await enqueueDeliveries(written.trx, events)) > 0) written.afterCommit(deliveriesQueued);
   };
 }

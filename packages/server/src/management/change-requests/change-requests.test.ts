@@ -470,6 +470,72 @@ describe.each(testDialects())('change requests on %s', (dialect) => {
       expect((await evaluate()).variation).toBe('false');
     });
 
+    it('queues the webhook deliveries of each applied event for each subscription that covers it', async () => {
+      const subscribe = async (eventTypes: string[]) =>
+        (
+          await callOk(vexil, 'POST', '/api/v1/orgs/acme/webhooks', org.token, {
+            name: `Hook ${eventTypes.join(' ') || 'all'}`,
+            url: 'https://93.184.215.14/hooks/vexil',
+            provider: 'GenericHttp',
+            eventTypes,
+          })
+        ).id as string;
+      const everything = await subscribe([]);
+      const toggles = await subscribe(['flag.toggled']);
+      const current = await callOk(vexil, 'GET', production, org.token);
+      const variations = (await callOk(vexil, 'GET', flag, org.token)).variations as {
+        key: string;
+        id: string;
+      }[];
+      const serving = variations.find((v) => v.id === current.defaultVariationId)?.key;
+      expect(serving).toBeDefined();
+      const opened = await open(member.token, {
+        changes: [
+          {
+            kind: 'flag',
+            flagKey: 'new-checkout',
+            baseRevision: await revision(),
+            configuration: configuration(current.isEnabled !== true, {
+              defaultVariation: serving === 'true' ? 'false' : 'true',
+            }),
+          },
+        ],
+      });
+      await callOk(vexil, 'POST', `${requests}/${opened.body.number}/reviews`, reviewer.token, {
+        decision: 'approve',
+      });
+      const stored = () =>
+        vexil.services.db
+          .selectFrom('webhook_events')
+          .select(['id', 'type'])
+          .orderBy('occurred_at')
+          .orderBy('id')
+          .execute();
+      const mark = (await stored()).length;
+      await callOk(vexil, 'POST', `${requests}/${opened.body.number}/apply`, member.token);
+      const applied = (await stored()).slice(mark);
+      const deliveries = await vexil.services.db
+        .selectFrom('webhook_deliveries')
+        .innerJoin('webhook_events', 'webhook_events.id', 'webhook_deliveries.event_id')
+        .select(['webhook_deliveries.subscription_id', 'webhook_events.type'])
+        .where(
+          'webhook_events.id',
+          'in',
+          applied.map((event) => event.id),
+        )
+        .orderBy('webhook_events.id')
+        .execute();
+      const deliveredTo = (subscription: string) =>
+        deliveries.filter((d) => d.subscription_id === subscription).map((d) => d.type);
+      expect(applied.map((event) => event.type)).toEqual([
+        'flag.environment_config.updated',
+        'flag.toggled',
+        'change_request.applied',
+      ]);
+      expect(deliveredTo(everything)).toEqual(applied.map((event) => event.type));
+      expect(deliveredTo(toggles)).toEqual(['flag.toggled']);
+    });
+
     it('takes edits back to review (approvals withdrawn), rejects, cancels and unschedules as the table says', async () => {
       await protect({ required: true, approvals: 2 });
       const opened = await open(member.token, {

@@ -144,13 +144,7 @@ export function checkChanges(
 async function lockTargets(m: Mutation, projectId: string, changes: readonly Change[]) {
   const flagKeys = changes.flatMap((c) => (c.kind === 'segment' ? [] : [c.flagKey]));
   const segmentKeys = changes.flatMap((c) => (c.kind === 'segment' ? [c.segmentKey] : []));
-  if (flagKeys.length > 0)
-    await m.trx
-      .updateTable('flags')
-      .set((eb) => ({ version: eb.ref('version') }))
-      .where('project_id', '=', projectId)
-      .where('key', 'in', flagKeys)
-      .execute();
+  await m.lockFlags(projectId, flagKeys);
   if (segmentKeys.length > 0)
     await m.trx
       .updateTable('segments')
@@ -207,6 +201,9 @@ export async function writeChanges(
     refuse(problems);
   }
   const plan = planChanges(state, environment, changes);
-  await reconcileDocument(m, state, plan.document);
-  for (const write of plan.writes) await write(m);
+  // Events written together: one insert and one webhook fan-out for the whole request.
+  await m.emitTogether(async () => {
+    await reconcileDocument(m, state, plan.document);
+    for (const write of plan.writes) await write(m);
+  });
 }
