@@ -141,8 +141,14 @@ function sample(schema: Schema, fixtures: Fixtures, depth = 0): fc.Arbitrary<unk
         maxLength: 3,
       });
     case 'integer':
-    case 'number':
       return fc.integer({ min: schema.minimum ?? -1, max: Math.min(schema.maximum ?? 1000, 1e6) });
+    case 'number':
+      // A number's bounds may be fractional (a guard's confidence lies in 0.8–0.999).
+      return fc.double({
+        min: schema.minimum ?? -1,
+        max: Math.min(schema.maximum ?? 1000, 1e6),
+        noNaN: true,
+      });
     case 'boolean':
       return fc.boolean();
     case 'null':

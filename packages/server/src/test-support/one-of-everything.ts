@@ -6,7 +6,8 @@ export type Fixtures = Record<string, string>;
 /**
  * Seeds organization `acme` with one of everything a path of the APIs can name — project `web`,
  * environment `production`, flag `new-checkout` with a rule, segment `beta`, server and client SDK
- * keys, a service token, a webhook with a secret and a delivery — for tests that walk every route.
+ * keys, a service token, a webhook with a secret and a delivery, a relay key, a draft change
+ * request — for tests that walk every route.
  * @returns the Owner's token, the SDK keys and the fixtures by path parameter name
  */
 export async function seedOneOfEverything(vexil: TestVexil) {
@@ -32,6 +33,22 @@ export async function seedOneOfEverything(vexil: TestVexil) {
   });
   const secret = await post(`/api/v1/orgs/acme/webhooks/${hook.id}/secrets`);
   const test = await post(`/api/v1/orgs/acme/webhooks/${hook.id}/test`);
+  const relayKey = await post('/api/v1/orgs/acme/relay-keys', { name: 'edge' });
+  const production = (
+    await call(vexil, 'GET', `${web}/flags/new-checkout/environments/production`, owner)
+  ).body;
+  const changeRequest = await post(`${web}/change-requests`, {
+    environment: 'production',
+    title: 'Turn on new checkout',
+    changes: [
+      {
+        kind: 'flag',
+        flagKey: 'new-checkout',
+        baseRevision: production.revision,
+        configuration: { enabled: true, defaultVariation: 'true', offVariation: 'false' },
+      },
+    ],
+  });
   const fixtures: Fixtures = {
     org: 'acme',
     project: 'web',
@@ -47,6 +64,8 @@ export async function seedOneOfEverything(vexil: TestVexil) {
     secretId: secret.secretId,
     deliveryId: test.webhookDeliveryId,
     userId: org.userId,
+    relayKeyId: relayKey.id,
+    number: String(changeRequest.number),
   };
   return { owner: org.token, keys: { server: sdkKey, client: client.key as string }, fixtures };
 }
