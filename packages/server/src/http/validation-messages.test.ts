@@ -144,9 +144,11 @@ describe('validation messages are plain sentences', () => {
     let routes = 0;
     for (const [path, operations] of Object.entries(document.paths)) {
       if (!path.startsWith('/api/v1/')) continue;
-      // Every path segment accepts a key or an id; a uuid satisfies both.
+      // Every path segment accepts a key or an id, and a uuid satisfies both; a change request
+      // is named by its number.
       const url = path
         .replace('{org}', 'acme')
+        .replace('{number}', '1')
         .replace(/\{[^}]+\}/g, '0198c0de-0000-7000-8000-000000000000');
       for (const [method, operation] of Object.entries(operations)) {
         const schema = operation.requestBody?.content?.['application/json']?.schema;
