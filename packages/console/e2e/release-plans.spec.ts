@@ -56,9 +56,9 @@ async function fillSteps(page: Page, steps: [string, string][]): Promise<void> {
 test('a release plan is created in the console, and its step advances on time', async ({
   page,
 }) => {
-  await flagOffByDefault('new-checkout');
+  await flagOffByDefault('planned-checkout');
   await signIn(page);
-  await page.goto(`${server.url}${CONSOLE}/flags/new-checkout/release?env=development`);
+  await page.goto(`${server.url}${CONSOLE}/flags/planned-checkout/release?env=development`);
   await expect(page.getByRole('heading', { name: 'Release plan', level: 2 })).toBeVisible();
   const editor = page.getByRole('form', { name: 'New release plan in development' });
   await editor.getByLabel('Target variation').selectOption('true');
@@ -98,7 +98,7 @@ test('a release plan is created in the console, and its step advances on time', 
   const served = await fetch(`${server.url}/v1/sdk/evaluate`, {
     method: 'POST',
     headers: { authorization: sdkKey, 'content-type': 'application/json' },
-    body: JSON.stringify({ flagKey: 'new-checkout', context: { userId: 'someone' } }),
+    body: JSON.stringify({ flagKey: 'planned-checkout', context: { userId: 'someone' } }),
   });
   expect(((await served.json()) as { value: unknown }).value).toBe(true);
 });
