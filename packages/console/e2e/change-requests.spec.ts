@@ -314,6 +314,58 @@ test('the author rewrites a request in conflict against the current state, for a
 });
 
 /** The pictures in docs/change-requests-console.md, taken here so they show the console as it is. */
+test('a release plan in production is proposed from the flag page, approved by another person, and starts when applied', async ({
+  browser,
+}) => {
+  const flag = 'staged-austria';
+  const { sdkKey } = await setUp(flag);
+  const author = await (await browser.newContext({ timezoneId: 'Europe/Berlin' })).newPage();
+  await signIn(author);
+  await protectProduction(author);
+
+  // The editor proposes instead of starting: production requires review.
+  await author.goto(`${server.url}${PAGES}/flags/${flag}/release?env=production`);
+  const editor = author.getByRole('form', { name: 'New release plan in production' });
+  await editor.getByLabel('Target variation').selectOption('true');
+  await editor.getByRole('button', { name: 'Request review of release plan' }).click();
+  const heading = author.getByRole('heading', {
+    level: 1,
+    name: new RegExp(`^CR \\d+: Release plan of ${flag} in production`),
+  });
+  await expect(heading).toBeVisible();
+  const number = Number(/CR (\d+)/.exec((await heading.textContent()) ?? '')![1]);
+  const diff = author.getByRole('table', {
+    name: `Change 1: Release plan of ${flag}, before and after`,
+  });
+  await expect(diff.getByRole('row', { name: /When no rule matches/ })).toContainText(
+    'released to On in steps',
+  );
+  await expect(diff.getByRole('row', { name: /Steps/ })).toContainText(
+    '1% at once, then 10% after 1 hour, then 50% after 1 day, then 100% after 2 days',
+  );
+  await expectAccessible(author);
+  // Nothing runs before the review.
+  await author.goto(`${server.url}${PAGES}/flags/${flag}/release?env=production`);
+  await expect(editor).toBeVisible();
+  await expect(author.getByRole('region', { name: 'Release plan in production' })).toHaveCount(0);
+
+  const reviewer = await reviewerPage(browser);
+  await reviewer.goto(`${server.url}${PAGES}/change-requests/${number}`);
+  await reviewer.getByRole('button', { name: 'Approve' }).click();
+  await expect(reviewer.getByText('approved', { exact: true })).toBeVisible();
+  await reviewer.context().close();
+
+  await author.goto(`${server.url}${PAGES}/change-requests/${number}`);
+  await author.getByRole('button', { name: 'Apply now' }).click();
+  await expect(author.getByText('applied', { exact: true })).toBeVisible();
+  await author.goto(`${server.url}${PAGES}/flags/${flag}/release?env=production`);
+  const state = author.getByRole('region', { name: 'Release plan in production' });
+  await expect(state.getByText('Step 1 of 4: 1% get On')).toBeVisible();
+  // Users outside the rule now fall through to the plan's rollout; the rule still serves Germany.
+  expect(await served(sdkKey, flag, 'DE')).toBe(true);
+  await author.context().close();
+});
+
 test('screenshots of change requests, light and dark', async ({ page }) => {
   test.skip(test.info().project.name === 'postgres', 'the pictures are taken once, on SQLite');
   const images = fileURLToPath(new URL('../../../docs/images/console/', import.meta.url));

@@ -1,6 +1,8 @@
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
 import type { Change, Segment } from '../../api/types';
+import { durationWords } from '../release-plan/time';
+import type { ReleaseGuard } from '../release-plan/types';
 import { percentageOf } from '../targeting/PercentageControl';
 import { describeCondition } from '../targeting/sentence';
 import { asConfiguration, type ConfigurationDocument, type DocumentRule } from './configuration';
@@ -27,6 +29,16 @@ interface ChangeFields {
   configuration?: unknown;
   definition?: unknown;
   variations?: unknown;
+  plan?: ProposedPlan;
+}
+
+/** A release plan as a `releasePlan` change carries it (change-requests.md section 4). */
+interface ProposedPlan {
+  variation: string;
+  steps: { percentage: number; after: string }[];
+  /** As proposed: `minimumUsers` and `confidence` may be left to their defaults. */
+  guard?: Omit<ReleaseGuard, 'minimumUsers' | 'confidence'> &
+    Partial<Pick<ReleaseGuard, 'minimumUsers' | 'confidence'>>;
 }
 
 /** What a change targets, in words: "Flag new-checkout", "Segment beta-testers". */
@@ -35,6 +47,7 @@ export function changeTarget(change: Change): string {
   if (kind === 'flag') return `Flag ${flagKey}`;
   if (kind === 'segment') return `Segment ${segmentKey}`;
   if (kind === 'variations') return `Variations of ${flagKey}`;
+  if (kind === 'releasePlan') return `Release plan of ${flagKey}`;
   return `${kind} ${flagKey || segmentKey}`.trim();
 }
 
@@ -59,7 +72,7 @@ export function ChangeDiff(props: {
   // The flag's variations give their names ("Off" for the key "false"); the page reads it anyway.
   const flag = useQuery({
     queryKey: ['flag', org, project, flagKey, 'detail'],
-    enabled: change.kind === 'flag' && flagKey !== '',
+    enabled: (change.kind === 'flag' || change.kind === 'releasePlan') && flagKey !== '',
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}', {
@@ -76,8 +89,9 @@ export function ChangeDiff(props: {
   const after = entry?.after ?? change.configuration ?? change.definition ?? change.variations;
   const beforeConfiguration = asConfiguration(before);
   const afterConfiguration = asConfiguration(after);
-  const rows =
-    afterConfiguration && (beforeConfiguration || before === null)
+  const rows = change.plan
+    ? planRows(before, change.plan, names)
+    : afterConfiguration && (beforeConfiguration || before === null)
       ? configurationRows(beforeConfiguration, afterConfiguration, names)
       : [{ label: 'Value', before: json(before), after: json(after) }];
   return (
@@ -169,6 +183,48 @@ function configurationRows(
       }),
     ),
   ];
+}
+
+/**
+ * A proposed release plan in words: the default serve it moves from (the diff's `before`) and to,
+ * its steps with their waits, and its guard.
+ */
+function planRows(before: unknown, plan: ProposedPlan, names: Names): Row[] {
+  const fallthrough = (before as { fallthrough?: PlanFallthrough } | null)?.fallthrough;
+  const from = !fallthrough
+    ? '—'
+    : fallthrough.rollout
+      ? `a percentage rollout: ${fallthrough.rollout
+          .map((w) => `${names.variation(w.variation)} ${percentageOf(w.weight)}%`)
+          .join(', ')}`
+      : names.variation(fallthrough.variation ?? '');
+  const steps = plan.steps
+    .map((step, index) =>
+      index === 0 && step.after === 'PT0S'
+        ? `${step.percentage}% at once`
+        : `${step.percentage}% after ${durationWords(step.after)}`,
+    )
+    .join(', then ');
+  const guard = plan.guard
+    ? `${plan.guard.metric}, ${plan.guard.direction === 'lower_is_better' ? 'lower' : 'higher'} is better; ` +
+      `from ${plan.guard.minimumUsers ?? 500} users per side at confidence ${plan.guard.confidence ?? 0.95}; ` +
+      `on a regression ${plan.guard.action === 'pause' ? 'pause' : 'roll back'}`
+    : 'None';
+  return [
+    {
+      label: 'When no rule matches',
+      before: from,
+      after: `released to ${names.variation(plan.variation)} in steps`,
+    },
+    { label: 'Steps', before: '—', after: steps },
+    { label: 'Guard', before: '—', after: guard },
+  ];
+}
+
+/** The default serve a release plan moves from, as the diff's `before` names it. */
+interface PlanFallthrough {
+  variation?: string;
+  rollout?: { variation: string; weight: number }[];
 }
 
 function defaultServe(document: ConfigurationDocument, names: Names): string {

@@ -1,8 +1,10 @@
 import { Button } from '@radix-ui/themes';
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
+import { useLocation } from 'wouter';
 import { api, unwrap } from '../../api/client';
 import type { Flag, FlagEnvironment } from '../../api/types';
+import { changeRequestPath } from '../change-requests/paths';
 import { Field, Labelled } from '../Field';
 import { useFormMutation } from '../useFormMutation';
 import {
@@ -33,12 +35,16 @@ const FIRST_STEPS: Omit<DraftStep, 'id'>[] = [
 
 /** The guard's defaults (change-requests.md §5). */
 const GUARD_DEFAULTS = { minimumUsers: '500', confidence: '0.95' };
+/** Where a change request's validation names the plan's fields: its first (only) change. */
+const PROPOSED_PLAN = 'changes[0].plan.';
 
 /**
  * A new release plan for one flag in one environment (`PUT …/release-plan`): the target variation,
  * the steps (a percentage and the wait before each), a timeline of when each step would start if
  * the plan started now (in the viewer's time zone, named), and the optional guard. Whatever the
- * API refuses is shown at the step or field it names; nothing typed is lost.
+ * API refuses is shown at the step or field it names; nothing typed is lost. In an environment
+ * that requires change requests the plan is proposed in one (`kind: releasePlan`) and the
+ * reviewer's page opens.
  */
 export function PlanEditor(props: {
   org: string;
@@ -46,6 +52,8 @@ export function PlanEditor(props: {
   flag: Flag;
   environment: string;
   configuration: FlagEnvironment | undefined;
+  /** Whether the environment requires change requests: the plan is then proposed in one. */
+  reviewed: boolean;
   /** Called with the started plan (its `warnings` say what is worth knowing, e.g. a new metric). */
   onStarted?: (plan: ReleasePlan) => void;
 }) {
@@ -74,40 +82,62 @@ export function PlanEditor(props: {
   const [confidence, setConfidence] = useState(GUARD_DEFAULTS.confidence);
   const [action, setAction] = useState<ReleaseGuard['action']>('rollback');
 
-  const save = useFormMutation({
+  const [, navigate] = useLocation();
+  const plan = {
+    variation,
+    steps: steps.map((step) => ({
+      percentage: Number(step.percentage),
+      after: waitToIso(step.amount, step.unit),
+    })),
+    ...(guarded
+      ? {
+          guard: {
+            metric,
+            kind: 'rate' as const,
+            direction,
+            minimumUsers: Number(minimumUsers),
+            confidence: Number(confidence),
+            action,
+          },
+        }
+      : {}),
+  };
+  const start = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.PUT(
           '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan',
-          {
-            params: { path: { org, project, flag: flagKey, env: environment } },
-            body: {
-              variation,
-              steps: steps.map((step) => ({
-                percentage: Number(step.percentage),
-                after: waitToIso(step.amount, step.unit),
-              })),
-              ...(guarded
-                ? {
-                    guard: {
-                      metric,
-                      kind: 'rate' as const,
-                      direction,
-                      minimumUsers: Number(minimumUsers),
-                      confidence: Number(confidence),
-                      action,
-                    },
-                  }
-                : {}),
-            },
-          },
+          { params: { path: { org, project, flag: flagKey, env: environment } }, body: plan },
         ),
       ),
-    onSuccess: async (plan) => {
+    onSuccess: async (started) => {
       await queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] });
-      props.onStarted?.(plan);
+      props.onStarted?.(started);
     },
   });
+  // Where change requests are required the plan is started by one (spec: change requests, §4).
+  const propose = useFormMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST('/api/v1/orgs/{org}/projects/{project}/change-requests', {
+          params: { path: { org, project } },
+          body: {
+            environment,
+            title: `Release plan of ${flagKey} in ${environment}`,
+            changes: [{ kind: 'releasePlan', flagKey, plan }],
+            submit: true,
+          },
+        }),
+      ),
+    onSuccess: async (created) => {
+      await queryClient.invalidateQueries({ queryKey: ['change-requests', org, project] });
+      navigate(changeRequestPath(org, project, created.number));
+    },
+  });
+  const save = props.reviewed ? propose : start;
+  // A change request names the plan's fields under its first change.
+  const problemAt = (field: string) =>
+    save.problemAt(props.reviewed ? `${PROPOSED_PLAN}${field}` : field);
 
   const update = (id: number, change: Partial<DraftStep>) =>
     setSteps(steps.map((step) => (step.id === id ? { ...step, ...change } : step)));
@@ -124,7 +154,7 @@ export function PlanEditor(props: {
       aria-label={`New release plan in ${environment}`}
       onSubmit={save.submit}
     >
-      <Labelled label="Target variation" error={save.problemAt('variation')}>
+      <Labelled label="Target variation" error={problemAt('variation')}>
         {(id, describedBy) => (
           <select
             id={id}
@@ -161,7 +191,7 @@ export function PlanEditor(props: {
                   step={0.001}
                   value={step.percentage}
                   onChange={(event) => update(step.id, { percentage: event.target.value })}
-                  error={save.problemAt(`steps.${index}.percentage`)}
+                  error={problemAt(`steps.${index}.percentage`)}
                 />
                 <Field
                   label={index === 0 ? 'Wait after starting' : 'Wait after the step before'}
@@ -169,7 +199,7 @@ export function PlanEditor(props: {
                   min={0}
                   value={step.amount}
                   onChange={(event) => update(step.id, { amount: event.target.value })}
-                  error={save.problemAt(`steps.${index}.after`)}
+                  error={problemAt(`steps.${index}.after`)}
                 />
                 <Labelled label="Unit">
                   {(id) => (
@@ -199,17 +229,17 @@ export function PlanEditor(props: {
                   Remove
                 </Button>
               </div>
-              {save.problemAt(`steps.${index}`) &&
-                !save.problemAt(`steps.${index}.percentage`) &&
-                !save.problemAt(`steps.${index}.after`) && (
-                  <p className="field-error">{save.problemAt(`steps.${index}`)}</p>
+              {problemAt(`steps.${index}`) &&
+                !problemAt(`steps.${index}.percentage`) &&
+                !problemAt(`steps.${index}.after`) && (
+                  <p className="field-error">{problemAt(`steps.${index}`)}</p>
                 )}
             </li>
           ))}
         </ol>
-        {save.problemAt('steps') && !steps.some((_, i) => save.problemAt(`steps.${i}`)) && (
+        {problemAt('steps') && !steps.some((_, i) => problemAt(`steps.${i}`)) && (
           <p role="alert" className="field-error">
-            {save.problemAt('steps')}
+            {problemAt('steps')}
           </p>
         )}
         <Button
@@ -259,12 +289,12 @@ export function PlanEditor(props: {
             label="Metric (a tracked event key)"
             value={metric}
             onChange={(event) => setMetric(event.target.value)}
-            error={save.problemAt('guard.metric')}
+            error={problemAt('guard.metric')}
             hint="A user counts once they send this event after first getting the flag."
           />
           <Labelled
             label="The metric is better when its rate is"
-            error={save.problemAt('guard.direction')}
+            error={problemAt('guard.direction')}
           >
             {(id, describedBy) => (
               <select
@@ -284,7 +314,7 @@ export function PlanEditor(props: {
             min={100}
             value={minimumUsers}
             onChange={(event) => setMinimumUsers(event.target.value)}
-            error={save.problemAt('guard.minimumUsers')}
+            error={problemAt('guard.minimumUsers')}
             hint="At least 100; the test starts once both sides have this many."
           />
           <Field
@@ -295,10 +325,10 @@ export function PlanEditor(props: {
             step={0.001}
             value={confidence}
             onChange={(event) => setConfidence(event.target.value)}
-            error={save.problemAt('guard.confidence')}
+            error={problemAt('guard.confidence')}
             hint="0.8 to 0.999: the chance of not stopping a release that is as good."
           />
-          <Labelled label="On a regression" error={save.problemAt('guard.action')}>
+          <Labelled label="On a regression" error={problemAt('guard.action')}>
             {(id, describedBy) => (
               <select
                 id={id}
@@ -319,7 +349,7 @@ export function PlanEditor(props: {
         </p>
       )}
       <Button type="submit" disabled={save.isPending}>
-        Start release plan
+        {props.reviewed ? 'Request review of release plan' : 'Start release plan'}
       </Button>
     </form>
   );

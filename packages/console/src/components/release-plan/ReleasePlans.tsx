@@ -4,6 +4,7 @@ import { Tabs } from 'radix-ui';
 import { useState } from 'react';
 import { api, ApiProblem, unwrap } from '../../api/client';
 import type { Environment, Flag, FlagEnvironment } from '../../api/types';
+import { useToReview } from '../change-requests/queries';
 import { PlanEditor } from './PlanEditor';
 import { PlanState } from './PlanState';
 
@@ -48,6 +49,7 @@ export function ReleasePlans(props: {
                   project={props.project}
                   flag={props.flag}
                   environment={key}
+                  reviewed={environment.changeRequests.required}
                   configuration={props.configurations.find(
                     (c) => c.environmentId === environment.id,
                   )}
@@ -66,9 +68,10 @@ function EnvironmentReleasePlan(props: {
   project: string;
   flag: Flag;
   environment: string;
+  reviewed: boolean;
   configuration: FlagEnvironment | undefined;
 }) {
-  const { org, project, flag, environment, configuration } = props;
+  const { org, project, flag, environment, configuration, reviewed } = props;
   const flagKey = flag.key ?? flag.id;
   const [drafting, setDrafting] = useState(false);
   const [warnings, setWarnings] = useState<string[]>([]);
@@ -90,7 +93,11 @@ function EnvironmentReleasePlan(props: {
       }
     },
   });
-  const canEdit = configuration?._actions['update']?.allowed ?? false;
+  // Whether the caller may propose: the navigation's count query says it already.
+  const proposals = useToReview(org, project);
+  const canEdit = reviewed
+    ? (proposals.data?._actions['create']?.allowed ?? false)
+    : (configuration?._actions['update']?.allowed ?? false);
 
   if (plan.isError) return <p role="alert">{plan.error.message}</p>;
   if (plan.data === undefined) return <p role="status">Loading…</p>;
@@ -122,6 +129,7 @@ function EnvironmentReleasePlan(props: {
             project={project}
             flag={flag}
             environment={environment}
+            reviewed={reviewed}
             configuration={configuration}
             onStarted={(started) => {
               setDrafting(false);

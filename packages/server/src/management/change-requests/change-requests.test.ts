@@ -351,6 +351,29 @@ describe.each(testDialects())('change requests on %s', (dialect) => {
       await callOk(vexil, 'POST', `${production}/toggle`, org.token, { enabled: false });
       await protect({ required: true, emergencyOff: true });
     });
+
+    it("says so in the configuration's _actions: no direct edits, toggle only as an emergency off", async () => {
+      type Hints = Record<string, { allowed: boolean; reason: string | null }>;
+      const hints = async () =>
+        ((await callOk(vexil, 'GET', production, member.token)) as { _actions: Hints })._actions;
+      await protect({ required: false });
+      await callOk(vexil, 'POST', `${production}/toggle`, org.token, { enabled: true });
+      expect(Object.values(await hints()).every((hint) => hint.allowed)).toBe(true);
+      await protect({ required: true, emergencyOff: true });
+      const whileOn = await hints();
+      expect(whileOn['update']).toEqual({
+        allowed: false,
+        reason: expect.stringContaining('requires change requests'),
+      });
+      expect(whileOn['createRule']?.allowed).toBe(false);
+      expect(whileOn['toggle']?.allowed).toBe(true);
+      await protect({ required: true, emergencyOff: false });
+      expect((await hints())['toggle']?.allowed).toBe(false);
+      await protect({ required: false });
+      await callOk(vexil, 'POST', `${production}/toggle`, org.token, { enabled: false });
+      await protect({ required: true, emergencyOff: true });
+      expect((await hints())['toggle']?.allowed).toBe(false);
+    });
   });
 
   describe('a request through its states', () => {

@@ -130,16 +130,11 @@ export function registerCopyConfigurationRoutes(app: App, services: Services): v
           });
         const { _actions: _before, ...was } = configurationResponse(
           before,
-          target.key,
+          target,
           access.role,
           flag,
         );
-        const { _actions: _after, ...now } = configurationResponse(
-          row,
-          target.key,
-          access.role,
-          flag,
-        );
+        const { _actions: _after, ...now } = configurationResponse(row, target, access.role, flag);
         await m.emit({
           ...event,
           type: 'flag.environment_config.updated',
@@ -159,7 +154,7 @@ export function registerCopyConfigurationRoutes(app: App, services: Services): v
         });
         return row;
       });
-      return configurationResponse(updated, target.key, access.role, flag);
+      return configurationResponse(updated, target, access.role, flag);
     },
   );
 }

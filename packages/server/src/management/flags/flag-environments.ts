@@ -2,7 +2,7 @@ import { findPrerequisiteProblem, type PrerequisiteGraphFlag } from '@vexil/engi
 import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import type { App } from '../../http/app-instance.js';
-import type { FlagEnvironmentsTable, Role } from '../../db/schema.js';
+import type { EnvironmentsTable, FlagEnvironmentsTable, Role } from '../../db/schema.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs } from '../access.js';
@@ -35,19 +35,38 @@ const FlagEnvParams = Type.Object({
 type Prerequisite = Static<typeof PrerequisitesSchema>[number];
 type RolloutWeight = Static<typeof RolloutSchema>[number];
 
+/** The environment as a configuration's read shape needs it: its key and change-request policy. */
+type ConfigurationEnvironment = Pick<
+  Selectable<EnvironmentsTable>,
+  'key' | 'change_requests_required' | 'change_request_emergency_off'
+>;
+
+/**
+ * A flag's configuration in one environment with its `_actions`. In an environment that requires
+ * change requests (spec: change requests, section 1) `update` and `createRule` are refused, naming
+ * the policy, and `toggle` is allowed only as an emergency off: while the flag is on and the
+ * policy allows it.
+ */
 export function configurationResponse(
   row: Selectable<FlagEnvironmentsTable>,
-  environmentKey: string,
+  environment: ConfigurationEnvironment,
   role: Role,
   flag: FlagRow,
 ) {
+  const archived = flag.is_archived ? 'the flag is archived' : null;
+  const reviewed =
+    environment.change_requests_required === 1
+      ? `environment "${environment.key}" requires change requests: propose the change in one`
+      : null;
+  const emergencyOff =
+    row.is_enabled === 1 && environment.change_request_emergency_off === 1 ? null : reviewed;
   return {
-    ...configurationFields(row, environmentKey),
+    ...configurationFields(row, environment.key),
     revision: row.revision,
     _actions: actionsFor(role, {
-      update: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
-      toggle: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
-      createRule: { role: 'Member', blockedBy: flag.is_archived ? 'the flag is archived' : null },
+      update: { role: 'Member', blockedBy: archived ?? reviewed },
+      toggle: { role: 'Member', blockedBy: archived ?? emergencyOff },
+      createRule: { role: 'Member', blockedBy: archived ?? reviewed },
     }),
   };
 }
@@ -130,12 +149,16 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
         .selectFrom('flag_environments')
         .innerJoin('environments', 'environments.id', 'flag_environments.environment_id')
         .selectAll('flag_environments')
-        .select('environments.key as environment_key')
+        .select([
+          'environments.key',
+          'environments.change_requests_required',
+          'environments.change_request_emergency_off',
+        ])
         .where('flag_environments.flag_id', '=', flag.id)
         .orderBy('environments.sort_order')
         .orderBy('environments.id')
         .execute();
-      return rows.map((row) => configurationResponse(row, row.environment_key, access.role, flag));
+      return rows.map((row) => configurationResponse(row, row, access.role, flag));
     },
   );
 
@@ -151,7 +174,7 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
     },
     async ({ flag, environment, ...access }) => {
       const configuration = await readFlagEnvironment(services, flag.id, environment.id);
-      return configurationResponse(configuration, environment.key, access.role, flag);
+      return configurationResponse(configuration, environment, access.role, flag);
     },
   );
 
@@ -221,7 +244,7 @@ export function registerFlagEnvironmentRoutes(app: App, services: Services): voi
           },
         ),
       );
-      return configurationResponse(updated, environment.key, access.role, flag);
+      return configurationResponse(updated, environment, access.role, flag);
     },
   );
 
