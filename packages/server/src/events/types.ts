@@ -78,21 +78,10 @@ export const ENVIRONMENT_SCOPED_EVENT_TYPES: ReadonlySet<EventType> = new Set([
   'sdk_key.created',
   'sdk_key.updated',
   'sdk_key.deleted',
-  'change_request.opened',
-  'change_request.approved',
-  'change_request.rejected',
-  'change_request.scheduled',
-  'change_request.applied',
-  'change_request.failed',
-  'change_request.cancelled',
-  'release_plan.started',
-  'release_plan.advanced',
-  'release_plan.paused',
-  'release_plan.resumed',
-  'release_plan.completed',
-  'release_plan.rolled_back',
-  'release_plan.regression_detected',
-  'release_plan.deleted',
+  // A change request and a release plan each belong to one environment: all their events do.
+  ...EVENT_TYPES.filter(
+    (type) => type.startsWith('change_request.') || type.startsWith('release_plan.'),
+  ),
 ]);
 
 export interface EntityRef {
