@@ -45,12 +45,13 @@ export function nodeEnvironment(database: BenchDatabase): Record<string, string>
 /**
  * Creates organization {@link ORG} and its Owner with `vexil bootstrap` (which also migrates).
  *
+ * @param cli the build's `cli.js`: this one's, or another build's to compare with
  * @returns the Owner's API token
  */
-export async function bootstrap(database: BenchDatabase): Promise<string> {
+export async function bootstrap(database: BenchDatabase, cli = CLI): Promise<string> {
   const output = await runCommand(
     process.execPath,
-    [CLI, 'bootstrap', '--org', ORG, '--email', 'bench@example.test'],
+    [cli, 'bootstrap', '--org', ORG, '--email', 'bench@example.test'],
     nodeEnvironment(database),
   );
   return (JSON.parse(output) as { token: string }).token;

@@ -15,13 +15,20 @@
  * - Vexil `POST /v1/sdk/evaluate` (one flag, no rules) against bare `POST /evaluate` with the same
  *   body and schemas.
  *
+ * With `VEXIL_BENCH_BASELINE_CLI` naming another build's `packages/server/dist/cli.js`, it pairs
+ * that build (the baseline) with this one instead, on the SDK routes: server evaluate, client
+ * evaluate and the 304 configuration download. Each build has its own SQLite file, bootstrapped
+ * by its own CLI and seeded through its own API (an older build has an older schema); the ratio
+ * is this build's throughput over the baseline's, so below 1 means this build does more work
+ * per request.
+ *
  * Needs Linux (`taskset`, `/proc`), `wrk` and two cores. Prints every round, then for each pair
  * of routes the median over the pairs of processes.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sqliteDatabase } from './databases.js';
+import { sqliteDatabase, type BenchDatabase } from './databases.js';
 import {
   freePort,
   startService,
@@ -29,7 +36,14 @@ import {
   withCleanup,
   type Service,
 } from './processes.js';
-import { ManagementClient, seedSmallProject, type SmallProject } from './seed.js';
+import { evaluationScenarios } from './scenarios.js';
+import {
+  ManagementClient,
+  seedConfiguration,
+  seedSmallProject,
+  type SmallProject,
+} from './seed.js';
+import { required } from './required.js';
 import { bootstrap, CLI, HELLO_SERVER, nodeEnvironment } from './service.js';
 import { median } from './statistics.js';
 import { runWrk, type LoadScenario } from './wrk.js';
@@ -47,6 +61,8 @@ const SECONDS = 5;
 const CONNECTIONS = 50;
 /** Linux reports process CPU time in clock ticks of 1/100 s. */
 const MICROSECONDS_PER_TICK = 10_000;
+/** Another build's `cli.js` to pair this build with, instead of bare Fastify (see above). */
+const BASELINE_CLI = process.env.VEXIL_BENCH_BASELINE_CLI;
 
 /** A server pinned to {@link SERVER_CORE}, and where it answers. */
 interface PinnedServer {
@@ -72,15 +88,20 @@ function startPinned(args: string[], env: Record<string, string>, port: number):
 
 /**
  * One pair: the reference and Vexil loaded at once, {@link ROUNDS} times.
- * @param answersAreErrors the scenario answers 4xx by design, so wrk's error count is not checked
+ * @param options.answersAreErrors the scenario answers 4xx by design, so wrk's error count is
+ *   not checked
+ * @param options.labels what the rounds call the reference and the measured server
+ * @returns the medians of the measured server's throughput and CPU per request relative to the
+ *   reference's (above 1: the measured server does less work per request)
  */
 async function measurePair(
   name: string,
   reference: { server: PinnedServer; scenario: LoadScenario },
   vexil: { server: PinnedServer; scenario: LoadScenario },
   scratchDir: string,
-  answersAreErrors = false,
+  options: { answersAreErrors?: boolean; labels?: [string, string] } = {},
 ): Promise<{ throughput: number; cpu: number }> {
+  const [referenceLabel, measuredLabel] = options.labels ?? ['bare', 'Vexil'];
   const load = { connections: CONNECTIONS, scratchDir, cpu: LOAD_CORE };
   const pids = [reference.server.service.child.pid ?? 0, vexil.server.service.child.pid ?? 0];
   // Warm-up: both JITs compiled, the snapshot built.
@@ -97,15 +118,18 @@ async function measurePair(
       runWrk(vexil.server.baseUrl, vexil.scenario, { ...load, durationSeconds: SECONDS }),
     ]);
     const after = await Promise.all(pids.map(cpuMicroseconds));
-    if (!answersAreErrors && (bare.errors > 0 || ours.errors > 0))
-      throw new Error(`${name}: errors (${bare.errors} bare, ${ours.errors} Vexil)`);
+    if (!options.answersAreErrors && (bare.errors > 0 || ours.errors > 0))
+      throw new Error(
+        `${name}: errors (${bare.errors} ${referenceLabel}, ${ours.errors} ${measuredLabel})`,
+      );
     const bareCpu = ((after[0] ?? 0) - (before[0] ?? 0)) / bare.requests;
     const ourCpu = ((after[1] ?? 0) - (before[1] ?? 0)) / ours.requests;
     ratios.push(ours.requestsPerSecond / bare.requestsPerSecond);
     cpuRatios.push(bareCpu / ourCpu);
     console.log(
-      `${name}, round ${round}: bare ${Math.round(bare.requestsPerSecond)} req/s ` +
-        `(${bareCpu.toFixed(1)} µs CPU each), Vexil ${Math.round(ours.requestsPerSecond)} req/s ` +
+      `${name}, round ${round}: ${referenceLabel} ${Math.round(bare.requestsPerSecond)} req/s ` +
+        `(${bareCpu.toFixed(1)} µs CPU each), ${measuredLabel} ` +
+        `${Math.round(ours.requestsPerSecond)} req/s ` +
         `(${ourCpu.toFixed(1)} µs) → ratio ${(ratios.at(-1) ?? 0).toFixed(2)}`,
     );
   }
@@ -156,7 +180,7 @@ async function measureProcessPair(
         { server: bare, scenario: unmatched },
         { server: vexil, scenario: unmatched },
         scratchDir,
-        true,
+        { answersAreErrors: true },
       ),
     );
     const post = { 'content-type': 'application/json' };
@@ -186,6 +210,28 @@ async function measureProcessPair(
   }
 }
 
+/** Medians per pair of routes, gathered over the pairs of processes. */
+type ByPair = Map<string, { throughput: number[]; cpu: number[] }>;
+
+function gather(byPair: ByPair, medians: Map<string, { throughput: number; cpu: number }>): void {
+  for (const [name, { throughput, cpu }] of medians) {
+    const entry = byPair.get(name) ?? { throughput: [], cpu: [] };
+    entry.throughput.push(throughput);
+    entry.cpu.push(cpu);
+    byPair.set(name, entry);
+  }
+}
+
+function summarize(byPair: ByPair): void {
+  for (const [name, { throughput, cpu }] of byPair) {
+    console.log(
+      `${name}: throughput ratio ${median(throughput).toFixed(2)} ` +
+        `(medians of ${PROCESS_PAIRS} process pairs: ${list(throughput)}); ` +
+        `CPU-per-request ratio ${median(cpu).toFixed(2)} (${list(cpu)})`,
+    );
+  }
+}
+
 async function main(): Promise<void> {
   const scratchDir = await mkdtemp(join(tmpdir(), 'vexil-simultaneous-'));
   await withCleanup(
@@ -194,26 +240,112 @@ async function main(): Promise<void> {
       const database = sqliteDatabase(scratchDir, 'simultaneous');
       const token = await bootstrap(database);
       let project: SmallProject | null = null;
-      const byPair = new Map<string, { throughput: number[]; cpu: number[] }>();
+      const byPair: ByPair = new Map();
       for (let processPair = 1; processPair <= PROCESS_PAIRS; processPair++) {
         const measured = await measureProcessPair(database, token, project, scratchDir);
         project = measured.project;
-        for (const [name, { throughput, cpu }] of measured.medians) {
-          const entry = byPair.get(name) ?? { throughput: [], cpu: [] };
-          entry.throughput.push(throughput);
-          entry.cpu.push(cpu);
-          byPair.set(name, entry);
-        }
+        gather(byPair, measured.medians);
       }
-      for (const [name, { throughput, cpu }] of byPair) {
-        console.log(
-          `${name}: throughput ratio ${median(throughput).toFixed(2)} ` +
-            `(medians of ${PROCESS_PAIRS} process pairs: ${list(throughput)}); ` +
-            `CPU-per-request ratio ${median(cpu).toFixed(2)} (${list(cpu)})`,
-        );
-      }
+      summarize(byPair);
     },
   );
 }
 
-await main();
+/** The SDK routes paired build against build, as `evaluationScenarios` names them. */
+const BUILD_ROUTES = ['server evaluate', 'client evaluate', 'config download, 304'];
+
+/** One build of Vexil: its CLI, its own database, and once seeded, its routes' scenarios. */
+interface Build {
+  cli: string;
+  database: BenchDatabase;
+  token: string;
+  scenarios: Map<string, LoadScenario> | null;
+}
+
+/**
+ * Seeds the benchmark's configuration through the build's own API, and answers its scenarios
+ * of {@link BUILD_ROUTES} (the 304 one with the build's own `ETag`).
+ * @throws Error when the configuration download answers without an `ETag`
+ */
+async function seedBuild(baseUrl: string, token: string): Promise<Map<string, LoadScenario>> {
+  const seeded = await seedConfiguration(baseUrl, token);
+  const download = await fetch(`${baseUrl}/v1/sdk/flags`, {
+    headers: { authorization: seeded.serverKey },
+  });
+  await download.arrayBuffer();
+  const etag = download.headers.get('etag');
+  if (download.status !== 200 || !etag)
+    throw new Error(`GET /v1/sdk/flags answered ${download.status} without an ETag`);
+  return new Map(
+    evaluationScenarios(seeded, etag)
+      .filter((route) => BUILD_ROUTES.some((prefix) => route.name.startsWith(prefix)))
+      .map((route) => [route.name, route.scenario]),
+  );
+}
+
+/** Starts a fresh pinned process of each build, measures each route of both, stops them. */
+async function measureBuildPair(
+  baseline: Build,
+  current: Build,
+  scratchDir: string,
+): Promise<Map<string, { throughput: number; cpu: number }>> {
+  const builds = [baseline, current];
+  const servers = await Promise.all(
+    builds.map(async (build) => {
+      const port = await freePort();
+      return startPinned(
+        [build.cli, 'serve'],
+        { ...nodeEnvironment(build.database), VEXIL_PORT: String(port) },
+        port,
+      );
+    }),
+  );
+  try {
+    const scenarios = [];
+    for (const [index, build] of builds.entries()) {
+      const server = required(servers[index], 'server');
+      await waitUntilAnswering(`${server.baseUrl}/healthz`, server.service);
+      build.scenarios ??= await seedBuild(server.baseUrl, build.token);
+      scenarios.push(build.scenarios);
+    }
+    const [baselineServer, currentServer] = servers as [PinnedServer, PinnedServer];
+    const medians = new Map<string, { throughput: number; cpu: number }>();
+    for (const [name, scenario] of required(scenarios[0], 'baseline scenarios')) {
+      const paired = required(scenarios[1]?.get(name), `current scenario ${name}`);
+      medians.set(
+        name,
+        await measurePair(
+          name,
+          { server: baselineServer, scenario },
+          { server: currentServer, scenario: paired },
+          scratchDir,
+          { labels: ['baseline', 'current'] },
+        ),
+      );
+    }
+    return medians;
+  } finally {
+    await Promise.all(servers.map((server) => server.service.stop()));
+  }
+}
+
+async function mainBuilds(baselineCli: string): Promise<void> {
+  const scratchDir = await mkdtemp(join(tmpdir(), 'vexil-builds-'));
+  await withCleanup(
+    () => rm(scratchDir, { recursive: true, force: true }),
+    async () => {
+      const build = async (cli: string, purpose: string): Promise<Build> => {
+        const database = sqliteDatabase(scratchDir, purpose);
+        return { cli, database, token: await bootstrap(database, cli), scenarios: null };
+      };
+      const baseline = await build(baselineCli, 'baseline');
+      const current = await build(CLI, 'current');
+      const byPair: ByPair = new Map();
+      for (let processPair = 1; processPair <= PROCESS_PAIRS; processPair++)
+        gather(byPair, await measureBuildPair(baseline, current, scratchDir));
+      summarize(byPair);
+    },
+  );
+}
+
+await (BASELINE_CLI ? mainBuilds(BASELINE_CLI) : main());

@@ -30,6 +30,7 @@ export async function writeEvents(outbox: Outbox, events: NewEvent[]): Promise<v
   const { trx, hub, afterCommit, organizationId, actor, occurredAt, changeRequest } = outbox;
   if (events.length === 0) return;
   const written = events.map((event) => {
+    const named = event.changeRequest ?? changeRequest;
     const payload: EventPayload = {
       type: event.type,
       occurredAt,
@@ -42,7 +43,7 @@ export async function writeEvents(outbox: Outbox, events: NewEvent[]): Promise<v
       changes: event.changes ?? [],
       description: event.description,
       ...(event.children ? { children: event.children } : {}),
-      ...(changeRequest ? { changeRequest } : {}),
+      ...(named ? { changeRequest: named } : {}),
       ...(event.bypassedChangeRequest ? { bypassedChangeRequest: true as const } : {}),
     };
     const keys = {

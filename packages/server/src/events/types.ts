@@ -133,6 +133,11 @@ export interface NewEvent {
   children?: EntityRef[];
   /** A flag turned off directly in an environment that requires change requests (emergency off). */
   bypassedChangeRequest?: boolean;
+  /**
+   * The change request a `change_request.*` event is about (the events of the changes it applies
+   * take it from the mutation instead).
+   */
+  changeRequest?: ChangeRequestRef;
 }
 
 /** The delivery request body (spec: Delivery request). */
@@ -148,7 +153,7 @@ export interface EventPayload {
   changes: PropertyChange[];
   description: string;
   children?: EntityRef[];
-  /** Present on the events of changes a change request applied. */
+  /** Present on `change_request.*` events and on the events of changes a change request applied. */
   changeRequest?: ChangeRequestRef;
   /** Present (true) on an emergency off that went past a change-request policy. */
   bypassedChangeRequest?: true;

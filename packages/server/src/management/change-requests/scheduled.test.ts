@@ -11,6 +11,7 @@ import {
   testConfig,
   TestClock,
   testDialects,
+  variationIdsByKey,
   type TestVexil,
 } from '../../test-support/harness.js';
 
@@ -33,6 +34,41 @@ async function eventTypes(vexil: Vexil, type: string): Promise<Record<string, un
     .orderBy('occurred_at')
     .execute();
   return rows.map((row) => JSON.parse(row.payload) as Record<string, unknown>);
+}
+
+/**
+ * What applying request `id` wrote, counted twice: its `change_request.applied` events, and the
+ * configuration changes naming it in the audit log (`flag.` entries; the owner's `token` reads it).
+ */
+async function appliedCount(
+  vexil: Vexil,
+  token: string,
+  id: unknown,
+): Promise<{ applied: number; audited: number }> {
+  const applied = (await eventTypes(vexil, 'change_request.applied')).filter(
+    (event) => (event.entity as { id: string }).id === id,
+  ).length;
+  const log = await callOk(vexil, 'GET', '/api/v1/orgs/acme/audit-log?type=flag.&limit=200', token);
+  const audited = (log.items as { changeRequest?: { id: string } }[]).filter(
+    (entry) => entry.changeRequest?.id === id,
+  ).length;
+  return { applied, audited };
+}
+
+/** The production configuration of the flag: on or off, and the key of its default variation. */
+async function served(vexil: Vexil, token: string, environment: string) {
+  const keys = Object.fromEntries(
+    Object.entries(
+      variationIdsByKey(
+        (await callOk(vexil, 'GET', flag, token)) as { variations: { key: string; id: string }[] },
+      ),
+    ).map(([key, id]) => [id, key]),
+  );
+  const read = await callOk(vexil, 'GET', `${flag}/environments/${environment}`, token);
+  return {
+    enabled: read.isEnabled as boolean,
+    defaultVariation: keys[read.defaultVariationId as string],
+  };
 }
 
 /** The project, a Member author, a reviewer, and a request maker for one environment. */
@@ -203,6 +239,66 @@ describe.each(testDialects())('scheduled change requests on %s', (dialect) => {
     const read = await callOk(vexil, 'GET', `${requests}/${created.number}`, ctx.org.token);
     expect(['applied', 'cancelled']).toContain(read.state);
   });
+
+  it.each([
+    ['its title', () => Promise.resolve({ title: 'Edited while it applies' })],
+    [
+      'its changes',
+      async () => ({
+        changes: [
+          {
+            kind: 'flag',
+            flagKey: 'new-checkout',
+            baseRevision: await ctx.revision('production'),
+            configuration: {
+              enabled: !(await served(vexil, ctx.org.token, 'production')).enabled,
+              defaultVariation: 'false',
+              offVariation: 'false',
+            },
+          },
+        ],
+      }),
+    ],
+  ])(
+    'a manual apply racing an edit of %s: one outcome, only approved content applied, at most once',
+    async (_name, edit) => {
+      await callOk(vexil, 'PATCH', `${project}/environments/production`, ctx.org.token, {
+        changeRequests: { approvals: 1 },
+      });
+      const before = await served(vexil, ctx.org.token, 'production');
+      const created = await ctx.propose('production', !before.enabled);
+      const url = `${requests}/${created.number}`;
+      await callOk(vexil, 'POST', `${url}/reviews`, ctx.reviewer.token, { decision: 'approve' });
+      const body = await edit();
+      const [apply, edited] = await Promise.all([
+        call(vexil, 'POST', `${url}/apply`, { token: ctx.author.token }),
+        call(vexil, 'PATCH', url, { token: ctx.author.token, body }),
+      ]);
+      expect([apply.status, edited.status].sort()).toEqual([200, 409]);
+      const read = await callOk(vexil, 'GET', url, ctx.org.token);
+      const count = await appliedCount(vexil, ctx.org.token, created.id);
+      if (apply.status === 200) {
+        // The approved content, exactly: the edit came too late and changed nothing.
+        expect(read).toMatchObject({ state: 'applied', title: created.title });
+        expect(read.changes).toEqual(created.changes);
+        expect(await served(vexil, ctx.org.token, 'production')).toEqual({
+          enabled: !before.enabled,
+          defaultVariation: 'true',
+        });
+        expect(count).toEqual({ applied: 1, audited: 1 });
+        return;
+      }
+      // The edit won: back to review, its approval withdrawn, nothing applied.
+      expect(apply.body.error).toBe('conflict');
+      expect(read.state).toBe('open');
+      expect(read.reviews).toEqual([expect.objectContaining({ withdrawn: true })]);
+      expect(await served(vexil, ctx.org.token, 'production')).toEqual(before);
+      expect(count).toEqual({ applied: 0, audited: 0 });
+      const again = await call(vexil, 'POST', `${url}/apply`, { token: ctx.author.token });
+      expect(again.status).toBe(409);
+      await callOk(vexil, 'POST', `${url}/cancel`, ctx.author.token);
+    },
+  );
 });
 
 describe('scheduled change requests across nodes on PostgreSQL', () => {
@@ -254,5 +350,76 @@ describe('scheduled change requests across nodes on PostgreSQL', () => {
       (event) => (event.entity as { id: string }).id === created.id,
     );
     expect(applied).toHaveLength(1);
+  });
+
+  it('applying by hand on one node racing the schedule on another: applied once', async () => {
+    const before = await served(first, ctx.org.token, 'development');
+    const created = await ctx.propose('development', !before.enabled, {
+      applyAt: inZone(clock, MINUTE),
+    });
+    expect(created.state).toBe('scheduled');
+    clock.advance(MINUTE);
+    const url = `${requests}/${created.number}`;
+    // The author takes it off the schedule and applies it now, on the first node, while the
+    // second node's pass finds it due.
+    const byHand = async () => {
+      const unscheduled = await call(first, 'DELETE', `${url}/schedule`, {
+        token: ctx.author.token,
+      });
+      const applied = await call(first, 'POST', `${url}/apply`, { token: ctx.author.token });
+      return [unscheduled.status, applied.status];
+    };
+    const [statuses] = await Promise.all([byHand(), second.dueWork.runOnce()]);
+    const read = await callOk(first, 'GET', url, ctx.org.token);
+    expect(read.state).toBe('applied');
+    expect(read.appliedBy).toEqual(
+      statuses?.[1] === 200
+        ? expect.objectContaining({ userId: ctx.author.userId })
+        : { service: 'schedule' },
+    );
+    expect([
+      [200, 200],
+      [409, 409],
+    ]).toContainEqual(statuses);
+    expect(await served(first, ctx.org.token, 'development')).toEqual({
+      enabled: !before.enabled,
+      defaultVariation: 'true',
+    });
+    expect(await appliedCount(first, ctx.org.token, created.id)).toEqual({
+      applied: 1,
+      audited: 1,
+    });
+  });
+
+  it('the last approval of an overdue request on one node racing the schedule on another: applied once', async () => {
+    await callOk(first, 'PATCH', `${project}/environments/production`, ctx.org.token, {
+      changeRequests: { required: true, approvals: 1 },
+    });
+    const before = await served(first, ctx.org.token, 'production');
+    const created = await ctx.propose('production', !before.enabled, {
+      applyAt: inZone(clock, MINUTE),
+    });
+    expect(created.state).toBe('open');
+    clock.advance(MINUTE);
+    // The approving node applies it at once (it is overdue); the other node's passes may find it
+    // scheduled in between.
+    const passes = async () => {
+      for (let pass = 0; pass < 5; pass += 1) await second.dueWork.runOnce();
+    };
+    const [approved] = await Promise.all([
+      callOk(first, 'POST', `${requests}/${created.number}/reviews`, ctx.reviewer.token, {
+        decision: 'approve',
+      }),
+      passes(),
+    ]);
+    expect(approved.state).toBe('applied');
+    expect(await served(first, ctx.org.token, 'production')).toEqual({
+      enabled: !before.enabled,
+      defaultVariation: 'true',
+    });
+    expect(await appliedCount(first, ctx.org.token, created.id)).toEqual({
+      applied: 1,
+      audited: 1,
+    });
   });
 });

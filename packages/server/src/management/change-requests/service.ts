@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import { hasRole } from '../../auth/roles.js';
 import { mutate, type Mutation } from '../../db/mutate.js';
-import type { ChangeRequestState, EnvironmentsTable, ProjectsTable } from '../../db/schema.js';
+import type { ChangeRequestState, ProjectsTable } from '../../db/schema.js';
 import type { Actor, EventType, KeyedRef } from '../../events/types.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
@@ -81,11 +81,17 @@ function submittedState(
   return row.apply_at ? 'scheduled' : 'approved';
 }
 
+/** Where a request's events happen: its project and environment. */
+interface RequestWhere {
+  project: KeyedRef;
+  environment: KeyedRef;
+}
+
 async function emitRequestEvent(
   m: Mutation,
   type: EventType,
   row: ChangeRequestRow,
-  where: { project: KeyedRef; environment: KeyedRef },
+  where: RequestWhere,
   verb: string,
 ): Promise<void> {
   await m.emit({
@@ -93,16 +99,13 @@ async function emitRequestEvent(
     project: where.project,
     environment: where.environment,
     entity: { type: 'change_request', id: row.id, key: String(row.number) },
+    changeRequest: { id: row.id, number: row.number },
     description: `Change request #${row.number} "${row.title}" ${verb}`,
   });
 }
 
 /** The events of entering `state` from `draft` or an edit: opened, then approved or scheduled. */
-async function emitEntered(
-  m: Mutation,
-  row: ChangeRequestRow,
-  where: { project: KeyedRef; environment: KeyedRef },
-): Promise<void> {
+async function emitEntered(m: Mutation, row: ChangeRequestRow, where: RequestWhere): Promise<void> {
   await emitRequestEvent(m, 'change_request.opened', row, where, 'opened');
   if (row.state === 'approved' || row.state === 'scheduled')
     await emitRequestEvent(
@@ -270,45 +273,61 @@ export async function insertChangeRequest(
   return stored;
 }
 
+/** One action on a request, as its endpoint runs it (contract, section 2, "States"). */
+interface Action {
+  /** What the request would become, as a 409 names it ("it cannot be approved"). */
+  verb: string;
+  /** The states the action starts from. */
+  from: readonly ChangeRequestState[];
+  /**
+   * Refuses the action before the request is claimed: a caller who may not act (403), or input
+   * that does not check (400). Given the request as it stands.
+   */
+  check: (row: ChangeRequestRow) => Promise<void> | void;
+  /** The transition's writes, inside the claim; answers the request as it now is. */
+  work: (m: Mutation, row: ChangeRequestRow, where: RequestWhere) => Promise<ChangeRequestRow>;
+  /** The action writes the request's changes, so their events name the request. */
+  applies?: boolean;
+}
+
 /**
- * Runs one transition of request `number`: claims it with a conditional update from one of
- * `from` (which also locks it, so concurrent actions queue and each sees the other's outcome),
- * then `work`. Exactly one of two racing actions goes ahead; the other finds the state moved.
- * @throws ApiError 404, or 409 `conflict` naming the state when it is not one of `from`
+ * Runs `action` on request `number`: checks it, then claims the request with a conditional update
+ * from one of `action.from` (which also locks it, so concurrent actions queue and each sees the
+ * other's outcome) and runs `work` in the same transaction. Exactly one of two racing actions
+ * goes ahead; the other finds the state moved. A request that became `scheduled` for a time
+ * already past is applied after the transition commits.
+ * @returns the request as the caller now sees it, with `diff`
+ * @throws ApiError 404, what `check` throws, or 409 `conflict` naming the state when it is not
+ *   one of `action.from`
  */
-async function transition<T>(
+async function act(
   services: Services,
   scope: ProjectScope,
+  caller: RequestCaller,
   number: number,
-  from: readonly ChangeRequestState[],
-  action: string,
-  work: (
-    m: Mutation,
-    row: ChangeRequestRow,
-    environment: Selectable<EnvironmentsTable>,
-  ) => Promise<T>,
-  options: { applying?: ChangeRequestRow } = {},
-): Promise<T> {
-  const applying = options.applying;
-  return mutate(
+  action: Action,
+): Promise<ChangeRequestResponse> {
+  const existing = await requireChangeRequest(services, scope.project, number);
+  await action.check(existing);
+  const row = await mutate(
     services.db,
     {
       organizationId: scope.org.id,
       actor: actorOf(scope.caller),
       now: services.clock.now(),
       events: services.events,
-      ...(applying ? { changeRequest: { id: applying.id, number: applying.number } } : {}),
+      ...(action.applies ? { changeRequest: { id: existing.id, number: existing.number } } : {}),
     },
     async (m) => {
-      const row = await m.trx
+      const claimed = await m.trx
         .updateTable('change_requests')
         .set({ updated_at: m.now })
         .where('project_id', '=', scope.project.id)
         .where('number', '=', number)
-        .where('state', 'in', [...from])
+        .where('state', 'in', [...action.from])
         .returningAll()
         .executeTakeFirst();
-      if (!row) {
+      if (!claimed) {
         const current = await m.trx
           .selectFrom('change_requests')
           .select('state')
@@ -322,16 +341,23 @@ async function transition<T>(
           );
         throw new ApiError(
           'conflict',
-          `Change request #${number} is ${current.state}: it cannot be ${action} (only when ${from.join(' or ')}).`,
+          `Change request #${number} is ${current.state}: it cannot be ${action.verb} (only when ${action.from.join(' or ')}).`,
         );
       }
       const environment = await m.trx
         .selectFrom('environments')
-        .selectAll()
-        .where('id', '=', row.environment_id)
+        .select(['id', 'key'])
+        .where('id', '=', claimed.environment_id)
         .executeTakeFirstOrThrow();
-      return work(m, row, environment);
+      return action.work(m, claimed, { project: scope.project, environment });
     },
+  );
+  await applyIfDue(services, row);
+  return changeRequestDetail(
+    services,
+    scope,
+    caller,
+    await requireChangeRequest(services, scope.project, number),
   );
 }
 
@@ -361,6 +387,19 @@ async function setState(
     .executeTakeFirstOrThrow();
 }
 
+/** {@link setState}, then the event of the state reached, described by `verb`. */
+async function moveTo(
+  m: Mutation,
+  row: ChangeRequestRow,
+  where: RequestWhere,
+  values: Partial<Omit<ChangeRequestRow, 'id'>>,
+  event: { type: EventType; verb: string },
+): Promise<ChangeRequestRow> {
+  const moved = await setState(m, row, values);
+  await emitRequestEvent(m, event.type, moved, where, event.verb);
+  return moved;
+}
+
 /** What PATCH may change of a request. */
 export interface EditChangeRequestInput {
   title?: string | undefined;
@@ -382,30 +421,24 @@ export async function editChangeRequest(
   number: number,
   input: EditChangeRequestInput,
 ): Promise<ChangeRequestResponse> {
-  const existing = await requireChangeRequest(services, scope.project, number);
-  requireAuthor(existing, caller, 'edits it');
   const now = services.clock.now();
-  const applyAt =
-    input.applyAt === undefined
-      ? undefined
-      : input.applyAt === null
-        ? null
-        : storedApplyAt(input.applyAt, now);
+  let applyAt: string | null | undefined;
   let changes: Change[] | undefined;
-  if (input.changes !== undefined) {
-    const state = await readProjectState(services.db, scope.project);
-    const environment = state.environments.find((e) => e.id === existing.environment_id);
-    if (!environment)
-      throw new ApiError('conflict', 'The environment of this change request is gone.');
-    changes = checkChanges(state, environment, input.changes);
-  }
-  const row = await transition(
-    services,
-    scope,
-    number,
-    EDITABLE,
-    'edited',
-    async (m, row, environment) => {
+  return act(services, scope, caller, number, {
+    verb: 'edited',
+    from: EDITABLE,
+    check: async (existing) => {
+      requireAuthor(existing, caller, 'edits it');
+      if (input.applyAt !== undefined)
+        applyAt = input.applyAt === null ? null : storedApplyAt(input.applyAt, now);
+      if (input.changes === undefined) return;
+      const state = await readProjectState(services.db, scope.project);
+      const environment = state.environments.find((e) => e.id === existing.environment_id);
+      if (!environment)
+        throw new ApiError('conflict', 'The environment of this change request is gone.');
+      changes = checkChanges(state, environment, input.changes);
+    },
+    work: async (m, row, where) => {
       const edited = {
         ...row,
         ...(input.title !== undefined ? { title: input.title } : {}),
@@ -427,17 +460,10 @@ export async function editChangeRequest(
         apply_at: edited.apply_at,
         state,
       });
-      if (state !== 'draft') await emitEntered(m, updated, { project: scope.project, environment });
+      if (state !== 'draft') await emitEntered(m, updated, where);
       return updated;
     },
-  );
-  await applyIfDue(services, row);
-  return changeRequestDetail(
-    services,
-    scope,
-    caller,
-    await requireChangeRequest(services, scope.project, number),
-  );
+  });
 }
 
 /** Submits a draft (its author only): `open`, or `approved`/`scheduled` where none is required. */
@@ -447,26 +473,16 @@ export async function submitChangeRequest(
   caller: RequestCaller,
   number: number,
 ): Promise<ChangeRequestResponse> {
-  requireAuthor(await requireChangeRequest(services, scope.project, number), caller, 'submits it');
-  const row = await transition(
-    services,
-    scope,
-    number,
-    ['draft'],
-    'submitted',
-    async (m, row, environment) => {
+  return act(services, scope, caller, number, {
+    verb: 'submitted',
+    from: ['draft'],
+    check: (existing) => requireAuthor(existing, caller, 'submits it'),
+    work: async (m, row, where) => {
       const updated = await setState(m, row, { state: submittedState(row) });
-      await emitEntered(m, updated, { project: scope.project, environment });
+      await emitEntered(m, updated, where);
       return updated;
     },
-  );
-  await applyIfDue(services, row);
-  return changeRequestDetail(
-    services,
-    scope,
-    caller,
-    await requireChangeRequest(services, scope.project, number),
-  );
+  });
 }
 
 /**
@@ -485,21 +501,18 @@ export async function reviewChangeRequest(
 ): Promise<ChangeRequestResponse> {
   const refusal = reviewRefusal(caller);
   if (refusal) throw new ApiError('people_only', `Refused: ${refusal}.`);
-  const existing = await requireChangeRequest(services, scope.project, number);
-  if (existing.author_id === caller.access.caller.id)
-    throw new ApiError(
-      'not_author',
-      `The author of change request #${number} does not review it: ask another person.`,
-    );
   const approve = input.decision === 'approve';
-  const row = await transition(
-    services,
-    scope,
-    number,
-    approve ? ['open'] : REJECTABLE,
-    approve ? 'approved' : 'rejected',
-    async (m, row, environment) => {
-      const where = { project: scope.project, environment };
+  return act(services, scope, caller, number, {
+    verb: approve ? 'approved' : 'rejected',
+    from: approve ? ['open'] : REJECTABLE,
+    check: (existing) => {
+      if (existing.author_id === caller.access.caller.id)
+        throw new ApiError(
+          'not_author',
+          `The author of change request #${number} does not review it: ask another person.`,
+        );
+    },
+    work: async (m, row, where) => {
       const reviews = await m.trx
         .selectFrom('change_request_reviews')
         .selectAll()
@@ -522,14 +535,22 @@ export async function reviewChangeRequest(
           created_at: m.now,
         })
         .execute();
-      if (!approve) {
-        const rejected = await setState(m, row, { state: 'rejected' });
-        await emitRequestEvent(m, 'change_request.rejected', rejected, where, 'rejected');
-        return rejected;
-      }
+      if (!approve)
+        return moveTo(
+          m,
+          row,
+          where,
+          { state: 'rejected' },
+          { type: 'change_request.rejected', verb: 'rejected' },
+        );
       if (reviews.length + 1 < row.approvals_required) return row;
-      const approved = await setState(m, row, { state: row.apply_at ? 'scheduled' : 'approved' });
-      await emitRequestEvent(m, 'change_request.approved', approved, where, 'approved');
+      const approved = await moveTo(
+        m,
+        row,
+        where,
+        { state: row.apply_at ? 'scheduled' : 'approved' },
+        { type: 'change_request.approved', verb: 'approved' },
+      );
       if (approved.apply_at)
         await emitRequestEvent(
           m,
@@ -540,14 +561,7 @@ export async function reviewChangeRequest(
         );
       return approved;
     },
-  );
-  await applyIfDue(services, row);
-  return changeRequestDetail(
-    services,
-    scope,
-    caller,
-    await requireChangeRequest(services, scope.project, number),
-  );
+  });
 }
 
 /**
@@ -563,63 +577,47 @@ export async function applyChangeRequest(
   number: number,
   input: { applyAt?: string | undefined },
 ): Promise<ChangeRequestResponse> {
-  const existing = await requireChangeRequest(services, scope.project, number);
-  requireAuthorOrAdmin(existing, caller, input.applyAt ? 'schedules it' : 'applies it');
-  if (input.applyAt) {
-    const applyAt = storedApplyAt(input.applyAt, services.clock.now());
-    await transition(
-      services,
-      scope,
-      number,
-      ['approved'],
-      'scheduled',
-      async (m, row, environment) => {
-        const scheduled = await setState(m, row, { state: 'scheduled', apply_at: applyAt });
-        await emitRequestEvent(
-          m,
-          'change_request.scheduled',
-          scheduled,
-          { project: scope.project, environment },
-          `scheduled for ${applyAt}`,
-        );
+  const at = input.applyAt;
+  if (at) {
+    let applyAt = '';
+    return act(services, scope, caller, number, {
+      verb: 'scheduled',
+      from: ['approved'],
+      check: (existing) => {
+        requireAuthorOrAdmin(existing, caller, 'schedules it');
+        applyAt = storedApplyAt(at, services.clock.now());
       },
-    );
-  } else {
-    await transition(
-      services,
-      scope,
-      number,
-      ['approved'],
-      'applied',
-      async (m, row, environment) => {
-        const applied = await setState(m, row, {
+      work: (m, row, where) =>
+        moveTo(
+          m,
+          row,
+          where,
+          { state: 'scheduled', apply_at: applyAt },
+          { type: 'change_request.scheduled', verb: `scheduled for ${applyAt}` },
+        ),
+    });
+  }
+  return act(services, scope, caller, number, {
+    verb: 'applied',
+    from: ['approved'],
+    check: (existing) => requireAuthorOrAdmin(existing, caller, 'applies it'),
+    applies: true,
+    work: async (m, row, where) => {
+      // The claimed row's changes: what was approved, whatever an edit racing this one sends.
+      await writeChanges(m, scope.project, row.environment_id, JSON.parse(row.changes) as Change[]);
+      return moveTo(
+        m,
+        row,
+        where,
+        {
           state: 'applied',
           applied_at: m.now,
           applied_by: JSON.stringify(authorOf(caller.access.caller)),
-        });
-        await writeChanges(
-          m,
-          scope.project,
-          row.environment_id,
-          JSON.parse(row.changes) as Change[],
-        );
-        await emitRequestEvent(
-          m,
-          'change_request.applied',
-          applied,
-          { project: scope.project, environment },
-          'applied',
-        );
-      },
-      { applying: existing },
-    );
-  }
-  return changeRequestDetail(
-    services,
-    scope,
-    caller,
-    await requireChangeRequest(services, scope.project, number),
-  );
+        },
+        { type: 'change_request.applied', verb: 'applied' },
+      );
+    },
+  });
 }
 
 /** Takes a scheduled request back to `approved` (author or Admin). */
@@ -629,20 +627,12 @@ export async function unscheduleChangeRequest(
   caller: RequestCaller,
   number: number,
 ): Promise<ChangeRequestResponse> {
-  requireAuthorOrAdmin(
-    await requireChangeRequest(services, scope.project, number),
-    caller,
-    'unschedules it',
-  );
-  await transition(services, scope, number, ['scheduled'], 'unscheduled', (m, row) =>
-    setState(m, row, { state: 'approved', apply_at: null }),
-  );
-  return changeRequestDetail(
-    services,
-    scope,
-    caller,
-    await requireChangeRequest(services, scope.project, number),
-  );
+  return act(services, scope, caller, number, {
+    verb: 'unscheduled',
+    from: ['scheduled'],
+    check: (existing) => requireAuthorOrAdmin(existing, caller, 'unschedules it'),
+    work: (m, row) => setState(m, row, { state: 'approved', apply_at: null }),
+  });
 }
 
 /** Cancels a request that has not ended (author or Admin): `cancelled`, final. */
@@ -652,34 +642,19 @@ export async function cancelChangeRequest(
   caller: RequestCaller,
   number: number,
 ): Promise<ChangeRequestResponse> {
-  requireAuthorOrAdmin(
-    await requireChangeRequest(services, scope.project, number),
-    caller,
-    'cancels it',
-  );
-  await transition(
-    services,
-    scope,
-    number,
-    CANCELLABLE,
-    'cancelled',
-    async (m, row, environment) => {
-      const cancelled = await setState(m, row, { state: 'cancelled' });
-      await emitRequestEvent(
+  return act(services, scope, caller, number, {
+    verb: 'cancelled',
+    from: CANCELLABLE,
+    check: (existing) => requireAuthorOrAdmin(existing, caller, 'cancels it'),
+    work: (m, row, where) =>
+      moveTo(
         m,
-        'change_request.cancelled',
-        cancelled,
-        { project: scope.project, environment },
-        'cancelled',
-      );
-    },
-  );
-  return changeRequestDetail(
-    services,
-    scope,
-    caller,
-    await requireChangeRequest(services, scope.project, number),
-  );
+        row,
+        where,
+        { state: 'cancelled' },
+        { type: 'change_request.cancelled', verb: 'cancelled' },
+      ),
+  });
 }
 
 /** After a transition: a request that became `scheduled` for a time already past is applied now. */
@@ -745,7 +720,9 @@ export async function applyScheduled(
           applied_by: JSON.stringify({ service: 'schedule' }),
         });
         if (!applied) return 'skipped' as const;
-        await writeChanges(m, project, row.environment_id, JSON.parse(row.changes) as Change[]);
+        // The claimed row's changes, not those read before the claim: what was approved when the
+        // request was last scheduled.
+        await writeChanges(m, project, row.environment_id, JSON.parse(applied.changes) as Change[]);
         await emitRequestEvent(
           m,
           'change_request.applied',
