@@ -356,6 +356,58 @@ describe.each(testDialects())('relay on %s', (dialect) => {
     expect(refused.body.error).toBe('FLAG_RECENTLY_EVALUATED');
   });
 
+  it('sends the exposures and metric events of a guarded release plan upstream: the guard counts relay users', async () => {
+    await createFlag('guarded');
+    await manage('PATCH', '/flags/guarded/environments/production', {
+      defaultVariationId: variationId('guarded', 'false'),
+    });
+    await enable('guarded');
+    const planPath = `${web}/flags/guarded/environments/production/release-plan`;
+    await callOk(upstream, 'PUT', planPath, owner, {
+      variation: 'true',
+      steps: [
+        { percentage: 50, after: 'PT0S' },
+        { percentage: 100, after: 'P1D' },
+      ],
+      guard: { metric: 'refund', minimumUsers: 100 },
+    });
+    await upstream.services.usage.exposures?.refresh();
+    await caughtUp(relay);
+    const evaluate = (userId: string) =>
+      relay.inject({
+        method: 'POST',
+        url: '/v1/sdk/evaluate',
+        headers: { authorization: serverKey, 'content-type': 'application/json' },
+        payload: JSON.stringify({ flagKey: 'guarded', context: { userId } }),
+      });
+    // The relay learns the upstream's guarded plans from its answer to the relay's usage.
+    await evaluate('before');
+    await relay.usage.flush();
+    expect(relay.usage.exposures?.active).toBe(true);
+
+    const served = new Map<string, string>();
+    for (let i = 0; i < 20; i += 1) {
+      const answer = await evaluate(`g-${i}`);
+      served.set(`g-${i}`, (answer.json() as { variation: string }).variation);
+    }
+    const tracked = await relay.inject({
+      method: 'POST',
+      url: '/v1/sdk/events',
+      headers: { authorization: serverKey, 'content-type': 'application/json' },
+      payload: JSON.stringify({ events: [{ type: 'Custom', flagKey: 'refund', userId: 'g-1' }] }),
+    });
+    expect(tracked.statusCode).toBe(202);
+    await relay.usage.flush();
+    await upstream.services.usage.flush();
+
+    const guard = await callOk(upstream, 'GET', `${planPath}/guard`, owner);
+    const onTarget = [...served.values()].filter((variation) => variation === 'true').length;
+    expect(guard.target.exposedUsers).toBe(onTarget);
+    expect(guard.rest.exposedUsers).toBe(20 - onTarget);
+    const side = served.get('g-1') === 'true' ? guard.target : guard.rest;
+    expect(side.usersWithMetric).toBe(1);
+  });
+
   it('answers the management API, /mcp and the console 404, naming the upstream', async () => {
     for (const url of ['/api/v1/orgs', '/mcp', '/', '/auth/sign-in']) {
       const response = await relay.inject({ method: 'GET', url });
