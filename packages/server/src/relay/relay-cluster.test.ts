@@ -20,7 +20,7 @@ const base = '/api/v1/orgs/acme/projects/web';
 
 /** The value of `vexil_relay_feeds_open` in a node's `/metrics`: relays following it now. */
 async function relayFeedsOpen(node: ServeProcess): Promise<number> {
-  const { text } = await node.request('GET', '/metrics');
+  const text = await (await fetch(`${node.baseUrl}/metrics`)).text();
   const line = /^vexil_relay_feeds_open (\d+)$/m.exec(text);
   if (!line) throw new Error('vexil_relay_feeds_open missing from /metrics');
   return Number(line[1]);
@@ -89,6 +89,11 @@ describe('vexil relay processes in front of two full nodes on postgres', () => {
     const connections: PinnedConnection[] = [];
     const workerPids: number[] = [];
     try {
+      // The second worker starts once the first is listening.
+      expect(
+        await eventually(() => listeningPids(relay.output).length === 2, 30_000),
+        relay.output.join(''),
+      ).toBe(true);
       // Connections held by different workers: a readiness check on each is logged with its pid.
       for (let attempt = 0; workerPids.length < 2 && attempt < 20; attempt += 1) {
         const connection = new PinnedConnection(relay.baseUrl);

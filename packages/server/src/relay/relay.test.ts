@@ -388,7 +388,7 @@ describe.each(testDialects())('relay on %s', (dialect) => {
     const served = new Map<string, string>();
     for (let i = 0; i < 20; i += 1) {
       const answer = await evaluate(`g-${i}`);
-      served.set(`g-${i}`, (answer.json() as { variation: string }).variation);
+      served.set(`g-${i}`, answer.json<{ variation: string }>().variation);
     }
     const tracked = await relay.inject({
       method: 'POST',
