@@ -16,41 +16,43 @@ export class RoundRobinBalancer {
   constructor(private readonly targets: readonly number[]) {
     this.server = createServer((client) => {
       this.track(client);
-      // Bytes a client sends before its target is connected are kept until it is.
+      // Bytes a client sends before its target is connected wait until it is.
       client.pause();
-      this.forward(client, this.targets.length);
+      let target: Socket | undefined;
+      const closeTarget = () => target?.destroy();
+      client.on('error', closeTarget);
+      client.on('close', closeTarget);
+      const tryNext = (triesLeft: number) => {
+        if (triesLeft === 0 || client.destroyed) {
+          client.destroy();
+          return;
+        }
+        const port = this.targets[this.next % this.targets.length]!;
+        this.next += 1;
+        const attempt = connect(port, '127.0.0.1');
+        target = attempt;
+        this.track(attempt);
+        let connected = false;
+        attempt.once('connect', () => {
+          connected = true;
+          client.pipe(attempt);
+          attempt.pipe(client);
+          client.resume();
+        });
+        attempt.on('error', () => {
+          if (!connected) tryNext(triesLeft - 1);
+        });
+        attempt.on('close', () => {
+          if (connected) client.destroy();
+        });
+      };
+      tryNext(this.targets.length);
     });
   }
 
   private track(socket: Socket): void {
     this.sockets.add(socket);
     socket.on('close', () => this.sockets.delete(socket));
-  }
-
-  private forward(client: Socket, triesLeft: number): void {
-    if (triesLeft === 0 || client.destroyed) {
-      client.destroy();
-      return;
-    }
-    const port = this.targets[this.next % this.targets.length]!;
-    this.next += 1;
-    const target = connect(port, '127.0.0.1');
-    this.track(target);
-    let connected = false;
-    target.once('connect', () => {
-      connected = true;
-      client.pipe(target);
-      target.pipe(client);
-      client.resume();
-    });
-    target.on('error', () => {
-      if (!connected) this.forward(client, triesLeft - 1);
-    });
-    target.on('close', () => {
-      if (connected) client.destroy();
-    });
-    client.on('error', () => target.destroy());
-    client.on('close', () => target.destroy());
   }
 
   /** Listens on a free loopback port; returns the balancer's origin. */
