@@ -28,7 +28,7 @@ import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
 import { fanOutTo } from './webhooks/fan-out.js';
 import type { DeliveryWorker } from './webhooks/worker.js';
 import { DatabaseUsageStore, UsageAggregator } from './usage/aggregator.js';
-import { ExposureRecorder } from './usage/exposures.js';
+import { DatabaseExposureStore, ExposureRecorder } from './usage/exposures.js';
 import { announceToRelayFeeds } from './relay/feed-signals.js';
 import { registerRelayApi } from './relay/routes.js';
 
@@ -95,7 +95,7 @@ export async function createVexil(
         { err: error },
         'usage counts not written or pruned; unwritten counts kept for the next flush',
       ),
-    new ExposureRecorder(database.db),
+    new ExposureRecorder(new DatabaseExposureStore(database.db)),
   );
   // The event seam (design record 018): what mutations write reaches its consumers from here.
   const events = new EventHub();
@@ -150,6 +150,7 @@ export async function createVexil(
     evaluates: roles.has('evaluation'),
     perNodeRateLimits: rateLimits.perNodeFallback,
     clusterWorker,
+    relayFeeds: () => 0,
   };
   const closeUnusedConnections = trackUnusedConnections(app.server);
   const requestDurations = registerOpsRoutes(app, services, snapshots, ops);
@@ -185,7 +186,9 @@ export async function createVexil(
       accepting: () => ops.accepting,
       fallback: fastifyListener,
       // The upstream side of the relay protocol (design record 045).
-      extraRoutes: (evaluation) => registerRelayApi(evaluation, services, snapshots, bus),
+      extraRoutes: (evaluation) => {
+        ops.relayFeeds = registerRelayApi(evaluation, services, snapshots, bus);
+      },
     });
   }
   answerUnknownRoutes(app);

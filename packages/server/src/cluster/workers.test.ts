@@ -1,7 +1,13 @@
-import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
 import { testDialects } from '../test-support/harness.js';
+import {
+  PinnedConnection,
+  evaluateCount,
+  isAlive,
+  listeningPids,
+  readinessPids,
+} from '../test-support/pinned-connection.js';
 import {
   ServeProcess,
   createBetaFlag,
@@ -10,84 +16,6 @@ import {
   subscribeToToggles,
   type NodeTestbed,
 } from '../test-support/processes.js';
-
-/**
- * One kept-alive connection: `node:cluster` hands each new connection to a worker, and every
- * request on it is served by that worker.
- */
-class PinnedConnection {
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 1 });
-
-  constructor(private readonly baseUrl: string) {}
-
-  send(method: string, path: string, headers: Record<string, string> = {}, body?: string) {
-    return new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const outgoing = httpRequest(
-        `${this.baseUrl}${path}`,
-        { method, agent: this.agent, headers },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () =>
-            resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }),
-          );
-        },
-      );
-      outgoing.on('error', reject);
-      outgoing.end(body);
-    });
-  }
-
-  async evaluate(sdkKey: string): Promise<unknown> {
-    const { text } = await this.send(
-      'POST',
-      '/v1/sdk/evaluate',
-      { authorization: sdkKey, 'content-type': 'application/json' },
-      JSON.stringify({ flagKey: 'beta', context: { userId: 'u' } }),
-    );
-    return (JSON.parse(text) as { value: unknown }).value;
-  }
-
-  close(): void {
-    this.agent.destroy();
-  }
-}
-
-/** The process ids in the log lines that contain `text`, in order. */
-function pidsLogging(output: string[], text: string): number[] {
-  return output
-    .join('')
-    .split('\n')
-    .filter((line) => line.includes(text))
-    .map((line) => (JSON.parse(line) as { pid: number }).pid);
-}
-
-/** The process ids in the request log lines of `GET /readyz`, in order. */
-const readinessPids = (output: string[]) => pidsLogging(output, '"route":"/readyz"');
-
-/** The process ids of the workers that started listening, in order. */
-const listeningPids = (output: string[]) => pidsLogging(output, 'Server listening');
-
-/** Evaluate requests counted in a `/metrics` text, over every status. */
-function evaluateCount(metrics: string): number {
-  return metrics
-    .split('\n')
-    .filter((line) =>
-      line.startsWith(
-        'vexil_http_request_duration_seconds_count{method="POST",route="/v1/sdk/evaluate",',
-      ),
-    )
-    .reduce((total, line) => total + Number(line.split(' ').at(-1)), 0);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * `vexil serve --workers 2` as users run it (design record 029). The periodic version check is

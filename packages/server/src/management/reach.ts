@@ -131,6 +131,14 @@ export function reachesInSql(
 }
 
 /**
+ * The list and revoke routes of an organization's credentials (service tokens, relay keys): the
+ * rows of the caller's organization, not revoked, whose `project_scope` it reaches.
+ */
+export function activeCredentialsInSql(dialect: Dialect, access: OrgAccess): Expression<SqlBool> {
+  return sql<SqlBool>`(${sql.ref('organization_id')} = ${access.org.id} and ${sql.ref('revoked_at')} is null and ${reachesInSql(dialect, access, 'project_scope')})`;
+}
+
+/**
  * For a list query: the grant in `column` (a JSON array of project ids, or null for every
  * project) shares a project with the caller: the members an allowlisted caller sees (people who
  * work on one of its projects, or on all of them).

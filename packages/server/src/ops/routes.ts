@@ -20,6 +20,8 @@ export interface OpsState {
   perNodeRateLimits: () => boolean;
   /** Whether this process is a worker of `vexil serve --workers`: `/metrics` answers for the whole node. */
   clusterWorker: boolean;
+  /** How many relays follow this process now (open relay feeds, design record 045). */
+  relayFeeds: () => number;
 }
 
 /**
@@ -47,7 +49,18 @@ export function registerOpsRoutes(
     snapshots,
     clusterWorker: state.clusterWorker,
     health: databaseHealth(services, snapshots, state),
-    metrics: (registry) => webhookDeliveryGauge(registry, services),
+    metrics: (registry) => {
+      webhookDeliveryGauge(registry, services);
+      new Gauge({
+        name: 'vexil_relay_feeds_open',
+        help: 'Relays following this node now: its open relay feeds',
+        registers: [registry],
+        aggregator: 'sum',
+        collect() {
+          this.set(state.relayFeeds());
+        },
+      });
+    },
   });
 }
 

@@ -17,11 +17,13 @@ import {
   RelayEventsResponse,
   RelayFeedBody,
   RelayUsageBody,
+  RelayUsageResponse,
   type RelayFeedEventName,
   type RelayFeedEvents,
 } from './protocol.js';
 import type { UpstreamFollower } from './upstream-follower.js';
 import type { HeldChange, UpstreamSource } from './upstream-source.js';
+import { addRelayUsage } from './usage-intake.js';
 
 /** What a relay's own feed passes on. */
 export interface DownstreamOptions {
@@ -120,30 +122,23 @@ export function registerDownstreamRoutes(app: App, options: DownstreamOptions): 
 
   app.post(
     RELAY_USAGE_PATH,
-    { schema: { hide: true, body: RelayUsageBody }, bodyLimit: RELAY_INTAKE_BODY_LIMIT_BYTES },
+    {
+      schema: { hide: true, body: RelayUsageBody, response: { 200: RelayUsageResponse } },
+      bodyLimit: RELAY_INTAKE_BODY_LIMIT_BYTES,
+    },
     async (request, reply) => {
       checkKey(request, keyHash);
-      const { evaluations, customEvents, keyUses } = request.body;
-      const nowMs = services.clock.now().getTime();
-      const { usage } = services;
-      for (const row of evaluations) {
-        // As the upstream's intake does (relay/routes.ts): a null variation served none.
-        if (row.variation === null || row.hourMs > nowMs) continue;
-        const lastMs = Math.min(Math.max(row.lastAtMs ?? row.hourMs, row.hourMs), nowMs);
-        usage.addEvaluations(
-          row.environmentId,
-          row.flagKey,
-          row.variation,
-          row.hourMs,
-          row.count,
-          lastMs,
-        );
-      }
-      for (const row of customEvents)
-        if (row.hourMs <= nowMs)
-          usage.addCustomEvents(row.environmentId, row.eventKey, row.hourMs, row.count);
-      for (const use of keyUses) usage.recordKeyUse(use.keyId, Math.min(use.atMs, nowMs));
-      return reply.status(204).send();
+      // The same key: what this relay may record, the downstream one may (the plans this relay's
+      // upstream named), and its SDK keys' scope was checked where they were used.
+      const plans = services.usage.exposures?.activePlansIn() ?? [];
+      addRelayUsage(
+        services.usage,
+        request.body,
+        services.clock.now().getTime(),
+        () => true,
+        plans,
+      );
+      return reply.status(200).send({ plans });
     },
   );
 

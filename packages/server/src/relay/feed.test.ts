@@ -9,6 +9,7 @@ import {
   createProjectWithFlag,
   createTestVexil,
   testDialects,
+  variationIdsByKey,
   type TestVexil,
 } from '../test-support/harness.js';
 import { SseReader, type SseEvent } from '../test-support/sse-reader.js';
@@ -262,7 +263,7 @@ describe.each(testDialects())('relay feed on %s', (dialect) => {
       const archive = () =>
         call(vexil, 'POST', `${orgBase}/projects/mobile/flags/relayed/archive`, { token: owner });
       const sent = await call(vexil, 'POST', '/v1/relay/usage', { token: key, body });
-      expect(sent.status, sent.text).toBe(204);
+      expect([sent.status, sent.body]).toEqual([200, { plans: [] }]);
       const refused = await archive();
       expect(refused.body.error).toBe('FLAG_RECENTLY_EVALUATED');
       expect(refused.body.fields).toEqual({ environments: ['production'] });
@@ -273,6 +274,64 @@ describe.each(testDialects())('relay feed on %s', (dialect) => {
         .where('environment_id', '=', ids['mobile/production']!)
         .executeTakeFirstOrThrow();
       expect(Number(usage.total)).toBe(12);
+    });
+
+    it("names the guarded release plans of the key's scope, and takes exposures of those only", async () => {
+      const flags = `${orgBase}/projects/mobile/flags`;
+      const flag = await manage('POST', flags, { key: 'guarded', name: 'Guarded' });
+      const variations = variationIdsByKey(flag);
+      await manage('PATCH', `${flags}/guarded/environments/production`, {
+        defaultVariationId: variations.false,
+      });
+      await manage('POST', `${flags}/guarded/environments/production/toggle`, { enabled: true });
+      const plan = await callOk(
+        vexil,
+        'PUT',
+        `${flags}/guarded/environments/production/release-plan`,
+        owner,
+        {
+          variation: 'true',
+          steps: [
+            { percentage: 50, after: 'PT0S' },
+            { percentage: 100, after: 'P1D' },
+          ],
+          guard: { metric: 'refund', minimumUsers: 100 },
+        },
+      );
+      await vexil.services.usage.exposures?.refresh();
+      const nowMs = vexil.services.clock.now().getTime();
+      const body = (userHash: string): RelayUsageBody => ({
+        evaluations: [],
+        customEvents: [],
+        keyUses: [],
+        exposures: [{ planId: plan.id, userHash, side: 1, exposedMs: nowMs, metricMs: null }],
+      });
+      const everywhere = await relayKey();
+      const developmentOnly = await relayKey({ environmentKeys: ['development'] });
+      const outside = await call(vexil, 'POST', '/v1/relay/usage', {
+        token: developmentOnly.key,
+        body: body('outside'),
+      });
+      expect([outside.status, outside.body]).toEqual([200, { plans: [] }]);
+      const inside = await call(vexil, 'POST', '/v1/relay/usage', {
+        token: everywhere.key,
+        body: body('inside'),
+      });
+      expect(inside.status).toBe(200);
+      expect(inside.body.plans).toContainEqual({
+        planId: plan.id,
+        environmentId: ids['mobile/production'],
+        flagKey: 'guarded',
+        targetVariationKey: 'true',
+        metric: 'refund',
+      });
+      await vexil.services.usage.flush();
+      const stored = await vexil.services.db
+        .selectFrom('release_plan_exposures')
+        .select(['user_hash', 'side'])
+        .where('plan_id', '=', plan.id as string)
+        .execute();
+      expect(stored).toEqual([{ user_hash: 'inside', side: 1 }]);
     });
 
     it('records relayed events as /v1/sdk/events would', async () => {

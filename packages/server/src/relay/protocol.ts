@@ -162,15 +162,52 @@ export const RelayKeyUse = Type.Object({ keyId: Uuid, atMs: Type.Integer({ minim
 export type RelayKeyUse = Static<typeof RelayKeyUse>;
 
 /**
- * `POST /v1/relay/usage` → 204. Added into the upstream's usage counts as direct SDK traffic
- * would be. An environment outside the key's scope → 403 (nothing of the body is recorded).
+ * What the relay saw of one user of a guarded release plan (design record 046), as the upstream
+ * stores it: by the user's hash (`userHash` of the bucketing identity), never the identity.
+ * `side` is 1 when the earliest exposure served the plan's variation, 0 for another; the
+ * earliest exposure and the latest metric event are kept.
+ */
+export const RelayExposure = Type.Object({
+  planId: Uuid,
+  userHash: Type.String({ minLength: 1, maxLength: 64 }),
+  side: Type.Union([Type.Literal(0), Type.Literal(1), Type.Null()]),
+  exposedMs: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
+  metricMs: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
+});
+export type RelayExposure = Static<typeof RelayExposure>;
+
+/**
+ * `POST /v1/relay/usage` → 200 {@link RelayUsageResponse}. Added into the upstream's usage counts
+ * as direct SDK traffic would be; `exposures` into its guarded release plans' exposures (rows of
+ * plans not active, or outside the key's scope, are dropped). An environment of the counts
+ * outside the key's scope → 403 (nothing of the body is recorded).
  */
 export const RelayUsageBody = Type.Object({
   evaluations: Type.Array(RelayEvaluationCount, { maxItems: MAX_RELAY_USAGE_ROWS }),
   customEvents: Type.Array(RelayCustomEventCount, { maxItems: MAX_RELAY_USAGE_ROWS }),
   keyUses: Type.Array(RelayKeyUse, { maxItems: MAX_RELAY_USAGE_ROWS }),
+  exposures: Type.Optional(Type.Array(RelayExposure, { maxItems: MAX_RELAY_USAGE_ROWS })),
 });
 export type RelayUsageBody = Static<typeof RelayUsageBody>;
+
+/** An active guarded release plan in the relay key's scope: what the relay records exposures of. */
+export const RelayGuardedPlan = Type.Object({
+  planId: Uuid,
+  environmentId: Uuid,
+  flagKey: Type.String({ minLength: 1 }),
+  /** The variation the plan releases: side 1. */
+  targetVariationKey: Type.String({ minLength: 1 }),
+  /** The `Custom` event key of the guard's metric. */
+  metric: Type.String(),
+});
+
+/**
+ * The answer to `POST /v1/relay/usage`: the active guarded release plans of the key's
+ * environments, as the upstream knows them now. The relay records exposures of these from then on
+ * (its usage flushes keep it current); an upstream that answers 204 has none for it.
+ */
+export const RelayUsageResponse = Type.Object({ plans: Type.Array(RelayGuardedPlan) });
+export type RelayUsageResponse = Static<typeof RelayUsageResponse>;
 
 // ───────────────────────────── POST /v1/relay/events ─────────────────────────────
 

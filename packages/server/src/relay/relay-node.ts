@@ -11,6 +11,7 @@ import { answerUnknownRoutes, createHttpApp } from '../node/http-app.js';
 import { registerNodeOpsRoutes, type NodeHealth } from '../ops/routes.js';
 import { trackUnusedConnections } from '../ops/unused-connections.js';
 import { UsageAggregator } from '../usage/aggregator.js';
+import { ExposureRecorder } from '../usage/exposures.js';
 import { registerDownstreamRoutes } from './downstream.js';
 import { UpstreamFollower, type UpstreamProblem } from './upstream-follower.js';
 import { UpstreamSource } from './upstream-source.js';
@@ -73,10 +74,15 @@ export async function createRelayNode(config: Config, options: RelayOptions): Pr
     onRefused: (status, detail) =>
       app.log.error({ status, detail }, 'usage refused by the upstream; dropped'),
   });
-  const usage = new UsageAggregator(usageStore, (error) => {
-    if (!(error instanceof UpstreamBackingOff))
-      app.log.warn({ err: error }, 'usage not sent upstream; kept for the next flush');
-  });
+  const usage = new UsageAggregator(
+    usageStore,
+    (error) => {
+      if (!(error instanceof UpstreamBackingOff))
+        app.log.warn({ err: error }, 'usage not sent upstream; kept for the next flush');
+    },
+    // The upstream's answers name its guarded release plans; their exposures go up with usage.
+    new ExposureRecorder(usageStore),
+  );
   const services = { config, clock, usage };
 
   let accepting = true;

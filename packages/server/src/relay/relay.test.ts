@@ -356,6 +356,65 @@ describe.each(testDialects())('relay on %s', (dialect) => {
     expect(refused.body.error).toBe('FLAG_RECENTLY_EVALUATED');
   });
 
+  const guardedPlanPath = `${web}/flags/guarded/environments/production/release-plan`;
+  const guardReading = () => callOk(upstream, 'GET', `${guardedPlanPath}/guard`, owner);
+  const exposedUsers = async () => {
+    const { target, rest } = await guardReading();
+    return (target.exposedUsers as number) + (rest.exposedUsers as number);
+  };
+  const evaluateGuarded = (node: VexilRelay, userId: string) =>
+    node.inject({
+      method: 'POST',
+      url: '/v1/sdk/evaluate',
+      headers: { authorization: serverKey, 'content-type': 'application/json' },
+      payload: JSON.stringify({ flagKey: 'guarded', context: { userId } }),
+    });
+
+  it('sends the exposures and metric events of a guarded release plan upstream: the guard counts relay users', async () => {
+    await createFlag('guarded');
+    await manage('PATCH', '/flags/guarded/environments/production', {
+      defaultVariationId: variationId('guarded', 'false'),
+    });
+    await enable('guarded');
+    await callOk(upstream, 'PUT', guardedPlanPath, owner, {
+      variation: 'true',
+      steps: [
+        { percentage: 50, after: 'PT0S' },
+        { percentage: 100, after: 'P1D' },
+      ],
+      guard: { metric: 'refund', minimumUsers: 100 },
+    });
+    await upstream.services.usage.exposures?.refresh();
+    await caughtUp(relay);
+    const evaluate = (userId: string) => evaluateGuarded(relay, userId);
+    // The relay learns the upstream's guarded plans from its answer to the relay's usage.
+    await evaluate('before');
+    await relay.usage.flush();
+    expect(relay.usage.exposures?.active).toBe(true);
+
+    const served = new Map<string, string>();
+    for (let i = 0; i < 20; i += 1) {
+      const answer = await evaluate(`g-${i}`);
+      served.set(`g-${i}`, answer.json<{ variation: string }>().variation);
+    }
+    const tracked = await relay.inject({
+      method: 'POST',
+      url: '/v1/sdk/events',
+      headers: { authorization: serverKey, 'content-type': 'application/json' },
+      payload: JSON.stringify({ events: [{ type: 'Custom', flagKey: 'refund', userId: 'g-1' }] }),
+    });
+    expect(tracked.statusCode).toBe(202);
+    await relay.usage.flush();
+    await upstream.services.usage.flush();
+
+    const guard = await guardReading();
+    const onTarget = [...served.values()].filter((variation) => variation === 'true').length;
+    expect(guard.target.exposedUsers).toBe(onTarget);
+    expect(guard.rest.exposedUsers).toBe(20 - onTarget);
+    const side = served.get('g-1') === 'true' ? guard.target : guard.rest;
+    expect(side.usersWithMetric).toBe(1);
+  });
+
   it('answers the management API, /mcp and the console 404, naming the upstream', async () => {
     for (const url of ['/api/v1/orgs', '/mcp', '/', '/auth/sign-in']) {
       const response = await relay.inject({ method: 'GET', url });
@@ -378,6 +437,20 @@ describe.each(testDialects())('relay on %s', (dialect) => {
     });
     expect(await caughtUp(downstream)).toBe(true);
     await expectSameAnswers(downstream);
+
+    // Exposures of the guarded plan (test above) go up the chain: the downstream relay learns
+    // the plan from this relay's answer to its usage. The comparisons above exposed users
+    // upstream (OFREP's bulk evaluation serves every flag): they are written first.
+    await upstream.services.usage.flush();
+    const before = await exposedUsers();
+    await evaluateGuarded(downstream, 'chain-before');
+    await downstream.usage.flush();
+    expect(downstream.usage.exposures?.active).toBe(true);
+    for (let i = 0; i < 5; i += 1) await evaluateGuarded(downstream, `chain-${i}`);
+    await downstream.usage.flush();
+    await relay.usage.flush();
+    await upstream.services.usage.flush();
+    expect(await exposedUsers()).toBe(before + 5);
   });
 
   it('keeps serving with no 5xx while the upstream is unreachable, says so, and catches up after', async () => {

@@ -15,8 +15,10 @@ import {
   RelayEventsResponse,
   RelayFeedBody,
   RelayUsageBody,
+  RelayUsageResponse,
 } from './protocol.js';
-import { authenticateRelayKey, coveredEnvironments, type RelayKeyGrant } from './relay-keys.js';
+import { authenticateRelayKey, coveredEnvironments } from './relay-keys.js';
+import { addRelayUsage } from './usage-intake.js';
 
 function outsideScope(environmentIds: readonly string[]): ProblemError {
   return new ProblemError(
@@ -27,16 +29,9 @@ function outsideScope(environmentIds: readonly string[]): ProblemError {
   );
 }
 
-/** Refuses the request unless the grant covers every environment named. */
-async function checkCovered(
-  services: Services,
-  grant: RelayKeyGrant,
-  environmentIds: Iterable<string>,
-): Promise<void> {
-  const named = new Set(environmentIds);
-  if (named.size === 0) return;
-  const covered = await coveredEnvironments(services.db, grant);
-  const outside = [...named].filter((id) => !covered.has(id));
+/** Refuses the request unless every environment named is `covered` (by the relay key). */
+function checkCovered(covered: ReadonlySet<string>, environmentIds: Iterable<string>): void {
+  const outside = [...new Set(environmentIds)].filter((id) => !covered.has(id));
   if (outside.length > 0) throw outsideScope(outside);
 }
 
@@ -45,13 +40,14 @@ async function checkCovered(
  * the evaluation API's scope (under `/v1`, with its problem bodies) on every full node that
  * evaluates: the feed, and the intake of the usage and events relays send back. Every route
  * takes a relay key (`Authorization: Bearer vxr_…`); a missing, unknown or revoked one is 401.
+ * @returns how many feeds are open now (relays following this process), for `/metrics`
  */
 export function registerRelayApi(
   app: App,
   services: Services,
   snapshots: SnapshotStore,
   signals: RelayFeedSignals,
-): void {
+): () => number {
   const upstream = databaseFingerprint(services.config.databaseUrl);
   const open = new Set<RelayFeed>();
   // A node shutting down ends its feeds (without `revoked`): relays reconnect to another node.
@@ -88,45 +84,35 @@ export function registerRelayApi(
   app.post(
     RELAY_USAGE_PATH,
     {
-      schema: { tags: ['relay'], body: RelayUsageBody },
+      schema: {
+        tags: ['relay'],
+        body: RelayUsageBody,
+        response: { 200: RelayUsageResponse },
+      },
       bodyLimit: RELAY_INTAKE_BODY_LIMIT_BYTES,
     },
     async (request, reply) => {
       const grant = await authenticateRelayKey(services.db, request.headers.authorization);
       const { evaluations, customEvents, keyUses } = request.body;
-      await checkCovered(services, grant, [
-        ...evaluations.map((row) => row.environmentId),
-        ...customEvents.map((row) => row.environmentId),
-      ]);
+      const covered = await coveredEnvironments(services.db, grant);
       const keyEnvironments = await sdkKeyEnvironments(
         services,
         keyUses.map((use) => use.keyId),
       );
-      await checkCovered(services, grant, keyEnvironments.values());
-      const nowMs = services.clock.now().getTime();
-      const { usage } = services;
-      for (const row of evaluations) {
-        // A null variation served none: not counted, as on this node (UsageAggregator).
-        if (row.variation === null || row.hourMs > nowMs) continue;
-        const lastMs = Math.min(Math.max(row.lastAtMs ?? row.hourMs, row.hourMs), nowMs);
-        usage.addEvaluations(
-          row.environmentId,
-          row.flagKey,
-          row.variation,
-          row.hourMs,
-          row.count,
-          lastMs,
-        );
-      }
-      for (const row of customEvents) {
-        if (row.hourMs <= nowMs)
-          usage.addCustomEvents(row.environmentId, row.eventKey, row.hourMs, row.count);
-      }
-      // Uses of keys unknown here (revoked and gone) are dropped, as the flush would drop them.
-      for (const use of keyUses)
-        if (keyEnvironments.has(use.keyId))
-          usage.recordKeyUse(use.keyId, Math.min(use.atMs, nowMs));
-      return reply.status(204).send();
+      checkCovered(covered, [
+        ...evaluations.map((row) => row.environmentId),
+        ...customEvents.map((row) => row.environmentId),
+        ...keyEnvironments.values(),
+      ]);
+      const plans = services.usage.exposures?.activePlansIn(covered) ?? [];
+      addRelayUsage(
+        services.usage,
+        request.body,
+        services.clock.now().getTime(),
+        (keyId) => keyEnvironments.has(keyId),
+        plans,
+      );
+      return reply.status(200).send({ plans });
     },
   );
 
@@ -143,12 +129,13 @@ export function registerRelayApi(
     async (request, reply) => {
       const grant = await authenticateRelayKey(services.db, request.headers.authorization);
       const { environmentId, keyType, events } = request.body;
-      await checkCovered(services, grant, [environmentId]);
+      checkCovered(await coveredEnvironments(services.db, grant), [environmentId]);
       const snapshot = await snapshots.get(environmentId);
       if (!snapshot) throw outsideScope([environmentId]);
       return reply.status(202).send(acceptEvents(services, snapshot, events, keyType));
     },
   );
+  return () => open.size;
 }
 
 /** The environment of each SDK key named (by id) that exists. */

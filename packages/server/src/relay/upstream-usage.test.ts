@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UsageBatch } from '../usage/aggregator.js';
-import type { RelayUsageBody } from './protocol.js';
+import { MAX_RELAY_USAGE_ROWS, type RelayUsageBody } from './protocol.js';
 import { UpstreamBackingOff, UpstreamUsageStore } from './upstream-usage.js';
 
 /** A batch of two evaluation buckets, one custom-event bucket and one key use. */
@@ -39,6 +39,8 @@ describe('a relay sends its usage upstream', () => {
   let server: Server;
   let origin: string;
   let status = 204;
+  /** The body of a 200 answer. */
+  let answer = '';
   const received: { authorization?: string; body: RelayUsageBody }[] = [];
 
   beforeAll(async () => {
@@ -50,6 +52,11 @@ describe('a relay sends its usage upstream', () => {
           authorization: request.headers.authorization,
           body: JSON.parse(text) as RelayUsageBody,
         });
+        if (status === 200) {
+          response.writeHead(200, { 'content-type': 'application/json' });
+          response.end(answer);
+          return;
+        }
         response.writeHead(status, { 'content-type': 'application/problem+json' });
         response.end(status === 204 ? undefined : JSON.stringify({ detail: 'refused' }));
       });
@@ -94,6 +101,48 @@ describe('a relay sends its usage upstream', () => {
     received.length = 0;
     await expect(sending.write(batch())).rejects.toBeInstanceOf(UpstreamBackingOff);
     expect(received).toEqual([]);
+  });
+
+  it('records the guarded plans the upstream names, and sends their exposures in bodies of their own', async () => {
+    const plan = {
+      planId: 'plan-1',
+      environmentId: 'env-1',
+      flagKey: 'checkout',
+      targetVariationKey: 'on',
+      metric: 'refund',
+    };
+    const sending = store();
+    status = 200;
+    answer = JSON.stringify({ plans: [plan] });
+    await sending.write(batch());
+    expect(await sending.activePlans()).toEqual([plan]);
+
+    received.length = 0;
+    const rows = Array.from({ length: MAX_RELAY_USAGE_ROWS + 1 }, (_, i) => ({
+      planId: 'plan-1',
+      userHash: `user-${i}`,
+      side: i % 2,
+      exposedMs: 1000 + i,
+      metricMs: null,
+    }));
+    expect([...(await sending.writeExposures(rows))]).toEqual(['plan-1']);
+    expect(received.map(({ body }) => body.exposures?.length)).toEqual([MAX_RELAY_USAGE_ROWS, 1]);
+    expect(received[1]?.body).toEqual({
+      evaluations: [],
+      customEvents: [],
+      keyUses: [],
+      exposures: [rows[MAX_RELAY_USAGE_ROWS]],
+    });
+
+    // An answer it cannot read, or an upstream that answers 204 (an older version): no plans.
+    answer = '{"plans":[{"planId":1}]}';
+    await sending.write(batch());
+    expect(await sending.activePlans()).toEqual([]);
+    answer = JSON.stringify({ plans: [plan] });
+    await sending.write(batch());
+    status = 204;
+    await sending.write(batch());
+    expect(await sending.activePlans()).toEqual([]);
   });
 
   it('drops a batch the upstream refuses, counting and reporting it', async () => {

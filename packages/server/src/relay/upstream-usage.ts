@@ -1,5 +1,16 @@
+import { schemaCompiler } from '../http/schema-validator.js';
 import type { UsageBatch, UsageStore } from '../usage/aggregator.js';
-import { MAX_RELAY_USAGE_ROWS, RELAY_USAGE_PATH, type RelayUsageBody } from './protocol.js';
+import type { ActiveGuardedPlan, ExposureRow, ExposureStore } from '../usage/exposures.js';
+import {
+  MAX_RELAY_USAGE_ROWS,
+  RELAY_USAGE_PATH,
+  RelayUsageResponse,
+  type RelayUsageBody,
+} from './protocol.js';
+
+const validateAnswer = schemaCompiler({ coerceTypes: false, useDefaults: false })(
+  RelayUsageResponse,
+);
 
 /** How long a failed send waits before the next at most (ms); it doubles from the flush interval. */
 const MAX_BACKOFF_MS = 5 * 60_000;
@@ -17,10 +28,16 @@ export class UpstreamBackingOff extends Error {}
  * are dropped and counted as `overflow` discards) and backs off, doubling up to
  * {@link MAX_BACKOFF_MS}; an answer that refuses the batch itself (4xx but 429) drops it and
  * counts it in {@link refusedCounts}.
+ *
+ * It is the relay's exposure store too (design record 045): the upstream's answers name the
+ * active guarded release plans of the key's environments, which the relay's `ExposureRecorder`
+ * records exposures of, and whose rows go up in bodies of their own after the counts.
  */
-export class UpstreamUsageStore implements UsageStore {
+export class UpstreamUsageStore implements UsageStore, ExposureStore {
   private failures = 0;
   private retryAtMs = 0;
+  /** The guarded plans the upstream named last; none until it has answered a flush. */
+  private plans: ActiveGuardedPlan[] = [];
   /** Counts the upstream refused (evaluations and custom events), for `/metrics`. */
   refusedCounts = 0;
 
@@ -34,12 +51,27 @@ export class UpstreamUsageStore implements UsageStore {
     },
   ) {}
 
-  async write(batch: UsageBatch): Promise<void> {
+  write(batch: UsageBatch): Promise<void> {
+    return this.sendAll(usageBodies(batch));
+  }
+
+  activePlans(): Promise<ActiveGuardedPlan[]> {
+    return Promise.resolve(this.plans);
+  }
+
+  async writeExposures(rows: ExposureRow[]): Promise<ReadonlySet<string>> {
+    await this.sendAll(exposureBodies(rows));
+    // The upstream drops rows of plans it no longer has; each is sent once either way.
+    return new Set(rows.map((row) => row.planId));
+  }
+
+  /** Sends `bodies` in order, unless backed off; a failure backs off and throws. */
+  private async sendAll(bodies: Iterable<RelayUsageBody>): Promise<void> {
     const nowMs = Date.now();
     if (nowMs < this.retryAtMs)
       throw new UpstreamBackingOff('usage not sent: the upstream is backed off');
     try {
-      for (const body of usageBodies(batch)) await this.send(body);
+      for (const body of bodies) await this.send(body);
       this.failures = 0;
     } catch (error) {
       this.failures += 1;
@@ -66,7 +98,10 @@ export class UpstreamUsageStore implements UsageStore {
       signal: AbortSignal.timeout(10_000),
     });
     const text = await response.text();
-    if (response.ok) return;
+    if (response.ok) {
+      this.plans = guardedPlans(response.status, text);
+      return;
+    }
     if (response.status >= 400 && response.status < 500 && response.status !== 429) {
       // Retrying would be refused again: the batch is dropped, and said so.
       this.refusedCounts +=
@@ -77,6 +112,34 @@ export class UpstreamUsageStore implements UsageStore {
     }
     throw new Error(`the upstream answered ${response.status} to the usage sent: ${text}`);
   }
+}
+
+/**
+ * The guarded plans an answer names: none in a 204 (an upstream of a version without exposures
+ * from relays), nor in an answer this relay cannot read.
+ */
+function guardedPlans(status: number, text: string): ActiveGuardedPlan[] {
+  if (status !== 200) return [];
+  try {
+    const answer: unknown = JSON.parse(text);
+    return validateAnswer(answer) ? (answer as RelayUsageResponse).plans : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Exposure rows as protocol bodies of their own, at most {@link MAX_RELAY_USAGE_ROWS} each. */
+function* exposureBodies(rows: ExposureRow[]): Generator<RelayUsageBody> {
+  for (let start = 0; start < rows.length; start += MAX_RELAY_USAGE_ROWS)
+    yield {
+      evaluations: [],
+      customEvents: [],
+      keyUses: [],
+      exposures: rows.slice(start, start + MAX_RELAY_USAGE_ROWS).map((row) => ({
+        ...row,
+        side: row.side === 1 ? 1 : row.side === 0 ? 0 : null,
+      })),
+    };
 }
 
 /** A batch as protocol bodies, at most {@link MAX_RELAY_USAGE_ROWS} rows of each kind in each. */

@@ -37,7 +37,7 @@ export async function bootstrapWithCli(
   return JSON.parse(stdout) as { token: string };
 }
 
-/** A real `vexil serve` process on its own port. */
+/** A real `vexil serve` (or `vexil relay`) process on its own port. */
 export class ServeProcess {
   private constructor(
     readonly child: ChildProcess,
@@ -45,11 +45,18 @@ export class ServeProcess {
     readonly output: string[],
   ) {}
 
-  /** Starts `vexil serve` with `env` and waits until `/readyz` answers 200 (at most 60 s: CI machines are busy). */
-  static async start(env: NodeJS.ProcessEnv, args: string[] = []): Promise<ServeProcess> {
+  /**
+   * Starts `vexil <command>` with `env` and waits until `/readyz` answers 200 (at most 60 s: CI
+   * machines are busy).
+   */
+  static async start(
+    env: NodeJS.ProcessEnv,
+    args: string[] = [],
+    command: 'serve' | 'relay' = 'serve',
+  ): Promise<ServeProcess> {
     const port = await freePort();
     const output: string[] = [];
-    const child = spawn(process.execPath, [CLI, 'serve', ...args], {
+    const child = spawn(process.execPath, [CLI, command, ...args], {
       env: {
         ...process.env,
         VEXIL_HOST: '127.0.0.1',
@@ -65,7 +72,7 @@ export class ServeProcess {
     const node = new ServeProcess(child, `http://127.0.0.1:${port}`, output);
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`vexil serve exited: ${output.join('')}`);
+      if (child.exitCode !== null) throw new Error(`vexil ${command} exited: ${output.join('')}`);
       try {
         if ((await fetch(`${node.baseUrl}/readyz`)).status === 200) return node;
       } catch {
@@ -74,7 +81,7 @@ export class ServeProcess {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     node.kill('SIGKILL');
-    throw new Error(`vexil serve did not become ready: ${output.join('')}`);
+    throw new Error(`vexil ${command} did not become ready: ${output.join('')}`);
   }
 
   kill(signal: NodeJS.Signals = 'SIGTERM'): void {

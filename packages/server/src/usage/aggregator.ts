@@ -161,7 +161,7 @@ export class UsageAggregator {
   /**
    * @param store where flushed counts go
    * @param exposures guarded release plans' exposures and metric events, fed by the record calls
-   *   below (design record 046); null on a relay, which forwards counts without their users
+   *   below (design record 046); a relay's sends them upstream (design record 045)
    */
   constructor(
     private readonly store: UsageStore,

@@ -38,6 +38,49 @@ export function userHash(identity: string): string {
 }
 
 /**
+ * An active guarded release plan, as a process recording exposures needs it; what an upstream
+ * tells its relays in its answers to their usage (relay protocol, design record 045).
+ */
+export interface ActiveGuardedPlan {
+  planId: string;
+  environmentId: string;
+  flagKey: string;
+  /** The variation the plan releases: its exposures are side 1, every other variation's 0. */
+  targetVariationKey: string;
+  /** The `Custom` event key of the plan's guard metric. */
+  metric: string;
+}
+
+/** One user's exposure and metric event of one plan, as stored: by the user's hash. */
+export interface ExposureRow {
+  planId: string;
+  /** {@link userHash} of the user's identity. */
+  userHash: string;
+  /** 1: served the plan's variation; 0: served another; null: only a metric event seen. */
+  side: number | null;
+  /** The earliest exposure seen (epoch ms). */
+  exposedMs: number | null;
+  /** The latest metric event seen (epoch ms). */
+  metricMs: number | null;
+}
+
+/**
+ * Where an {@link ExposureRecorder} learns the active guarded plans and puts what it saw: the
+ * database ({@link DatabaseExposureStore}), or, on a relay, its upstream
+ * (`relay/upstream-usage.ts`).
+ */
+export interface ExposureStore {
+  activePlans(): Promise<ActiveGuardedPlan[]>;
+  /**
+   * Adds the rows to what is stored: the earliest exposure (with its side) and the latest metric
+   * event win, whichever process sent them first.
+   * @returns the ids of the plans whose rows were taken (rows of plans gone are dropped)
+   * @throws when it could not
+   */
+  writeExposures(rows: ExposureRow[]): Promise<ReadonlySet<string>>;
+}
+
+/**
  * Exposures and metric events of guarded release plans (design record 046): which users were
  * served which side of each active guarded plan, and the latest time each sent the plan's metric
  * (a `Custom` event with that key). Fed from every path that counts evaluations and custom
@@ -48,16 +91,23 @@ export function userHash(identity: string): string {
  * map lookup per evaluated flag, and for a guarded flag the context's identity and a set lookup;
  * only a user not yet written by this process costs a map write, once (hashing waits for the
  * flush). So a returning user costs no memory and no write at every flush.
+ *
+ * On a relay the store is its upstream: the recorder learns the plans from the upstream's usage
+ * answers and sends its rows with its usage; the upstream adds them with {@link addRelayed}.
  */
 export class ExposureRecorder {
   /** Whether any guarded plan is active; the record calls return at once when not. */
   active = false;
+  /** The active guarded plans, as last read. */
+  private plans: readonly ActiveGuardedPlan[] = [];
   /** environment id → flag key → plan */
   private byFlag = new Map<string, Map<string, GuardedPlan>>();
   /** environment id → metric key → plan ids */
   private byMetric = new Map<string, Map<string, string[]>>();
   /** plan id → identity → what was seen */
   private pending = new Map<string, Map<string, PendingUser>>();
+  /** plan id → user hash → what relays saw (their rows, {@link addRelayed}) */
+  private relayed = new Map<string, Map<string, PendingUser>>();
   private pendingUsers = 0;
   /**
    * plan id → identities whose exposure this process has written. The stored row keeps the
@@ -74,7 +124,7 @@ export class ExposureRecorder {
     return this.pendingUsers;
   }
 
-  constructor(private readonly db: Kysely<Schema>) {}
+  constructor(private readonly store: ExposureStore) {}
 
   /** Notes that `context` was served `variationKey` of `flagKey` at `atMs`, if the flag is guarded. */
   recordEvaluation(
@@ -112,12 +162,9 @@ export class ExposureRecorder {
   ): void {
     const identity = bucketingIdentity(context, null);
     if (identity === undefined || plan.written.has(identity)) return;
-    const user = this.user(plan.planId, identity);
-    if (user === undefined) return;
-    if (user.exposedMs === null || atMs < user.exposedMs) {
-      user.exposedMs = atMs;
-      user.side = variationKey === plan.targetVariationKey ? 1 : 0;
-    }
+    const user = this.user(this.pending, plan.planId, identity);
+    if (user !== undefined)
+      exposeEarlier(user, variationKey === plan.targetVariationKey ? 1 : 0, atMs);
   }
 
   /** Notes a `Custom` event `eventKey` from the user `identity` at `atMs`, if a guard watches it. */
@@ -125,26 +172,54 @@ export class ExposureRecorder {
     const planIds = this.byMetric.get(environmentId)?.get(eventKey);
     if (planIds === undefined || identity === '') return;
     for (const planId of planIds) {
-      const user = this.user(planId, identity);
-      if (user !== undefined && (user.metricMs === null || atMs > user.metricMs))
-        user.metricMs = atMs;
+      const user = this.user(this.pending, planId, identity);
+      if (user !== undefined) metricLater(user, atMs);
     }
   }
 
-  private user(planId: string, identity: string): PendingUser | undefined {
-    let users = this.pending.get(planId);
+  /**
+   * Adds rows a relay saw (relay usage intake, design record 045), written with the next flush
+   * beside this process's own. Rows of plans this process does not know as active are dropped.
+   */
+  addRelayed(rows: readonly ExposureRow[]): void {
+    const active = new Set(this.plans.map((plan) => plan.planId));
+    for (const row of rows) {
+      if (!active.has(row.planId)) continue;
+      const user = this.user(this.relayed, row.planId, row.userHash);
+      if (user === undefined) continue;
+      if (row.exposedMs !== null && row.side !== null) exposeEarlier(user, row.side, row.exposedMs);
+      if (row.metricMs !== null) metricLater(user, row.metricMs);
+    }
+  }
+
+  /**
+   * The active guarded plans, of the environments `covered` when given: what a relay covering
+   * them is to record exposures of.
+   */
+  activePlansIn(covered?: ReadonlySet<string>): ActiveGuardedPlan[] {
+    return covered === undefined
+      ? [...this.plans]
+      : this.plans.filter((plan) => covered.has(plan.environmentId));
+  }
+
+  private user(
+    pending: Map<string, Map<string, PendingUser>>,
+    planId: string,
+    key: string,
+  ): PendingUser | undefined {
+    let users = pending.get(planId);
     if (users === undefined) {
       users = new Map();
-      this.pending.set(planId, users);
+      pending.set(planId, users);
     }
-    let user = users.get(identity);
+    let user = users.get(key);
     if (user === undefined) {
       if (this.pendingUsers >= MAX_PENDING_USERS) {
         this.dropped += 1;
         return undefined;
       }
       user = { side: null, exposedMs: null, metricMs: null };
-      users.set(identity, user);
+      users.set(key, user);
       this.pendingUsers += 1;
     }
     return user;
@@ -152,6 +227,123 @@ export class ExposureRecorder {
 
   /** Reads which guarded plans are active, for the record calls. */
   async refresh(): Promise<void> {
+    const plans = await this.store.activePlans();
+    const byFlag = new Map<string, Map<string, GuardedPlan>>();
+    const byMetric = new Map<string, Map<string, string[]>>();
+    const written = new Map<string, Set<string>>();
+    for (const plan of plans) {
+      const planWritten = this.written.get(plan.planId) ?? new Set<string>();
+      written.set(plan.planId, planWritten);
+      const flags = byFlag.get(plan.environmentId) ?? new Map<string, GuardedPlan>();
+      flags.set(plan.flagKey, {
+        planId: plan.planId,
+        targetVariationKey: plan.targetVariationKey,
+        written: planWritten,
+      });
+      byFlag.set(plan.environmentId, flags);
+      const metrics = byMetric.get(plan.environmentId) ?? new Map<string, string[]>();
+      metrics.set(plan.metric, [...(metrics.get(plan.metric) ?? []), plan.planId]);
+      byMetric.set(plan.environmentId, metrics);
+    }
+    this.plans = plans;
+    this.byFlag = byFlag;
+    this.byMetric = byMetric;
+    // Plans no longer active are forgotten.
+    this.written = written;
+    this.writtenUsers = [...written.values()].reduce((sum, users) => sum + users.size, 0);
+    this.active = plans.length > 0;
+  }
+
+  /**
+   * Writes what was seen since the last flush, then reads the active guarded plans again. A
+   * failed write keeps nothing (exposures are a sample, and a retry could double nothing but
+   * would grow memory); the error goes to the caller.
+   */
+  async flush(): Promise<void> {
+    const batch = this.pending;
+    const relayed = this.relayed;
+    this.pending = new Map();
+    this.relayed = new Map();
+    this.pendingUsers = 0;
+    if (batch.size > 0 || relayed.size > 0) {
+      const taken = await this.store.writeExposures(exposureRows(batch, relayed));
+      this.rememberWritten(batch, taken);
+    }
+    await this.refresh();
+  }
+
+  /** Notes the exposures just written, up to {@link MAX_WRITTEN_USERS}. */
+  private rememberWritten(
+    batch: Map<string, Map<string, PendingUser>>,
+    existing: ReadonlySet<string>,
+  ): void {
+    for (const [planId, users] of batch) {
+      const planWritten = this.written.get(planId);
+      if (planWritten === undefined || !existing.has(planId)) continue;
+      for (const [identity, user] of users) {
+        if (this.writtenUsers >= MAX_WRITTEN_USERS) return;
+        if (user.exposedMs === null || planWritten.has(identity)) continue;
+        planWritten.add(identity);
+        this.writtenUsers += 1;
+      }
+    }
+  }
+}
+
+function exposeEarlier(user: PendingUser, side: number, atMs: number): void {
+  if (user.exposedMs === null || atMs < user.exposedMs) {
+    user.exposedMs = atMs;
+    user.side = side;
+  }
+}
+
+function metricLater(user: PendingUser, atMs: number): void {
+  if (user.metricMs === null || atMs > user.metricMs) user.metricMs = atMs;
+}
+
+/**
+ * This process's own users (by identity, hashed here) and what relays saw (by hash) as rows, one
+ * per plan and user: a user seen both ways is merged as the stored row would merge them (one
+ * upsert statement may not name a row twice).
+ */
+function exposureRows(
+  own: Map<string, Map<string, PendingUser>>,
+  relayed: Map<string, Map<string, PendingUser>>,
+): ExposureRow[] {
+  const merged = new Map<string, Map<string, PendingUser>>();
+  for (const [planId, users] of relayed) merged.set(planId, new Map(users));
+  for (const [planId, users] of own) {
+    const hashed = merged.get(planId) ?? new Map<string, PendingUser>();
+    merged.set(planId, hashed);
+    for (const [identity, user] of users) {
+      const hash = userHash(identity);
+      const seen = hashed.get(hash);
+      if (seen === undefined) hashed.set(hash, user);
+      else {
+        if (user.exposedMs !== null && user.side !== null)
+          exposeEarlier(seen, user.side, user.exposedMs);
+        if (user.metricMs !== null) metricLater(seen, user.metricMs);
+      }
+    }
+  }
+  const rows: ExposureRow[] = [];
+  for (const [planId, users] of merged)
+    for (const [hash, user] of users)
+      rows.push({
+        planId,
+        userHash: hash,
+        side: user.side,
+        exposedMs: user.exposedMs,
+        metricMs: user.metricMs,
+      });
+  return rows;
+}
+
+/** A node's exposure store: the `release_plans` and `release_plan_exposures` tables. */
+export class DatabaseExposureStore implements ExposureStore {
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  async activePlans(): Promise<ActiveGuardedPlan[]> {
     const rows = await this.db
       .selectFrom('release_plans')
       .innerJoin('flags', 'flags.id', 'release_plans.flag_id')
@@ -166,73 +358,40 @@ export class ExposureRecorder {
       .where('release_plans.state', '=', 'active')
       .where('release_plans.guard', 'is not', null)
       .execute();
-    const byFlag = new Map<string, Map<string, GuardedPlan>>();
-    const byMetric = new Map<string, Map<string, string[]>>();
-    const written = new Map<string, Set<string>>();
-    for (const row of rows) {
-      const metric = (JSON.parse(row.guard ?? '{}') as { metric?: string }).metric ?? '';
-      const planWritten = this.written.get(row.id) ?? new Set<string>();
-      written.set(row.id, planWritten);
-      const flags = byFlag.get(row.environment_id) ?? new Map<string, GuardedPlan>();
-      flags.set(row.flagKey, {
-        planId: row.id,
-        targetVariationKey: row.variationKey,
-        written: planWritten,
-      });
-      byFlag.set(row.environment_id, flags);
-      const metrics = byMetric.get(row.environment_id) ?? new Map<string, string[]>();
-      metrics.set(metric, [...(metrics.get(metric) ?? []), row.id]);
-      byMetric.set(row.environment_id, metrics);
-    }
-    this.byFlag = byFlag;
-    this.byMetric = byMetric;
-    // Plans no longer active are forgotten.
-    this.written = written;
-    this.writtenUsers = [...written.values()].reduce((sum, users) => sum + users.size, 0);
-    this.active = rows.length > 0;
+    return rows.map((row) => ({
+      planId: row.id,
+      environmentId: row.environment_id,
+      flagKey: row.flagKey,
+      targetVariationKey: row.variationKey,
+      metric: (JSON.parse(row.guard ?? '{}') as { metric?: string }).metric ?? '',
+    }));
   }
 
-  /**
-   * Writes what was seen since the last flush, then reads the active guarded plans again. A
-   * failed write keeps nothing (exposures are a sample, and a retry could double nothing but
-   * would grow memory); the error goes to the caller.
-   */
-  async flush(): Promise<void> {
-    const batch = this.pending;
-    this.pending = new Map();
-    this.pendingUsers = 0;
-    if (batch.size > 0) await this.write(batch);
-    await this.refresh();
-  }
-
-  private async write(batch: Map<string, Map<string, PendingUser>>): Promise<void> {
+  async writeExposures(rows: ExposureRow[]): Promise<ReadonlySet<string>> {
     const existing = new Set(
       (
         await this.db
           .selectFrom('release_plans')
           .select('id')
-          .where('id', 'in', [...batch.keys()])
+          .where('id', 'in', [...new Set(rows.map((row) => row.planId))])
           .execute()
       ).map((row) => row.id),
     );
-    const rows: ReleasePlanExposuresTable[] = [];
-    for (const [planId, users] of batch) {
-      if (!existing.has(planId)) continue;
-      for (const [identity, user] of users)
-        rows.push({
-          plan_id: planId,
-          user_hash: userHash(identity),
-          side: user.side,
-          exposed_ms: user.exposedMs,
-          metric_ms: user.metricMs,
-        });
-    }
-    if (rows.length === 0) return;
+    const values: ReleasePlanExposuresTable[] = rows
+      .filter((row) => existing.has(row.planId))
+      .map((row) => ({
+        plan_id: row.planId,
+        user_hash: row.userHash,
+        side: row.side,
+        exposed_ms: row.exposedMs,
+        metric_ms: row.metricMs,
+      }));
+    if (values.length === 0) return existing;
     await this.db.transaction().execute(async (trx) => {
-      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+      for (let i = 0; i < values.length; i += ROWS_PER_STATEMENT) {
         await trx
           .insertInto('release_plan_exposures')
-          .values(rows.slice(i, i + ROWS_PER_STATEMENT))
+          .values(values.slice(i, i + ROWS_PER_STATEMENT))
           .onConflict((conflict) =>
             conflict.columns(['plan_id', 'user_hash']).doUpdateSet((eb) => {
               // The earliest exposure wins, with its side; the latest metric event wins.
@@ -275,23 +434,6 @@ export class ExposureRecorder {
           .execute();
       }
     });
-    this.rememberWritten(batch, existing);
-  }
-
-  /** Notes the exposures just written, up to {@link MAX_WRITTEN_USERS}. */
-  private rememberWritten(
-    batch: Map<string, Map<string, PendingUser>>,
-    existing: ReadonlySet<string>,
-  ): void {
-    for (const [planId, users] of batch) {
-      const planWritten = this.written.get(planId);
-      if (planWritten === undefined || !existing.has(planId)) continue;
-      for (const [identity, user] of users) {
-        if (this.writtenUsers >= MAX_WRITTEN_USERS) return;
-        if (user.exposedMs === null || planWritten.has(identity)) continue;
-        planWritten.add(identity);
-        this.writtenUsers += 1;
-      }
-    }
+    return existing;
   }
 }

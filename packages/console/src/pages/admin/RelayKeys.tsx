@@ -1,13 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Button, Dialog } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { RelayKey } from '../../api/types';
 import { ActionsTableHead } from '../../components/ActionsTableHead';
-import { ConfirmButton } from '../../components/ConfirmButton';
 import { Field } from '../../components/Field';
 import { FormDialog } from '../../components/FormDialog';
-import { SecretOnce } from '../../components/SecretOnce';
+import { CreatedKey, RevokeKey } from '../../components/KeyActions';
 import { usePlace } from '../../components/Shell';
 import { useFormMutation } from '../../components/useFormMutation';
 
@@ -98,20 +96,12 @@ function RelayKeyRow(props: {
         <time dateTime={relayKey.createdAt}>{new Date(relayKey.createdAt).toLocaleString()}</time>
       </td>
       <td>
-        <ConfirmButton
-          label="Revoke"
-          ariaLabel={`Revoke relay key ${relayKey.name}`}
-          title={`Revoke relay key ${relayKey.name}?`}
-          description={`Relays using the key ending in ${relayKey.lastFourCharacters} are disconnected within a second; they keep serving what they hold. This cannot be undone.`}
-          confirm={`Revoke ${relayKey.name}`}
-          busy={revoke.isPending}
-          onConfirm={() => revoke.mutate()}
+        <RevokeKey
+          name={relayKey.name}
+          what={`relay key ${relayKey.name}`}
+          consequence={`Relays using the key ending in ${relayKey.lastFourCharacters} are disconnected within a second; they keep serving what they hold.`}
+          revoke={revoke}
         />
-        {revoke.error && (
-          <span role="alert" className="field-error">
-            {revoke.error.message}
-          </span>
-        )}
       </td>
     </tr>
   );
@@ -155,21 +145,15 @@ function CreateRelayKey(props: { org: string; project: { id: string; key: string
         setEnvironments([]);
       }}
       result={(created) => (
-        <>
-          <SecretOnce
-            label={`Relay key ${created.name}`}
-            secret={created.key}
-            warning={created.warning}
-          />
+        <CreatedKey
+          label={`Relay key ${created.name}`}
+          secret={created.key}
+          warning={created.warning}
+        >
           <p className="hint">
             Start a relay with <code>VEXIL_RELAY_KEY=… npx vexil relay --upstream …</code>.
           </p>
-          <div className="actions">
-            <Dialog.Close>
-              <Button type="button">Done</Button>
-            </Dialog.Close>
-          </div>
-        </>
+        </CreatedKey>
       )}
     >
       <Field

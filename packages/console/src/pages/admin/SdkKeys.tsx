@@ -1,13 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Button, Dialog } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { SdkKey } from '../../api/types';
 import { ActionsTableHead } from '../../components/ActionsTableHead';
-import { ConfirmButton } from '../../components/ConfirmButton';
 import { Field } from '../../components/Field';
 import { FormDialog } from '../../components/FormDialog';
-import { SecretOnce } from '../../components/SecretOnce';
+import { CreatedKey, RevokeKey } from '../../components/KeyActions';
 import { usePlace } from '../../components/Shell';
 import { useFormMutation } from '../../components/useFormMutation';
 import { useResourceActions } from '../../components/useResourceActions';
@@ -94,20 +92,12 @@ function SdkKeyRow(props: { org: string; project: string; env: string; sdkKey: S
       <td>{when(sdkKey.lastUsedAt)}</td>
       <td>
         {can('revoke').allowed && (
-          <ConfirmButton
-            label="Revoke"
-            ariaLabel={`Revoke ${sdkKey.name}`}
-            title={`Revoke ${sdkKey.name}?`}
-            description={`SDKs using the key ending in ${sdkKey.lastFourCharacters} are refused from now on. This cannot be undone.`}
-            confirm={`Revoke ${sdkKey.name}`}
-            busy={revoke.isPending}
-            onConfirm={() => revoke.mutate()}
+          <RevokeKey
+            name={sdkKey.name}
+            what={sdkKey.name}
+            consequence={`SDKs using the key ending in ${sdkKey.lastFourCharacters} are refused from now on.`}
+            revoke={revoke}
           />
-        )}
-        {revoke.error && (
-          <span role="alert" className="field-error">
-            {revoke.error.message}
-          </span>
         )}
       </td>
     </tr>
@@ -143,18 +133,11 @@ function CreateSdkKey(props: {
       confirmLabel="Create key"
       onOpen={() => setName('')}
       result={(created) => (
-        <>
-          <SecretOnce
-            label={`SDK key ${created.name}`}
-            secret={created.key}
-            warning={created.warning}
-          />
-          <div className="actions">
-            <Dialog.Close>
-              <Button type="button">Done</Button>
-            </Dialog.Close>
-          </div>
-        </>
+        <CreatedKey
+          label={`SDK key ${created.name}`}
+          secret={created.key}
+          warning={created.warning}
+        />
       )}
     >
       <Field

@@ -9,7 +9,7 @@ import type { Services } from '../../services.js';
 import { checkProjectIds, mutateAs } from '../access.js';
 import { Timestamp, Uuid } from '../fields.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { checkGrant, reachesInSql } from '../reach.js';
+import { activeCredentialsInSql, checkGrant } from '../reach.js';
 import { scopedRoutes } from '../scope.js';
 
 const OrgParams = Type.Object({ org: Type.String() });
@@ -128,9 +128,7 @@ export function registerRelayKeyRoutes(app: App, services: Services): void {
         services.db
           .selectFrom('relay_keys')
           .selectAll()
-          .where('organization_id', '=', access.org.id)
-          .where('revoked_at', 'is', null)
-          .where(reachesInSql(services.dialect, access, 'project_scope')),
+          .where(activeCredentialsInSql(services.dialect, access)),
         request.query,
       );
       return { items: rows.map(relayKeyItem), next_cursor: nextCursor, _actions: {} };
@@ -152,9 +150,7 @@ export function registerRelayKeyRoutes(app: App, services: Services): void {
           .updateTable('relay_keys')
           .set({ revoked_at: m.now })
           .where('id', '=', request.params.relayKeyId)
-          .where('organization_id', '=', access.org.id)
-          .where('revoked_at', 'is', null)
-          .where(reachesInSql(services.dialect, access, 'project_scope'))
+          .where(activeCredentialsInSql(services.dialect, access))
           .returning(['id', 'name'])
           .executeTakeFirst();
         if (!row)

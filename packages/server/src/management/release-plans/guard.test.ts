@@ -10,7 +10,7 @@ import {
   variationIdsByKey,
   type TestVexil,
 } from '../../test-support/harness.js';
-import { ExposureRecorder, userHash } from '../../usage/exposures.js';
+import { DatabaseExposureStore, ExposureRecorder, userHash } from '../../usage/exposures.js';
 import { GUARD_INTERVAL_MS } from './guard.js';
 import { regressionTest } from './sequential-test.js';
 
@@ -273,8 +273,8 @@ describe.each(testDialects())('guarded release plans on %s', (dialect) => {
 
   it('exposures from several processes add up: the earliest exposure and its side, the latest metric event', async () => {
     const { planId } = await guardedFlag('two-processes', { metric: 'signup', minimumUsers: 100 });
-    const first = new ExposureRecorder(vexil.services.db);
-    const second = new ExposureRecorder(vexil.services.db);
+    const first = new ExposureRecorder(new DatabaseExposureStore(vexil.services.db));
+    const second = new ExposureRecorder(new DatabaseExposureStore(vexil.services.db));
     await Promise.all([first.refresh(), second.refresh()]);
     const environmentId = (
       await vexil.services.db

@@ -8,7 +8,7 @@ import type { Services } from '../../services.js';
 import { checkProjectIds, mutateAs } from '../access.js';
 import { PageQuery, paginate, pagedSchema } from '../pagination.js';
 import { TokenCreatedSchema, TokenSummarySchema, futureDate } from './schemas.js';
-import { checkGrant, reachesInSql } from '../reach.js';
+import { activeCredentialsInSql, checkGrant } from '../reach.js';
 import { scopedRoutes } from '../scope.js';
 
 const OrgParams = Type.Object({ org: Type.String() });
@@ -86,10 +86,8 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
         services.db
           .selectFrom('api_tokens')
           .selectAll()
-          .where('organization_id', '=', access.org.id)
           .where('kind', '=', 'service')
-          .where('revoked_at', 'is', null)
-          .where(reachesInSql(services.dialect, access, 'project_scope')),
+          .where(activeCredentialsInSql(services.dialect, access)),
         request.query,
       );
       return { items: rows.map(tokenSummary), next_cursor: nextCursor, _actions: {} };
@@ -111,10 +109,8 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
           .updateTable('api_tokens')
           .set({ revoked_at: m.now })
           .where('id', '=', request.params.tokenId)
-          .where('organization_id', '=', access.org.id)
           .where('kind', '=', 'service')
-          .where('revoked_at', 'is', null)
-          .where(reachesInSql(services.dialect, access, 'project_scope'))
+          .where(activeCredentialsInSql(services.dialect, access))
           .returning(['id', 'name'])
           .executeTakeFirst();
         if (!row)
