@@ -7,10 +7,10 @@ import type { RelayUsageBody } from './protocol.js';
  * would have counted: on a full node, whose flush writes it to the database, and on a relay in a
  * chain, whose flush sends it on upstream. Counts of hours that have not begun (a relay's clock
  * ahead) are dropped, and "last" times are brought within their hour and not after `nowMs`; a
- * null variation served none and is not counted (as {@link UsageAggregator} does).
+ * null variation served none and is not counted (as {@link UsageAggregator} does). Exposures of
+ * the guarded release plans in `plans` go to this node's exposure recorder; others are dropped.
  * @param nowMs this node's clock (epoch ms)
- * Exposures of the guarded release plans `plans` (those the relay may record: active, in its
- * key's scope) go to this node's exposure recorder; others are dropped.
+ * @param plans the plans the relay may record exposures of: active, in its key's scope
  * @param keyKnown whether a key use's SDK key id is one to record (a full node drops the uses of
  *   keys it no longer has, as its flush would)
  */
