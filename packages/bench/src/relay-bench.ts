@@ -22,7 +22,9 @@ function selectedParts(): Set<RelayPart> | undefined {
   if (!names) return undefined;
   const unknown = names.filter((name) => !(RELAY_PARTS as readonly string[]).includes(name));
   if (unknown.length > 0)
-    throw new Error(`VEXIL_BENCH_PARTS: unknown ${unknown.join(', ')}; parts: ${RELAY_PARTS.join(', ')}`);
+    throw new Error(
+      `VEXIL_BENCH_PARTS: unknown ${unknown.join(', ')}; parts: ${RELAY_PARTS.join(', ')}`,
+    );
   return new Set(names as RelayPart[]);
 }
 

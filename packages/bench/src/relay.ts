@@ -233,42 +233,38 @@ async function measureThroughput(
   scratchDir: string,
   progress: (message: string) => void,
 ): Promise<RelayRouteMeasurement[]> {
-    const download = await fetch(`${full.baseUrl}/v1/sdk/flags`,{
-      headers: { authorization: seeded.serverKey },
-    });
-    await download.arrayBuffer();
-    const etag = required(download.headers.get('etag') ?? undefined, 'ETag');
-    const scenarios = evaluationScenarios(seeded, etag).filter((route) =>
-      RELAY_ROUTES.includes(route.name),
-    );
-    const ceilingPort = await freePort();
-    const ceiling = startService(process.execPath, [
-      HELLO_SERVER,
-      String(ceilingPort),
-      'node',
-    ]);
-    const ceilingUrl = `http://127.0.0.1:${ceilingPort}`;
-    const routes = await withCleanup(
-      () => ceiling.stop(),
-      async () => {
-        await waitUntilAnswering(ceilingUrl + HELLO_SCENARIO.path, ceiling);
-        const measured = [];
-        for (const route of scenarios) {
-          await checkScenario(full.baseUrl, route);
-          await checkScenario(relay.baseUrl, route);
-          measured.push(
-            await measureRouteOnThree(
-              { ceiling: ceilingUrl, full: full.baseUrl, relay: relay.baseUrl },
-              route.name,
-              route.scenario,
-              scratchDir,
-              progress,
-            ),
-          );
-        }
-        return measured;
-      },
-    );
+  const download = await fetch(`${full.baseUrl}/v1/sdk/flags`, {
+    headers: { authorization: seeded.serverKey },
+  });
+  await download.arrayBuffer();
+  const etag = required(download.headers.get('etag') ?? undefined, 'ETag');
+  const scenarios = evaluationScenarios(seeded, etag).filter((route) =>
+    RELAY_ROUTES.includes(route.name),
+  );
+  const ceilingPort = await freePort();
+  const ceiling = startService(process.execPath, [HELLO_SERVER, String(ceilingPort), 'node']);
+  const ceilingUrl = `http://127.0.0.1:${ceilingPort}`;
+  const routes = await withCleanup(
+    () => ceiling.stop(),
+    async () => {
+      await waitUntilAnswering(ceilingUrl + HELLO_SCENARIO.path, ceiling);
+      const measured = [];
+      for (const route of scenarios) {
+        await checkScenario(full.baseUrl, route);
+        await checkScenario(relay.baseUrl, route);
+        measured.push(
+          await measureRouteOnThree(
+            { ceiling: ceilingUrl, full: full.baseUrl, relay: relay.baseUrl },
+            route.name,
+            route.scenario,
+            scratchDir,
+            progress,
+          ),
+        );
+      }
+      return measured;
+    },
+  );
   return routes;
 }
 

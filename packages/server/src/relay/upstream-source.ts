@@ -54,8 +54,7 @@ export class UpstreamSource implements EvaluationSource {
     this.snapshots = new SnapshotStore(
       {
         read: (environmentId) => Promise.resolve(this.held.get(environmentId)?.snapshot),
-        activeKeys: (environmentId) =>
-          Promise.resolve(this.held.get(environmentId)?.sdkKeys ?? []),
+        activeKeys: (environmentId) => Promise.resolve(this.held.get(environmentId)?.sdkKeys ?? []),
       },
       { log },
     );
