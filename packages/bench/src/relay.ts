@@ -88,6 +88,14 @@ export interface RelayMeasurement {
   memory: RelayMemoryMeasurement;
 }
 
+/** The parts of {@link measureRelay}, selectable with `VEXIL_BENCH_PARTS` (relay-bench.ts). */
+export const RELAY_PARTS = ['throughput', 'fanout', 'memory'] as const;
+export type RelayPart = (typeof RELAY_PARTS)[number];
+
+/** What {@link measureRelay} measured of the parts asked for. */
+export type RelayPartsMeasurement = Omit<RelayMeasurement, 'routes' | 'fanOut' | 'memory'> &
+  Partial<Pick<RelayMeasurement, 'routes' | 'fanOut' | 'memory'>>;
+
 /** One running `vexil relay`. */
 interface Relay {
   baseUrl: string;
@@ -217,12 +225,56 @@ async function measureRouteOnThree(
   return measured;
 }
 
-/** Throughput and fan-out, on a full node seeded with the standard configuration. */
+/** Issue 36's routes on the ceiling, `full` and `relay`, paired in one run. */
+async function measureThroughput(
+  full: Node,
+  relay: Relay,
+  seeded: Awaited<ReturnType<typeof seedConfiguration>>,
+  scratchDir: string,
+  progress: (message: string) => void,
+): Promise<RelayRouteMeasurement[]> {
+  const download = await fetch(`${full.baseUrl}/v1/sdk/flags`, {
+    headers: { authorization: seeded.serverKey },
+  });
+  await download.arrayBuffer();
+  const etag = required(download.headers.get('etag') ?? undefined, 'ETag');
+  const scenarios = evaluationScenarios(seeded, etag).filter((route) =>
+    RELAY_ROUTES.includes(route.name),
+  );
+  const ceilingPort = await freePort();
+  const ceiling = startService(process.execPath, [HELLO_SERVER, String(ceilingPort), 'node']);
+  const ceilingUrl = `http://127.0.0.1:${ceilingPort}`;
+  const routes = await withCleanup(
+    () => ceiling.stop(),
+    async () => {
+      await waitUntilAnswering(ceilingUrl + HELLO_SCENARIO.path, ceiling);
+      const measured = [];
+      for (const route of scenarios) {
+        await checkScenario(full.baseUrl, route);
+        await checkScenario(relay.baseUrl, route);
+        measured.push(
+          await measureRouteOnThree(
+            { ceiling: ceilingUrl, full: full.baseUrl, relay: relay.baseUrl },
+            route.name,
+            route.scenario,
+            scratchDir,
+            progress,
+          ),
+        );
+      }
+      return measured;
+    },
+  );
+  return routes;
+}
+
+/** Throughput and fan-out (those of `parts`), on a full node seeded with the standard configuration. */
 async function measureThroughputAndFanOut(
   database: BenchDatabase,
   scratchDir: string,
+  parts: ReadonlySet<RelayPart>,
   progress: (message: string) => void,
-): Promise<Pick<RelayMeasurement, 'routes' | 'fanOut'>> {
+): Promise<Partial<Pick<RelayMeasurement, 'routes' | 'fanOut'>>> {
   const token = await bootstrap(database);
   const full = await startNode(database);
   return withCleanup(
@@ -236,42 +288,10 @@ async function measureThroughputAndFanOut(
       return withCleanup(
         () => relay.service.stop(),
         async () => {
-          const download = await fetch(`${full.baseUrl}/v1/sdk/flags`, {
-            headers: { authorization: seeded.serverKey },
-          });
-          await download.arrayBuffer();
-          const etag = required(download.headers.get('etag') ?? undefined, 'ETag');
-          const scenarios = evaluationScenarios(seeded, etag).filter((route) =>
-            RELAY_ROUTES.includes(route.name),
-          );
-          const ceilingPort = await freePort();
-          const ceiling = startService(process.execPath, [
-            HELLO_SERVER,
-            String(ceilingPort),
-            'node',
-          ]);
-          const ceilingUrl = `http://127.0.0.1:${ceilingPort}`;
-          const routes = await withCleanup(
-            () => ceiling.stop(),
-            async () => {
-              await waitUntilAnswering(ceilingUrl + HELLO_SCENARIO.path, ceiling);
-              const measured = [];
-              for (const route of scenarios) {
-                await checkScenario(full.baseUrl, route);
-                await checkScenario(relay.baseUrl, route);
-                measured.push(
-                  await measureRouteOnThree(
-                    { ceiling: ceilingUrl, full: full.baseUrl, relay: relay.baseUrl },
-                    route.name,
-                    route.scenario,
-                    scratchDir,
-                    progress,
-                  ),
-                );
-              }
-              return measured;
-            },
-          );
+          const routes = parts.has('throughput')
+            ? await measureThroughput(full, relay, seeded, scratchDir, progress)
+            : undefined;
+          if (!parts.has('fanout')) return { routes };
           const relayPid = required(relay.service.child.pid, 'relay pid');
           const document = await (
             await fetch(`${relay.baseUrl}/v1/sdk/flags`, {
@@ -399,14 +419,39 @@ export async function measureRelay(
   scratchDir: string,
   progress: (message: string) => void,
 ): Promise<RelayMeasurement> {
-  const start = loadNow();
-  progress(`relay: load average ${start.toFixed(2)}`);
-  const { routes, fanOut } = await measureThroughputAndFanOut(
-    sqliteDatabase(scratchDir, 'relay'),
+  const { routes, fanOut, memory, ...run } = await measureRelayParts(
     scratchDir,
+    new Set(RELAY_PARTS),
     progress,
   );
-  const memory = await measureRelayMemory(sqliteDatabase(scratchDir, 'relay-memory'), progress);
+  return {
+    ...run,
+    routes: required(routes, 'throughput'),
+    fanOut: required(fanOut, 'fan-out'),
+    memory: required(memory, 'memory'),
+  };
+}
+
+/** {@link measureRelay}'s `parts` alone (a run that looks at one of them). */
+export async function measureRelayParts(
+  scratchDir: string,
+  parts: ReadonlySet<RelayPart>,
+  progress: (message: string) => void,
+): Promise<RelayPartsMeasurement> {
+  const start = loadNow();
+  progress(`relay: load average ${start.toFixed(2)}`);
+  const { routes, fanOut } =
+    parts.has('throughput') || parts.has('fanout')
+      ? await measureThroughputAndFanOut(
+          sqliteDatabase(scratchDir, 'relay'),
+          scratchDir,
+          parts,
+          progress,
+        )
+      : {};
+  const memory = parts.has('memory')
+    ? await measureRelayMemory(sqliteDatabase(scratchDir, 'relay-memory'), progress)
+    : undefined;
   const end = loadNow();
   progress(`relay: load average ${end.toFixed(2)}`);
   return {

@@ -121,11 +121,44 @@ class ConfigurationStream extends Stream {
 
   protected async push(snapshot: Snapshot): Promise<void> {
     if (snapshot.version === this.sentVersion) return;
-    const document = await snapshot.document.plain();
+    const frame = await putFrame(snapshot);
     this.sentVersion = snapshot.version;
-    // The document is one line of JSON, so it is one `data` line: sent as is, not copied into a frame.
-    this.write(`event: put\nid: ${snapshot.version}\ndata: `, document, '\n\n');
+    this.write(frame);
   }
+}
+
+/** Each snapshot's `put` frame: built by the first stream to need it, shared while it is held. */
+const putFrames = new WeakMap<Snapshot, { held?: WeakRef<Buffer>; building?: Promise<Buffer> }>();
+
+/**
+ * The `put` frame of `snapshot` (`event: put`, id = version, the document as its one `data`
+ * line: the document is one line of JSON). A change reaches every stream of the environment at
+ * once, so all of them write this one buffer rather than each its own copy. It is held weakly:
+ * once the sockets have sent it, only the compressed document stays (design record 012).
+ */
+function putFrame(snapshot: Snapshot): Promise<Buffer> {
+  let frames = putFrames.get(snapshot);
+  if (!frames) putFrames.set(snapshot, (frames = {}));
+  const held = frames.held?.deref();
+  if (held) return Promise.resolve(held);
+  const entry = frames;
+  entry.building ??= snapshot.document.plain().then(
+    (document) => {
+      const frame = Buffer.concat([
+        Buffer.from(`event: put\nid: ${snapshot.version}\ndata: `),
+        document,
+        Buffer.from('\n\n'),
+      ]);
+      entry.held = new WeakRef(frame);
+      entry.building = undefined;
+      return frame;
+    },
+    (error: unknown) => {
+      entry.building = undefined;
+      throw error;
+    },
+  );
+  return entry.building;
 }
 
 /** `/v1/client/stream`: the client-visible flags evaluated for one context, re-sent on change. */

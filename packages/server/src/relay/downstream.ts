@@ -12,6 +12,7 @@ import {
   RELAY_INTAKE_BODY_LIMIT_BYTES,
   RELAY_PROTOCOL_VERSION,
   RELAY_USAGE_PATH,
+  relayEnvironmentFrame,
   relayFeedFrame,
   RelayEventsBody,
   RelayEventsResponse,
@@ -22,7 +23,7 @@ import {
   type RelayFeedEvents,
 } from './protocol.js';
 import type { UpstreamFollower } from './upstream-follower.js';
-import type { HeldChange, UpstreamSource } from './upstream-source.js';
+import type { HeldChange, HeldEnvironment, UpstreamSource } from './upstream-source.js';
 import { addRelayUsage } from './usage-intake.js';
 
 /** What a relay's own feed passes on. */
@@ -36,6 +37,9 @@ export interface DownstreamOptions {
   upstreamUrl: string;
   keepAliveMs: number;
 }
+
+/** What one write of the feed sends, in order. */
+type Chunks = readonly (string | Buffer)[];
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
 
@@ -73,10 +77,24 @@ export function registerDownstreamRoutes(app: App, options: DownstreamOptions): 
       checkKey(request, keyHash);
       const response = openEventStream(reply);
       feeds.add(response);
-      const send = <E extends RelayFeedEventName>(event: E, data: RelayFeedEvents[E]) => {
-        if (!response.writableEnded && !response.destroyed)
-          response.write(relayFeedFrame(event, data));
+      // Writes go out in order; an environment's frame waits for its document to be inflated.
+      let writing: Promise<void> = Promise.resolve();
+      const write = (frame: () => Chunks | Promise<Chunks>) => {
+        writing = writing
+          .then(async () => {
+            const chunks = await frame();
+            if (response.writableEnded || response.destroyed) return;
+            for (const chunk of chunks) response.write(chunk);
+          })
+          .catch((error: unknown) => {
+            request.log.warn({ err: error }, 'relay feed not passed on; the follower reconnects');
+            response.destroy();
+          });
       };
+      const send = <E extends RelayFeedEventName>(event: E, data: RelayFeedEvents[E]) =>
+        write(() => [relayFeedFrame(event, data)]);
+      const sendEnvironment = ({ snapshot, sdkKeys }: HeldEnvironment) =>
+        write(() => relayEnvironmentFrame(snapshot, JSON.stringify(sdkKeys)));
       send('hello', {
         protocol: RELAY_PROTOCOL_VERSION,
         upstream: follower.upstreamId ?? `relay:${options.upstreamUrl}`,
@@ -85,18 +103,18 @@ export function registerDownstreamRoutes(app: App, options: DownstreamOptions): 
       const { known } = request.body;
       const held = new Set<string>();
       for (const environment of source.environments()) {
-        held.add(environment.environmentId);
-        if (known[environment.environmentId] === environment.version) {
-          // Keys change without a version: the relay's are sent again on resume.
-          const { environmentId, sdkKeys } = environment;
-          send('keys', { environmentId, sdkKeys });
-        } else send('environment', environment);
+        const { environmentId, version } = environment.snapshot;
+        held.add(environmentId);
+        // Keys change without a version: the relay's are sent again on resume.
+        if (known[environmentId] === version)
+          send('keys', { environmentId, sdkKeys: environment.sdkKeys });
+        else sendEnvironment(environment);
       }
       for (const environmentId of Object.keys(known))
         if (!held.has(environmentId)) send('removed', { environmentId });
       send('ready', {});
       const passOn = (change: HeldChange) => {
-        if (change.kind === 'environment') send('environment', change.environment);
+        if (change.kind === 'environment') sendEnvironment(change);
         else if (change.kind === 'keys')
           send('keys', { environmentId: change.environmentId, sdkKeys: change.sdkKeys });
         else send('removed', { environmentId: change.environmentId });
@@ -105,11 +123,11 @@ export function registerDownstreamRoutes(app: App, options: DownstreamOptions): 
         source.onChange(passOn),
         follower.onRevoked(() => {
           send('revoked', {});
-          response.end();
+          void writing.then(() => response.end());
         }),
       ];
       const keepAlive = setInterval(() => {
-        if (!response.writableEnded) response.write(': keep-alive\n\n');
+        write(() => [': keep-alive\n\n']);
       }, options.keepAliveMs);
       keepAlive.unref();
       response.on('close', () => {

@@ -6,6 +6,7 @@ import { activeKeyHashes } from '../evaluation/sdk-keys.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import {
   RELAY_PROTOCOL_VERSION,
+  relayEnvironmentFrame,
   relayFeedFrame,
   type RelayFeedEventName,
   type RelayFeedEvents,
@@ -185,21 +186,9 @@ export class RelayFeed {
       );
       return;
     }
-    const document = await snapshot.document.plain();
+    const frame = await relayEnvironmentFrame(snapshot, keys);
     this.held.set(environmentId, { version: snapshot.version, keys });
-    const head = JSON.stringify({
-      environmentId,
-      organizationId: snapshot.organizationId,
-      projectId: snapshot.projectId,
-      version: snapshot.version,
-      clientSideKeys: [...snapshot.clientSideKeys],
-    });
-    // The document is one line of JSON, sent as held: the relay's copy is byte for byte the upstream's.
-    this.write(
-      `event: environment\ndata: ${head.slice(0, -1)},"configuration":`,
-      document,
-      `,"sdkKeys":${keys}}\n\n`,
-    );
+    this.write(...frame);
   }
 
   private async keepAlive(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { SdkFlag, SdkSegment } from '@vexil/engine';
 import { Type, type Static } from 'typebox';
+import type { Snapshot } from '../evaluation/snapshots.js';
 
 /**
  * The relay protocol (contract: `relay.md`; design records 044 and 045): what an upstream
@@ -128,6 +129,32 @@ export function relayFeedFrame<E extends RelayFeedEventName>(
   data: RelayFeedEvents[E],
 ): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/**
+ * The `environment` event of an environment held as `snapshot`, as chunks to write in order. The
+ * snapshot's document is one line of JSON, sent as held, so the receiving relay's copy is byte
+ * for byte the sender's; no parsed configuration is needed (design record 049).
+ *
+ * @param sdkKeys the JSON of the environment's active {@link RelaySdkKey}s
+ */
+export async function relayEnvironmentFrame(
+  snapshot: Snapshot,
+  sdkKeys: string,
+): Promise<[string, Buffer, string]> {
+  const document = await snapshot.document.plain();
+  const head = JSON.stringify({
+    environmentId: snapshot.environmentId,
+    organizationId: snapshot.organizationId,
+    projectId: snapshot.projectId,
+    version: snapshot.version,
+    clientSideKeys: [...snapshot.clientSideKeys],
+  });
+  return [
+    `event: environment\ndata: ${head.slice(0, -1)},"configuration":`,
+    document,
+    `,"sdkKeys":${sdkKeys}}\n\n`,
+  ];
 }
 
 // ───────────────────────────── POST /v1/relay/usage ─────────────────────────────

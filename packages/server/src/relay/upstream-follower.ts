@@ -237,9 +237,13 @@ export class UpstreamFollower {
     try {
       for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
         clearTimeout(stall);
-        stall = setTimeout(() => controller.abort(), this.stallMs);
         this.lastContactMs = Date.now();
         parser.feed(decoder.decode(chunk, { stream: true }));
+        // Read on once what arrived is applied: an initial set of large environments is then
+        // parsed one at a time rather than all held as text at once (design record 049).
+        await applying;
+        // Silence is timed from here: applying is the relay's own time, not the upstream's.
+        stall = setTimeout(() => controller.abort(), this.stallMs);
       }
     } catch {
       // Aborted (stalled, stopped, or a bad event), or the connection was lost: see below.

@@ -7,16 +7,20 @@ import type { StreamRelay } from '../evaluation/streaming.js';
 import type { EvaluationSource } from '../node/evaluation-role.js';
 import type { RelayEnvironmentEvent as FeedEnvironment, RelaySdkKey } from './protocol.js';
 
+/**
+ * What a relay holds of one environment: the snapshot (whose compressed document is the only copy
+ * of the configuration; the feed's parsed event is not kept, design record 049) and its SDK keys.
+ */
+export interface HeldEnvironment {
+  snapshot: Snapshot;
+  sdkKeys: RelaySdkKey[];
+}
+
 /** A change to what a relay holds, as its own downstream feed passes it on. */
 export type HeldChange =
-  | { kind: 'environment'; environment: FeedEnvironment }
+  | ({ kind: 'environment' } & HeldEnvironment)
   | { kind: 'keys'; environmentId: string; sdkKeys: RelaySdkKey[] }
   | { kind: 'removed'; environmentId: string };
-
-interface Held {
-  environment: FeedEnvironment;
-  snapshot: Snapshot;
-}
 
 /** A relay holds one process's streams: `identify` reaches no other process. */
 const THIS_PROCESS_ONLY: StreamRelay = {
@@ -35,7 +39,7 @@ export class UpstreamSource implements EvaluationSource {
   readonly snapshots: SnapshotStore;
   readonly sdkKeys: SdkKeyResolver;
   readonly streams = THIS_PROCESS_ONLY;
-  private readonly held = new Map<string, Held>();
+  private readonly held = new Map<string, HeldEnvironment>();
   private readonly grants = new Map<string, SdkKeyGrant>();
   private readonly listeners = new Set<(change: HeldChange) => void>();
   /** Changes are applied one at a time, in the feed's order. */
@@ -50,8 +54,7 @@ export class UpstreamSource implements EvaluationSource {
     this.snapshots = new SnapshotStore(
       {
         read: (environmentId) => Promise.resolve(this.held.get(environmentId)?.snapshot),
-        activeKeys: (environmentId) =>
-          Promise.resolve(this.held.get(environmentId)?.environment.sdkKeys ?? []),
+        activeKeys: (environmentId) => Promise.resolve(this.held.get(environmentId)?.sdkKeys ?? []),
       },
       { log },
     );
@@ -63,12 +66,7 @@ export class UpstreamSource implements EvaluationSource {
     for (const { copy, sdkKeys } of (await this.copies?.readAll()) ?? []) {
       // A relay's copies are all written with key ids; a key without one cannot have come from it.
       const keys = sdkKeys.filter((key): key is RelaySdkKey => key.id !== undefined);
-      const environment: FeedEnvironment = {
-        ...copy,
-        version: copy.configuration.version,
-        sdkKeys: keys,
-      };
-      this.hold(environment, await snapshotFromCopy(copy));
+      this.hold(await snapshotFromCopy(copy), keys);
       this.fromCopies.add(copy.environmentId);
     }
     if (this.fromCopies.size > 0)
@@ -81,14 +79,12 @@ export class UpstreamSource implements EvaluationSource {
 
   /** What the relay holds, by environment id → version: the feed's `known` on (re)connect. */
   known(): Record<string, number> {
-    return Object.fromEntries(
-      [...this.held].map(([id, { environment }]) => [id, environment.version]),
-    );
+    return Object.fromEntries([...this.held].map(([id, { snapshot }]) => [id, snapshot.version]));
   }
 
-  /** Every environment held, as the feed sent it (for the relay's own downstream feed). */
-  environments(): FeedEnvironment[] {
-    return [...this.held.values()].map(({ environment }) => environment);
+  /** Every environment held (for the relay's own downstream feed). */
+  environments(): HeldEnvironment[] {
+    return [...this.held.values()];
   }
 
   /** Whether the relay has any configuration to serve (`/readyz`). */
@@ -110,11 +106,12 @@ export class UpstreamSource implements EvaluationSource {
   /** An environment's full state (`event: environment`): served, copied, passed on. */
   environment(environment: FeedEnvironment): Promise<void> {
     return this.apply(async () => {
+      const { sdkKeys } = environment;
       const snapshot = await snapshotFromCopy(environment);
-      this.hold(environment, snapshot);
+      this.hold(snapshot, sdkKeys);
       this.fromCopies.delete(environment.environmentId);
-      await this.copies?.save(snapshot, environment.sdkKeys);
-      this.announce({ kind: 'environment', environment });
+      await this.copies?.save(snapshot, sdkKeys);
+      this.announce({ kind: 'environment', snapshot, sdkKeys });
     });
   }
 
@@ -123,7 +120,7 @@ export class UpstreamSource implements EvaluationSource {
     return this.apply(async () => {
       const held = this.held.get(environmentId);
       if (!held) return;
-      this.hold({ ...held.environment, sdkKeys }, held.snapshot);
+      this.hold(held.snapshot, sdkKeys);
       await this.copies?.save(held.snapshot, sdkKeys);
       this.announce({ kind: 'keys', environmentId, sdkKeys });
     });
@@ -136,23 +133,20 @@ export class UpstreamSource implements EvaluationSource {
       if (!held) return;
       this.held.delete(environmentId);
       this.fromCopies.delete(environmentId);
-      this.setGrants(environmentId, held.environment.sdkKeys, []);
+      this.setGrants(environmentId, held.sdkKeys, []);
       this.snapshots.invalidate([environmentId]);
       await this.copies?.remove(environmentId);
       this.announce({ kind: 'removed', environmentId });
     });
   }
 
-  private hold(environment: FeedEnvironment, snapshot: Snapshot): void {
-    const before = this.held.get(environment.environmentId);
-    this.held.set(environment.environmentId, { environment, snapshot });
-    this.setGrants(
-      environment.environmentId,
-      before?.environment.sdkKeys ?? [],
-      environment.sdkKeys,
-    );
+  private hold(snapshot: Snapshot, sdkKeys: RelaySdkKey[]): void {
+    const { environmentId } = snapshot;
+    const before = this.held.get(environmentId);
+    this.held.set(environmentId, { snapshot, sdkKeys });
+    this.setGrants(environmentId, before?.sdkKeys ?? [], sdkKeys);
     // Streams of the environment refresh from here, reading the new snapshot.
-    if (before?.snapshot !== snapshot) this.snapshots.invalidate([environment.environmentId]);
+    if (before?.snapshot !== snapshot) this.snapshots.invalidate([environmentId]);
   }
 
   /** Replaces an environment's key grants; every key that came or went is looked up afresh. */
