@@ -80,8 +80,8 @@ export function Shell(props: { org: string; project: string; children: React.Rea
       ),
   });
   // Pages show the environments in their first paint (the flag list's columns), so they are
-  // asked for while rendering, before the frame's other requests, which go out from effects once
-  // the frame has been painted (design record 050).
+  // asked for while rendering, before the effects in which the frame's other queries send their
+  // requests (design record 050).
   usePrefetchQuery(environmentsQuery);
   const environments = useQuery(environmentsQuery);
   const environmentList = environments.data?.items ?? NO_ENVIRONMENTS;

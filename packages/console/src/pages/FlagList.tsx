@@ -164,9 +164,9 @@ export function FlagList({ org, project }: { org: string; project: string }) {
         }),
       ),
   });
-  // Sent while rendering, not from the effect a query sends its request in, which runs only once
-  // the frame has been laid out and painted: the list's rows are the page's first paint, so their
-  // request goes before the frame's own (design record 050).
+  // Sent while rendering, before the effects in which queries send their requests (the frame's
+  // own among them): the rows are the page's first paint, so the server answers theirs first
+  // (design record 050).
   usePrefetchQuery(flagsQuery);
   const changedFormat = useChangedFormat();
   const flags = useQuery({ ...flagsQuery, placeholderData: keepPreviousData });
