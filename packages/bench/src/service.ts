@@ -43,7 +43,8 @@ export function nodeEnvironment(database: BenchDatabase): Record<string, string>
 }
 
 /**
- * Creates organization {@link ORG} and its Owner with `vexil bootstrap` (which also migrates).
+ * Creates organization {@link ORG} and its Owner with `vexil bootstrap` (which also migrates),
+ * by default with this checkout's `vexil`; `cli` names another build's `cli.js`.
  *
  * @param cli the build's `cli.js`: this one's, or another build's to compare with
  * @returns the Owner's API token
@@ -59,17 +60,18 @@ export async function bootstrap(database: BenchDatabase, cli = CLI): Promise<str
 
 /**
  * Starts `vexil serve` on `database` on a free port (optionally `--only roles`, or
- * `--workers n`) and waits until it answers.
+ * `--workers n`; `cli` names another build's `cli.js` than this checkout's) and waits until it
+ * answers.
  *
  * @throws Error with the node's output when it exits or does not answer
  */
 export async function startNode(
   database: BenchDatabase,
-  options: { roles?: string; workers?: number } = {},
+  options: { roles?: string; workers?: number; cli?: string } = {},
 ): Promise<Node> {
   const port = await freePort();
   const args = [
-    CLI,
+    options.cli ?? CLI,
     'serve',
     ...(options.roles ? ['--only', options.roles] : []),
     ...(options.workers ? ['--workers', String(options.workers)] : []),

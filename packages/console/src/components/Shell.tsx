@@ -1,6 +1,6 @@
 import { Button } from '@radix-ui/themes';
-import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { createContext, useContext, useEffect, useId, useState } from 'react';
+import { queryOptions, usePrefetchQuery, useQuery, useQueryClient } from '@tanstack/react-query';
+import { createContext, useContext, useEffect, useId, useMemo, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { forgetToken } from '../api/token';
@@ -27,6 +27,7 @@ interface Place {
 }
 
 const PlaceContext = createContext<Place | null>(null);
+const NO_ENVIRONMENTS: Environment[] = [];
 
 /** Where the person is: organization, project, its environments and the chosen one. */
 export function usePlace(): Place {
@@ -69,7 +70,7 @@ export function Shell(props: { org: string; project: string; children: React.Rea
     queryKey: ['projects', org],
     queryFn: () => unwrap(api.GET('/api/v1/orgs/{org}/projects', { params: { path: { org } } })),
   });
-  const environments = useQuery({
+  const environmentsQuery = queryOptions({
     queryKey: ['environments', org, project],
     queryFn: () =>
       unwrap(
@@ -78,9 +79,22 @@ export function Shell(props: { org: string; project: string; children: React.Rea
         }),
       ),
   });
-  const environmentList = environments.data?.items ?? [];
+  // Pages show the environments in their first paint (the flag list's columns), so they are
+  // asked for while rendering, before the effects in which the frame's other queries send their
+  // requests (design record 050).
+  usePrefetchQuery(environmentsQuery);
+  const environments = useQuery(environmentsQuery);
+  const environmentList = environments.data?.items ?? NO_ENVIRONMENTS;
   const environment =
     environmentList.find((e) => e.key === chosen)?.key ?? environmentList[0]?.key ?? null;
+
+  // The same object until the place changes: every page under the frame reads it, and the frame
+  // renders again as each of its own requests is answered, which must not render the page again
+  // (the flag list's rows render once their request is answered, not once per frame request).
+  const place = useMemo(
+    () => ({ org, project, environments: environmentList, environment }),
+    [org, project, environmentList, environment],
+  );
 
   // Ends the session on the server too (and clears its cookies); a pasted token is forgotten.
   async function signOut() {
@@ -91,7 +105,7 @@ export function Shell(props: { org: string; project: string; children: React.Rea
   }
 
   return (
-    <PlaceContext.Provider value={{ org, project, environments: environmentList, environment }}>
+    <PlaceContext.Provider value={place}>
       <div className="frame">
         <header className="topbar">
           <Brand href={home} />

@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useCallback, useState } from 'react';
 
 /** Favourite flags, per browser and project (localStorage): the "mine/favourites" filter. */
 export function useFavourites(org: string, project: string) {
@@ -6,11 +6,15 @@ export function useFavourites(org: string, project: string) {
   const [favourites, setFavourites] = useState<Set<string>>(
     () => new Set(JSON.parse(localStorage.getItem(key) ?? '[]') as string[]),
   );
-  function toggle(flagKey: string) {
-    const next = new Set(favourites);
-    if (!next.delete(flagKey)) next.add(flagKey);
-    localStorage.setItem(key, JSON.stringify([...next]));
-    setFavourites(next);
-  }
+  // The same function until the favourites change (the flag list's rows are memoized on it).
+  const toggle = useCallback(
+    (flagKey: string) => {
+      const next = new Set(favourites);
+      if (!next.delete(flagKey)) next.add(flagKey);
+      localStorage.setItem(key, JSON.stringify([...next]));
+      setFavourites(next);
+    },
+    [favourites, key],
+  );
   return { favourites, toggle };
 }
