@@ -107,25 +107,7 @@ async function serve(
     roles,
     clusterWorker: clusterWorker !== undefined,
   });
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    // A terminal's Ctrl-C reaches a worker both directly and through the primary: stop once.
-    if (stopping) return;
-    stopping = true;
-    vexil.app.log.info({ signal }, 'shutting down');
-    // Bounded: whatever is still running (a hung receiver, a database gone) is given up.
-    setTimeout(() => {
-      vexil.app.log.error(
-        { timeoutMs: config.shutdownTimeoutMs },
-        'shutdown did not finish in time; exiting',
-      );
-      process.exit(1);
-    }, config.shutdownTimeoutMs).unref();
-    await vexil.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  stopOnSignals(vexil.app.log, () => vexil.close(), config.shutdownTimeoutMs);
   const listening = await vexil.app.listen({ host: config.host, port: config.port });
   // One announcement per node: by the only process, or by worker 1 of `--workers`.
   if (clusterWorker === undefined || clusterWorker === 1) {
@@ -141,6 +123,33 @@ async function serve(
     if (process.stdout.isTTY) process.stdout.write(bannerText(startUp));
     else vexil.app.log.info(startUp, 'Vexil started');
   }
+}
+
+/**
+ * Stops the process on SIGINT or SIGTERM (`serve` and `relay`): logs the signal, runs `close`
+ * once (a terminal's Ctrl-C reaches a `--workers` worker both directly and through the primary),
+ * and exits 0; if closing takes longer than `timeoutMs`, whatever still runs (a hung receiver, a
+ * database gone) is given up and the process exits 1.
+ */
+function stopOnSignals(
+  log: Pick<Vexil['app']['log'], 'info' | 'error'>,
+  close: () => Promise<void>,
+  timeoutMs: number,
+): void {
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    setTimeout(() => {
+      log.error({ timeoutMs }, 'shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, timeoutMs).unref();
+    await close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
 /** `--workers`' parser, shared by `serve` and `relay`. */
@@ -240,23 +249,7 @@ async function relay(
       throw new ConfigError(`vexil relay cannot start: ${problem.detail}`);
     }
   }
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    node.app.log.info({ signal }, 'shutting down');
-    setTimeout(() => {
-      node.app.log.error(
-        { timeoutMs: config.shutdownTimeoutMs },
-        'shutdown did not finish in time; exiting',
-      );
-      process.exit(1);
-    }, config.shutdownTimeoutMs).unref();
-    await node.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  stopOnSignals(node.app.log, () => node.close(), config.shutdownTimeoutMs);
   const listening = await node.app.listen({ host: config.host, port: config.port });
   if (clusterWorker === undefined || clusterWorker === 1)
     node.app.log.info(
