@@ -22,6 +22,9 @@
  * is this build's throughput over the baseline's, so below 1 means this build does more work
  * per request.
  *
+ * `VEXIL_BENCH_PROCESS_PAIRS` sets how many fresh pairs of processes are measured (3), and
+ * `VEXIL_BENCH_NODE_FLAGS` passes Node.js options to the Vexil processes.
+ *
  * Needs Linux (`taskset`, `/proc`), `wrk` and two cores. Prints every round, then for each pair
  * of routes the median over the pairs of processes.
  */
@@ -55,12 +58,17 @@ const LOAD_CORE = 0;
  * but two fresh pairs of the same builds differ by up to 20% (design record 029), so the
  * verdict is the median over several pairs of processes.
  */
-const PROCESS_PAIRS = 3;
+const PROCESS_PAIRS = Number(process.env.VEXIL_BENCH_PROCESS_PAIRS ?? 3);
 const ROUNDS = 3;
 const SECONDS = 5;
 const CONNECTIONS = 50;
 /** Linux reports process CPU time in clock ticks of 1/100 s. */
 const MICROSECONDS_PER_TICK = 10_000;
+/**
+ * Node.js and V8 options for the Vexil processes (space-separated), to compare process modes
+ * (design record 031): e.g. `--use-largepages=silent`, or fixed `--hash-seed` and `--random-seed`.
+ */
+const NODE_FLAGS = (process.env.VEXIL_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 /** Another build's `cli.js` to pair this build with, instead of bare Fastify (see above). */
 const BASELINE_CLI = process.env.VEXIL_BENCH_BASELINE_CLI;
 
@@ -156,7 +164,7 @@ async function measureProcessPair(
   const vexilPort = await freePort();
   const bare = startPinned([HELLO_SERVER, String(barePort), 'fastify'], {}, barePort);
   const vexil = startPinned(
-    [CLI, 'serve'],
+    [...NODE_FLAGS, CLI, 'serve'],
     { ...nodeEnvironment(database), VEXIL_PORT: String(vexilPort) },
     vexilPort,
   );
