@@ -1,3 +1,6 @@
+import { afterAll, beforeAll } from 'vitest';
+import type { Dialect } from '../db/database.js';
+import { createTestVexil, TestClock, testWebhookSettings, type TestVexil } from './harness.js';
 import {
   createServer,
   type IncomingHttpHeaders,
@@ -92,4 +95,30 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/**
+ * For a `describe` of webhook deliveries: a node on `dialect` delivering as tests do, and a real
+ * receiver, started before its tests and closed after them. The clock keeps real time, since a
+ * receiver's signature check refuses timestamps far from now; a test may advance it.
+ */
+export function nodeWithReceiver(dialect: Dialect): {
+  clock: TestClock;
+  vexil: TestVexil;
+  receiver: WebhookReceiver;
+} {
+  const clock = new TestClock(new Date());
+  const started = { clock } as { clock: TestClock; vexil: TestVexil; receiver: WebhookReceiver };
+  beforeAll(async () => {
+    started.vexil = await createTestVexil(dialect, {
+      clock,
+      config: { webhooks: testWebhookSettings() },
+    });
+    started.receiver = await WebhookReceiver.start();
+  });
+  afterAll(async () => {
+    await started.receiver.close();
+    await started.vexil.close();
+  });
+  return started;
 }

@@ -1,18 +1,14 @@
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { EventPayload } from '../../events/types.js';
 import {
   callOk,
   createMember,
   createOrg,
   createProjectWithFlag,
-  createTestVexil,
-  TestClock,
   testDialects,
-  testWebhookSettings,
-  type TestVexil,
 } from '../../test-support/harness.js';
-import { WebhookReceiver } from '../../test-support/webhook-receiver.js';
+import { nodeWithReceiver } from '../../test-support/webhook-receiver.js';
 
 const base = '/api/v1/orgs/acme/projects/web';
 const production = `${base}/flags/new-checkout/environments/production`;
@@ -20,24 +16,10 @@ const requests = `${base}/change-requests`;
 const MINUTE = 60_000;
 
 describe.each(testDialects())('change-request events delivered to webhooks on %s', (dialect) => {
-  // Real time: the receiver's signature check refuses timestamps far from now.
-  const clock = new TestClock(new Date());
-  let vexil: TestVexil;
-  let receiver: WebhookReceiver;
-
-  beforeAll(async () => {
-    vexil = await createTestVexil(dialect, {
-      clock,
-      config: { webhooks: testWebhookSettings() },
-    });
-    receiver = await WebhookReceiver.start();
-  });
-  afterAll(async () => {
-    await receiver.close();
-    await vexil.close();
-  });
+  const node = nodeWithReceiver(dialect);
 
   it('a subscription to the environment receives each state of a request and the changes it applies, signed', async () => {
+    const { vexil, receiver, clock } = node;
     const org = await createOrg(vexil);
     await createProjectWithFlag(vexil, org);
     const author = await createMember(vexil, org.orgId, 'Member');

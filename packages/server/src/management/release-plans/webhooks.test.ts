@@ -1,40 +1,22 @@
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   callOk,
   createOrg,
   createProjectWithFlag,
-  createTestVexil,
-  TestClock,
   testDialects,
-  testWebhookSettings,
   variationIdsByKey,
-  type TestVexil,
 } from '../../test-support/harness.js';
-import { WebhookReceiver } from '../../test-support/webhook-receiver.js';
+import { nodeWithReceiver } from '../../test-support/webhook-receiver.js';
 
 const base = '/api/v1/orgs/acme/projects/web';
 const planPath = `${base}/flags/new-checkout/environments/production/release-plan`;
 
 describe.each(testDialects())('release-plan events delivered to webhooks on %s', (dialect) => {
-  // Real time: the receiver's signature check refuses timestamps far from now.
-  const clock = new TestClock(new Date());
-  let vexil: TestVexil;
-  let receiver: WebhookReceiver;
-
-  beforeAll(async () => {
-    vexil = await createTestVexil(dialect, {
-      clock,
-      config: { webhooks: testWebhookSettings() },
-    });
-    receiver = await WebhookReceiver.start();
-  });
-  afterAll(async () => {
-    await receiver.close();
-    await vexil.close();
-  });
+  const node = nodeWithReceiver(dialect);
 
   it('a subscription filtered to the environment receives the plan events and the configuration changes, signed', async () => {
+    const { vexil, receiver } = node;
     const org = await createOrg(vexil);
     await createProjectWithFlag(vexil, org);
     const environments = await callOk(vexil, 'GET', `${base}/environments`, org.token);
