@@ -10,6 +10,8 @@ export default defineConfig(
       'data/**',
       'release/**',
       'packages/console/src/api/schema.d.ts',
+      // A sample application the code-reference tests scan; its imports are not installed.
+      'packages/server/fixtures/**',
     ],
   },
   js.configs.recommended,

@@ -1,7 +1,8 @@
 // Assembles a production install directory from the built packages (design record 028): the
 // server, the engine it imports and the web console's static files, with a manifest and a lock
 // that name only what runs in production. `npm ci --omit=dev && npm start` in that directory runs
-// the service; nothing there needs a development dependency.
+// the service; nothing there needs a development dependency. Beside it, `sdk/` holds the npm
+// tarballs of the SDK packages (scripts/pack-sdks.mjs), installable with `npm install <tarball>`.
 //
 //   npm run release                 # builds, then writes ./release
 //   node scripts/release.mjs <dir>  # from packages already built (npm run build)
@@ -11,6 +12,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync
 import { join, resolve } from 'node:path';
 import process from 'node:process';
 import { URL, fileURLToPath } from 'node:url';
+import { npmEnvironment, packSdks } from './pack-sdks.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const target = resolve(process.argv[2] ?? 'release');
@@ -69,15 +71,12 @@ execFileSync(
   ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'],
   {
     cwd: target,
-    // npm's own variables from an enclosing `npm run` would point this npm at the repository.
-    env: Object.fromEntries(
-      Object.entries(process.env).filter(
-        ([name]) =>
-          !name.startsWith('npm_') || name === 'npm_config_nodedir' || name === 'npm_config_cache',
-      ),
-    ),
+    env: npmEnvironment(),
     stdio: ['ignore', 'ignore', 'inherit'],
   },
 );
 
+const tarballs = packSdks(join(target, 'sdk'));
+
 console.log(`release: wrote ${target}; there run: npm ci --omit=dev && npm start`);
+console.log(`release: SDK packages for npm install or npm publish:\n  ${tarballs.join('\n  ')}`);

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { forkScript, residentMemory } from './processes.js';
@@ -35,6 +36,8 @@ export interface FanOutMeasurement {
   serverRssBytes: number;
   /** V8 heap in use then, from the server's `/metrics` when given (bytes). */
   serverHeapUsedBytes: number | null;
+  /** Bytes the streams received over every round, all streams together. */
+  receivedBytes: number;
 }
 
 /** `nodejs_heap_size_used_bytes` from the Prometheus text at `metricsUrl`; null when absent. */
@@ -63,18 +66,23 @@ export async function measureFanOut(options: {
   /** The server's `/metrics`, to read its heap with every stream open. */
   metricsUrl?: string;
   trigger: () => Promise<void>;
+  /** Called after each round with its index (0-based), e.g. to sample memory. */
+  afterRound?: (round: number) => Promise<void>;
+  /** Runs the stream clients at the lowest CPU priority (nice 19). */
+  lowPriorityClients?: boolean;
 }): Promise<FanOutMeasurement> {
   const args = [options.streamUrl, String(options.streams)];
   if (options.authorization) args.push(options.authorization);
   const connectStart = performance.now();
   const clients = forkScript(STREAM_CLIENTS, args);
+  if (options.lowPriorityClients && clients.pid !== undefined) setPriority(clients.pid, 19);
+  // One listener for the whole run: a soak's hundreds of rounds would each add one.
+  const exited = once(clients, 'exit').then(() => {
+    throw new Error(`${options.name}: the stream client exited`);
+  });
+  exited.catch(() => undefined);
   const nextMessage = async (): Promise<ChildMessage> => {
-    const [message] = (await Promise.race([
-      once(clients, 'message'),
-      once(clients, 'exit').then(() => {
-        throw new Error(`${options.name}: the stream client exited`);
-      }),
-    ])) as [ChildMessage];
+    const [message] = (await Promise.race([once(clients, 'message'), exited])) as [ChildMessage];
     if (message.type === 'failed') throw new Error(`${options.name}: ${message.message}`);
     return message;
   };
@@ -87,6 +95,7 @@ export async function measureFanOut(options: {
     let version = ready.version;
     const rounds: FanOutRound[] = [];
     const all: number[] = [];
+    let receivedBytes = 0;
     for (let round = 0; round < options.rounds; round++) {
       const sent = preciseNow();
       await options.trigger();
@@ -95,6 +104,7 @@ export async function measureFanOut(options: {
       const arrivals = await nextMessage();
       if (arrivals.type !== 'arrivals') throw new Error(`${options.name}: unexpected message`);
       version = arrivals.version;
+      receivedBytes = arrivals.bytes;
       const latencies = arrivals.times
         .filter((time): time is number => time !== null)
         .map((time) => time - answered);
@@ -109,6 +119,7 @@ export async function measureFanOut(options: {
         missing,
         triggerMs: answered - sent,
       });
+      await options.afterRound?.(round);
     }
     const memory = await residentMemory(options.serverPid);
     const heap = options.metricsUrl ? await heapUsed(options.metricsUrl) : null;
@@ -121,9 +132,11 @@ export async function measureFanOut(options: {
       rounds,
       p50Ms: percentile(all, 50),
       p99Ms: percentile(all, 99),
-      maxMs: Math.max(...all),
+      // Not Math.max(...all): a soak's hundreds of thousands of arrivals overflow the stack.
+      maxMs: all.reduce((max, latency) => Math.max(max, latency), Number.NEGATIVE_INFINITY),
       serverRssBytes: memory.rss,
       serverHeapUsedBytes: heap,
+      receivedBytes,
     };
   } finally {
     clients.kill('SIGKILL');

@@ -111,7 +111,7 @@ const loadNow = () => required(loadavg()[0], 'load average');
  * hard limit (10,000 streams need 10,000 descriptors; `sh` then `exec`s node), and waits for
  * `/readyz` 200: it then holds every environment its key covers.
  */
-async function startRelay(upstream: Node, relayKey: string): Promise<Relay> {
+export async function startRelay(upstream: Node, relayKey: string): Promise<Relay> {
   const port = await freePort();
   const started = performance.now();
   const service = startService(
@@ -161,7 +161,8 @@ async function until(condition: () => Promise<boolean>, what: string): Promise<v
   throw new Error(`${what}: not within ${RELAY_START_TIMEOUT_MS} ms`);
 }
 
-async function createRelayKey(client: ManagementClient): Promise<string> {
+/** A relay key of the bench organization. */
+export async function createRelayKey(client: ManagementClient): Promise<string> {
   return String((await client.create('/relay-keys', { name: 'bench relay' })).key);
 }
 

@@ -10,10 +10,22 @@ export const REPORT_FILE = join(REPO_ROOT, 'docs/benchmarks.md');
 /**
  * The sections that benchmarks other than `npm run bench` write (`npm run bench:relay`, which
  * `npm run bench` runs too, `npm run bench:writes`, `npm run bench:console`,
- * `npm run bench:change-requests`, `npm run bench:guard`, `npm run bench:guarded`), in the order
+ * `npm run bench:change-requests`, `npm run bench:guard`, `npm run bench:guarded`,
+ * `npm run bench:ofrep-streams`, `npm run bench:code-refs`, which `npm run bench` runs too), in the order
  * they follow the main report; each stands between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
  */
-const SECTIONS = ['relay', 'writes', 'console', 'changeRequests', 'guard', 'guarded'] as const;
+const SECTIONS = [
+  'relay',
+  'writes',
+  'console',
+  'changeRequests',
+  'guard',
+  'guarded',
+  'ofrepStreams',
+  'streamPatches',
+  'streamSoak',
+  'codeRefs',
+] as const;
 type Section = (typeof SECTIONS)[number];
 const start = (name: Section) => `<!-- bench:${name} -->`;
 const end = (name: Section) => `<!-- /bench:${name} -->`;
@@ -22,12 +34,7 @@ const end = (name: Section) => `<!-- /bench:${name} -->`;
 function split(report: string): { main: string } & Record<Section, string> {
   const parts = {
     main: report,
-    relay: '',
-    writes: '',
-    console: '',
-    changeRequests: '',
-    guard: '',
-    guarded: '',
+    ...(Object.fromEntries(SECTIONS.map((name) => [name, ''])) as Record<Section, string>),
   };
   for (const name of SECTIONS) {
     const from = parts.main.indexOf(start(name));

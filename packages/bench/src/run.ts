@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: loads the real service (SQLite and PostgreSQL) and a bare Fastify ceiling with
- * wrk, runs the engine micro-benchmark, writes the report to docs/benchmarks.md and prints it
- * (issue 3 "Speed", issue 8 "Benchmark"). Progress goes to stderr, the report to stdout. All
+ * wrk, runs the engine micro-benchmark and the code-reference scan (`code-refs-scan.ts`), writes the report to docs/benchmarks.md and prints it
+ * (issue 3 "Speed", issue 8 "Benchmark"); then `vexil cleanup` and OpenTelemetry's cost, which run
+ * as scripts of their own and print their figures. Progress goes to stderr, the report to stdout. All
  * traffic stays on 127.0.0.1; every child process is killed on exit, error or interrupt.
  */
 import { spawnSync } from 'node:child_process';
@@ -9,7 +10,9 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { postgresDatabase, sqliteDatabase, type BenchDatabase } from './databases.js';
+import { measureCodeRefsScan, renderCodeRefsReport } from './code-refs-scan.js';
 import { measureMemory } from './memory.js';
 import { measureRelay } from './relay.js';
 import { renderRelayReport } from './relay-report.js';
@@ -49,6 +52,7 @@ import {
 } from './seed.js';
 import {
   bootstrap,
+  CLI,
   HELLO_SERVER,
   IDLE_LANE_SERVER,
   nodeEnvironment,
@@ -509,6 +513,7 @@ async function main(): Promise<void> {
       // page cache (2 MB by default) hardly counts next to the snapshots.
       const memory = await measureMemory(sqliteDatabase(scratchDir, 'memory'), progress);
       const relay = await measureRelay(scratchDir, progress);
+      const codeRefs = await measureCodeRefsScan(scratchDir, progress);
       const micro = await microBenchmark();
       const report: BenchReport = {
         date: new Date(),
@@ -546,11 +551,42 @@ async function main(): Promise<void> {
       const markdown = await writeReport({
         main: renderReport(report),
         relay: renderRelayReport(relay, report.commit, report.date),
+        codeRefs: renderCodeRefsReport(codeRefs, report.commit, report.date),
       });
       progress(`wrote ${REPORT_FILE}`);
       console.log(markdown);
+      runOwnProcessBenchmarks();
     },
   );
+}
+
+/**
+ * The benchmarks that run as scripts of their own, in this run too: `vexil cleanup` on the sample
+ * application (`bench:cleanup`), OpenTelemetry's cost paired by the simultaneous method, with
+ * evaluation events at 1 % and at 100 % (`bench:telemetry`), per-flag changes on 1,000 server
+ * streams for a minute and for ten (`bench:stream-patches`, `bench:stream-soak`) and 10,000
+ * OFREP event streams on a relay (`bench:ofrep-streams`). They print their figures.
+ * @throws Error naming the script that failed
+ */
+function runOwnProcessBenchmarks(): void {
+  const here = fileURLToPath(new URL('.', import.meta.url));
+  const runs: [string, Record<string, string>][] = [
+    ['cleanup-bench.js', {}],
+    ...['0.01', '1'].map((sample): [string, Record<string, string>] => [
+      'simultaneous.js',
+      { VEXIL_BENCH_BASELINE_CLI: CLI, VEXIL_BENCH_CURRENT_OTEL_SAMPLE: sample },
+    ]),
+    ['stream-patches.js', {}],
+    ['stream-patches.js', { VEXIL_BENCH_PATCH_SOAK: '1' }],
+    ['ofrep-fan-out.js', {}],
+  ];
+  for (const [script, env] of runs) {
+    const run = spawnSync(process.execPath, [join(here, script)], {
+      stdio: 'inherit',
+      env: { ...process.env, ...env },
+    });
+    if (run.status !== 0) throw new Error(`${script} failed (exit ${String(run.status)})`);
+  }
 }
 
 main().catch((error: unknown) => {

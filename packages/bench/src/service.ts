@@ -61,7 +61,7 @@ export async function bootstrap(database: BenchDatabase, cli = CLI): Promise<str
 /**
  * Starts `vexil serve` on `database` on a free port (optionally `--only roles`, or
  * `--workers n`; `cli` names another build's `cli.js` than this checkout's) and waits until it
- * answers.
+ * answers. `VEXIL_BENCH_NODE_FLAGS` passes Node.js options to it.
  *
  * @throws Error with the node's output when it exits or does not answer
  */
@@ -71,6 +71,8 @@ export async function startNode(
 ): Promise<Node> {
   const port = await freePort();
   const args = [
+    // Node.js options for the node, e.g. `--cpu-prof` to profile it.
+    ...(process.env.VEXIL_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     options.cli ?? CLI,
     'serve',
     ...(options.roles ? ['--only', options.roles] : []),

@@ -22,6 +22,12 @@
  * is this build's throughput over the baseline's, so below 1 means this build does more work
  * per request.
  *
+ * With `VEXIL_BENCH_CURRENT_OTEL_SAMPLE` as well (0 to 1), the current build runs with
+ * OpenTelemetry on (design record 055): traces and metrics exported to an OTLP/HTTP sink this
+ * process runs (it answers 200 to everything), and that share of evaluations recorded as
+ * `feature_flag.evaluation` events. Naming this build's own `cli.js` as the baseline then measures
+ * what OpenTelemetry costs the hot path (`npm run bench:telemetry`).
+ *
  * `VEXIL_BENCH_PROCESS_PAIRS` sets how many fresh pairs of processes are measured (3), and
  * `VEXIL_BENCH_NODE_FLAGS` passes Node.js options to the Vexil processes.
  *
@@ -29,6 +35,8 @@
  * of routes the median over the pairs of processes.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sqliteDatabase, type BenchDatabase } from './databases.js';
@@ -71,6 +79,8 @@ const MICROSECONDS_PER_TICK = 10_000;
 const NODE_FLAGS = (process.env.VEXIL_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 /** Another build's `cli.js` to pair this build with, instead of bare Fastify (see above). */
 const BASELINE_CLI = process.env.VEXIL_BENCH_BASELINE_CLI;
+/** The share of evaluations the current build records as OpenTelemetry events, if it traces. */
+const CURRENT_OTEL_SAMPLE = process.env.VEXIL_BENCH_CURRENT_OTEL_SAMPLE;
 
 /** A server pinned to {@link SERVER_CORE}, and where it answers. */
 interface PinnedServer {
@@ -265,6 +275,8 @@ const BUILD_ROUTES = ['server evaluate', 'client evaluate', 'config download, 30
 /** One build of Vexil: its CLI, its own database, and once seeded, its routes' scenarios. */
 interface Build {
   cli: string;
+  /** Variables added to the build's environment. */
+  env: Record<string, string>;
   database: BenchDatabase;
   token: string;
   scenarios: Map<string, LoadScenario> | null;
@@ -303,7 +315,7 @@ async function measureBuildPair(
       const port = await freePort();
       return startPinned(
         [build.cli, 'serve'],
-        { ...nodeEnvironment(build.database), VEXIL_PORT: String(port) },
+        { ...nodeEnvironment(build.database), ...build.env, VEXIL_PORT: String(port) },
         port,
       );
     }),
@@ -337,17 +349,54 @@ async function measureBuildPair(
   }
 }
 
+/**
+ * An OTLP/HTTP sink on 127.0.0.1 that reads each export and answers 200, as a collector would.
+ * @returns its base address and the function that closes it
+ */
+async function startOtlpSink(): Promise<{ endpoint: string; close: () => Promise<void> }> {
+  const sink = createServer((request, response) => {
+    request.resume();
+    request.on('end', () =>
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}'),
+    );
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  return {
+    endpoint: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => sink.close(() => resolve())),
+  };
+}
+
 async function mainBuilds(baselineCli: string): Promise<void> {
   const scratchDir = await mkdtemp(join(tmpdir(), 'vexil-builds-'));
+  const sink = CURRENT_OTEL_SAMPLE === undefined ? null : await startOtlpSink();
   await withCleanup(
-    () => rm(scratchDir, { recursive: true, force: true }),
     async () => {
-      const build = async (cli: string, purpose: string): Promise<Build> => {
+      await sink?.close();
+      await rm(scratchDir, { recursive: true, force: true });
+    },
+    async () => {
+      const build = async (
+        cli: string,
+        purpose: string,
+        env: Record<string, string> = {},
+      ): Promise<Build> => {
         const database = sqliteDatabase(scratchDir, purpose);
-        return { cli, database, token: await bootstrap(database, cli), scenarios: null };
+        return { cli, env, database, token: await bootstrap(database, cli), scenarios: null };
       };
       const baseline = await build(baselineCli, 'baseline');
-      const current = await build(CLI, 'current');
+      const current = await build(
+        CLI,
+        'current',
+        sink && CURRENT_OTEL_SAMPLE !== undefined
+          ? {
+              OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint,
+              VEXIL_OTEL_EVALUATION_SAMPLE: CURRENT_OTEL_SAMPLE,
+            }
+          : {},
+      );
+      if (sink)
+        console.log(`current build: OpenTelemetry on, evaluation events at ${CURRENT_OTEL_SAMPLE}`);
       const byPair: ByPair = new Map();
       for (let processPair = 1; processPair <= PROCESS_PAIRS; processPair++)
         gather(byPair, await measureBuildPair(baseline, current, scratchDir));

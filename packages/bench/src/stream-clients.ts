@@ -5,10 +5,12 @@
  *
  * It opens `count` streams (one socket each), waits for every stream's first `put`, then reports
  * `{ type: 'ready', version }`. On `{ type: 'await', after }` it waits until every stream has
- * received a `put` with an id above `after` and answers `{ type: 'arrivals', times, version }`:
- * each stream's arrival time of its first such `put`, in epoch milliseconds with sub-millisecond
- * precision (comparable across processes on one machine), `null` for a stream that got none
- * within the time-out.
+ * received a change with an id above `after` and answers `{ type: 'arrivals', times, version,
+ * bytes }`: each stream's arrival time of its first such change, in epoch milliseconds with
+ * sub-millisecond precision (comparable across processes on one machine), `null` for a stream
+ * that got none within the time-out, and the bytes every stream received since `ready`. A change
+ * is a frame that carries an id: a `put`, the last `patch` or `delete` of a change
+ * (`?patches=true`), or an OFREP `refetchEvaluation`.
  */
 import { request, type IncomingMessage } from 'node:http';
 import { preciseNow } from './statistics.js';
@@ -21,7 +23,7 @@ const WAIT_TIMEOUT_MS = 15_000;
 export type ParentMessage = { type: 'await'; after: number };
 export type ChildMessage =
   | { type: 'ready'; opened: number; version: number }
-  | { type: 'arrivals'; times: (number | null)[]; version: number }
+  | { type: 'arrivals'; times: (number | null)[]; version: number; bytes: number }
   | { type: 'failed'; message: string };
 
 const [url, countText, authorization] = process.argv.slice(2);
@@ -30,8 +32,11 @@ const count = Number(countText);
 const send = (message: ChildMessage) => process.send?.(message);
 const now = preciseNow;
 
-/** Per stream: every `put` version seen and when it arrived. */
+/** Per stream: every change's version seen and when it arrived. */
 const received: { version: number; at: number }[][] = [];
+/** Bytes received by every stream, and the count when the streams were all ready. */
+let bytes = 0;
+let bytesWhenReady = 0;
 let onPut: (index: number, version: number) => void = () => {};
 
 /** Reads SSE frames (blank-line separated) and records each `put` with its id. */
@@ -40,12 +45,13 @@ function follow(response: IncomingMessage, index: number): void {
   response.setEncoding('utf8');
   response.on('data', (chunk: string) => {
     const at = now();
+    bytes += Buffer.byteLength(chunk);
     buffer += chunk;
     let end;
     while ((end = buffer.indexOf('\n\n')) !== -1) {
       const frame = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
-      if (!frame.startsWith('event: put\n')) continue;
+      // Every frame that carries an id completes a change: its id is the configuration version.
       const id = /^id: (\d+)$/m.exec(frame)?.[1];
       if (id !== undefined) {
         required(received[index], 'stream').push({ version: Number(id), at });
@@ -109,6 +115,7 @@ async function main(): Promise<void> {
     await Promise.all(batch);
   }
   await waitForAll(-1);
+  bytesWhenReady = bytes;
   const first = received.map((puts) => puts[0]?.version ?? -1);
   send({
     type: 'ready',
@@ -122,6 +129,7 @@ async function main(): Promise<void> {
         type: 'arrivals',
         times: arrivals.map((put) => put?.at ?? null),
         version: Math.max(...arrivals.map((put) => put?.version ?? message.after)),
+        bytes: bytes - bytesWhenReady,
       });
     });
   });

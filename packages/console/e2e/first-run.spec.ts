@@ -31,6 +31,11 @@ test('a fresh instance is set up in the browser with the printed setup code', as
     await page.goto(`${url}/`);
     await expect(page.getByRole('heading', { name: 'Set up Vexil' })).toBeVisible();
     await expectAccessible(page);
+    // The page starts at the top: what is drawn there is the theme's root, not a bare band.
+    const top = await page.evaluate(
+      () => document.elementFromPoint(5, 5)?.closest('.radix-themes') !== null,
+    );
+    expect(top).toBe(true);
     await page.getByLabel('Setup code').fill('WRONG-CODE');
     await page.getByLabel('Organization name').fill('Acme Inc.');
     await expect(page.getByLabel('Organization key')).toHaveValue('acme-inc.');
@@ -50,6 +55,21 @@ test('a fresh instance is set up in the browser with the printed setup code', as
     await page.getByRole('button', { name: 'Create project' }).click();
     await expect(page.getByRole('heading', { name: 'Flags' })).toBeVisible();
     await expect(page).toHaveURL(/\/orgs\/acme\/projects\/web-shop\/flags/);
+
+    // The Owner is the organization's only member: one required approval could never be given.
+    await page.goto(`${url}/orgs/acme/projects/web-shop/environments`);
+    await page.getByRole('button', { name: 'Edit Production' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Edit Production' });
+    await dialog
+      .getByLabel(
+        'Require a reviewed change request for every change to what this environment serves',
+      )
+      .check();
+    await dialog.getByLabel('Approvals needed').selectOption('1');
+    await expect(dialog.getByRole('status')).toContainText(
+      'Ada Owner (Owner) is the only member who could approve',
+    );
+    await page.keyboard.press('Escape');
 
     // The setup is closed: the sign-in page is the way in from now on.
     await page.context().clearCookies();

@@ -62,7 +62,7 @@ test('a release plan is created in the console, and its step advances on time', 
   await expect(page.getByRole('heading', { name: 'Release plan', level: 2 })).toBeVisible();
   const editor = page.getByRole('form', { name: 'New release plan in development' });
   await editor.getByLabel('Target variation').selectOption('true');
-  await expect(editor).toContainText('Everyone else keeps getting Off');
+  await expect(editor).toContainText('the others keep getting Off');
 
   // Not rising: the API names the step, nothing typed is lost.
   await fillSteps(page, [

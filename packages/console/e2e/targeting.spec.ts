@@ -84,9 +84,11 @@ test('target a flag, reorder its rules, roll it out, and the playground agrees w
   await page.getByLabel('User id').fill('user-42');
   await page.getByRole('button', { name: 'Evaluate in production' }).click();
   const result = page.getByRole('definition');
-  await expect(result.nth(1)).toHaveText('TARGETING_MATCH');
-  await expect(result.nth(2)).toContainText('Rule 1: Pro plan');
-  await expect(result.nth(0)).toHaveText('true');
+  // Variation (its name and key), value, reason, matching rule.
+  await expect(result.nth(0)).toHaveText('On true');
+  await expect(result.nth(1)).toHaveText('true');
+  await expect(result.nth(2)).toHaveText('TARGETING_MATCH');
+  await expect(result.nth(3)).toContainText('Rule 1: Pro plan');
   await expectAccessible(page);
 
   const { key: sdkKey } = await apiCall<{ key: string }>(

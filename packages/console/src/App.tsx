@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { lazy, Suspense } from 'react';
-import { Redirect, Route, Switch } from 'wouter';
+import { Link, Redirect, Route, Switch } from 'wouter';
 import { ApiProblem, api, csrfToken, unwrap } from './api/client';
 import { forgetToken, readToken } from './api/token';
 import { FirstProjectForm } from './components/FirstProjectForm';
@@ -8,6 +8,7 @@ import { OrgShell } from './components/people/OrgShell';
 import { Shell } from './components/Shell';
 import { FlagList } from './pages/FlagList';
 import { SignIn } from './pages/SignIn';
+import { queryKeys } from './api/query-keys';
 
 /**
  * Pages other than the flag list (where a project opens) and sign-in load when first opened, so
@@ -195,6 +196,9 @@ export function App() {
             </InShell>
           )}
         </Route>
+        <Route path={PROJECT}>
+          {(params) => <Redirect to={`/orgs/${params.org}/projects/${params.project}/flags`} />}
+        </Route>
         <Route path="/orgs/:org/projects">
           {(params) => (
             <Signed>
@@ -202,13 +206,37 @@ export function App() {
             </Signed>
           )}
         </Route>
-        <Route>
+        <Route path="/">
           <Signed>
             <FirstProject />
           </Signed>
         </Route>
+        <Route path="/orgs/:org">
+          {(params) => (
+            <Signed>
+              <FirstProject org={params.org} />
+            </Signed>
+          )}
+        </Route>
+        <Route component={NotFound} />
       </Switch>
     </Suspense>
+  );
+}
+
+/**
+ * An address the console does not know (a typo, an old link): said, with the way on, rather than
+ * a silent redirect to the flag list.
+ */
+function NotFound() {
+  return (
+    <main className="sign-in">
+      <h1>Page not found</h1>
+      <p role="alert">
+        The console has no page at <code>{window.location.pathname}</code>. Check the address, or go
+        to <Link href="/">your flags</Link>.
+      </p>
+    </main>
   );
 }
 
@@ -234,13 +262,16 @@ function InShell(props: { org: string; project: string; children: React.ReactNod
  * beside `GET /me` rather than after it (design record 048).
  */
 function Signed({ children }: { children: React.ReactNode }) {
+  // Without a credential to try, `GET /me` could only answer 401 (an error in the browser's
+  // console on every signed-out visit): go to sign-in without asking.
+  const credential = readToken() !== null || csrfToken() !== null;
   const me = useQuery({
-    queryKey: ['me'],
+    queryKey: queryKeys.me(),
     refetchInterval: false,
+    enabled: credential,
     queryFn: () => unwrap(api.GET('/api/v1/me')),
   });
-  if (me.isPending && readToken() === null && csrfToken() === null)
-    return <p role="status">Loading…</p>;
+  if (!credential) return <Redirect to="/sign-in" />;
   if (me.error instanceof ApiProblem && me.error.status === 401) {
     forgetToken();
     return <Redirect to="/sign-in" />;
@@ -251,7 +282,7 @@ function Signed({ children }: { children: React.ReactNode }) {
 /** The first project of the given organization, or of the first one the caller belongs to. */
 function FirstProject(props: { org?: string }) {
   const target = useQuery({
-    queryKey: ['first-project', props.org],
+    queryKey: queryKeys.firstProject(props.org),
     refetchInterval: false,
     queryFn: async () => {
       const org = props.org ?? (await unwrap(api.GET('/api/v1/orgs'))).items[0]?.slug;

@@ -7,6 +7,8 @@ export { compileEnvironment, compileLazily } from './compile.js';
 export type { CompiledEnvironment, LazyConfiguration } from './compile.js';
 export { validateCondition } from './conditions.js';
 export { bucketingIdentity } from './context.js';
+export { evaluationEventAttributes } from './evaluation-event.js';
+export type { EvaluationEventAttributes, EvaluationEventSource } from './evaluation-event.js';
 export type { ConditionInput } from './conditions.js';
 export {
   evaluateAll,

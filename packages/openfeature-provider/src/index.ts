@@ -4,3 +4,6 @@
  */
 export { VexilProvider } from './vexil-provider.js';
 export type { VexilProviderOptions } from './vexil-provider.js';
+export { EvaluationEventsHook } from './evaluation-events-hook.js';
+export type { EvaluationEventsHookOptions } from './evaluation-events-hook.js';
+export type { ActiveSpanSource, EventSpan } from '@vexil/node';

@@ -13,7 +13,13 @@ import {
   type FlagMetadata,
   type SdkConfiguration,
 } from '@vexil/engine';
+import { PatchBatch, type PatchEvent } from './configuration-patches.js';
 import { ConfigurationPoller } from './configuration-poller.js';
+import {
+  evaluationEventRecorder,
+  type EvaluationEventRecorder,
+  type EvaluationEventsOptions,
+} from './evaluation-events.js';
 import { ConfigurationStream, StreamRefusedError } from './configuration-stream.js';
 import { EventReporter, type TrackEvent } from './event-reporter.js';
 
@@ -49,6 +55,12 @@ export interface VexilClientOptions {
   requestTimeoutMs?: number;
   /** The `fetch` used for downloads and event reports; defaults to the global one. (The stream uses `node:http`/`node:https`.) */
   fetch?: typeof fetch;
+  /**
+   * Writes each evaluation as an OpenTelemetry `feature_flag.evaluation` event on the active span,
+   * in the semantic conventions' names, as Vexil does for the evaluations it serves
+   * (docs/operations.md). Off unless given: `{ trace }` with `trace` of `@opentelemetry/api`.
+   */
+  evaluationEvents?: EvaluationEventsOptions;
 }
 
 /**
@@ -125,11 +137,19 @@ export class VexilClient {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly readyPromise: Promise<void>;
   private environment: CompiledEnvironment | null = null;
+  /** The configuration {@link environment} was compiled from: stream patches apply to it. */
+  private configuration: SdkConfiguration | null = null;
+  /** The patches of a change still arriving (see {@link PatchBatch}). */
+  private patches: PatchBatch | null = null;
   private currentStatus: ClientStatus = 'initializing';
   private currentConnection: ClientConnection = 'polling';
   private polling: Promise<void> = Promise.resolve();
+  private readonly recordEvent: EvaluationEventRecorder | null;
 
   constructor(options: VexilClientOptions) {
+    this.recordEvent = options.evaluationEvents
+      ? evaluationEventRecorder(options.evaluationEvents)
+      : null;
     const baseUrl = options.baseUrl.replace(/\/+$/, '');
     const fetchImpl = options.fetch ?? globalThis.fetch;
     const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
@@ -159,6 +179,7 @@ export class VexilClient {
             currentVersion: () => this.environment?.version,
             onConnected: () => this.streamConnected(),
             onPut: (data) => this.streamPut(data),
+            onPatch: (patch, version) => this.streamPatch(patch, version),
             onDisconnected: (error, wasConnected) => this.streamDisconnected(error, wasConnected),
           });
     this.readyPromise = new Promise((resolve) => this.emitter.once('ready', resolve));
@@ -287,7 +308,10 @@ export class VexilClient {
   allFlags(context: EvaluationContext): Record<string, unknown> {
     if (!this.environment) return {};
     const results = Object.entries(evaluateAll(this.environment, context));
-    for (const [, result] of results) this.recordServed(result, context);
+    for (const [, result] of results) {
+      this.recordServed(result, context);
+      this.recordEvent?.(this.environment, result, context);
+    }
     // fromEntries defines own members: a flag keyed `__proto__` stays a key, not the prototype.
     return Object.fromEntries(results.map(([key, result]) => [key, result.value]));
   }
@@ -330,6 +354,7 @@ export class VexilClient {
       };
     }
     const result = evaluateFlag(this.environment, key, context);
+    this.recordEvent?.(this.environment, result, context);
     const detail: EvaluationDetail<T> =
       result.variation === null
         ? { value: defaultValue, variation: null, reason: 'ERROR' }
@@ -390,6 +415,7 @@ export class VexilClient {
     }
     const first = this.environment === null;
     this.environment = compiled;
+    this.configuration = configuration;
     this.setStatus('ready');
     if (first) this.emitter.emit('ready');
     else this.emitter.emit('change', { version: compiled.version });
@@ -397,6 +423,8 @@ export class VexilClient {
 
   private streamConnected(): void {
     if (this.isClosed()) return;
+    // The stream resumes from the version held: a change cut off before its end comes again.
+    this.patches = null;
     this.setConnection('streaming');
     // The stream resumed from the version held: from now on it is current.
     if (this.environment) this.setStatus('ready');
@@ -414,6 +442,30 @@ export class VexilClient {
     // On reconnection the stream may repeat the version already held.
     if (configuration.version === this.environment?.version) return;
     this.apply(configuration);
+  }
+
+  private streamPatch(patch: PatchEvent, version: number | undefined): void {
+    if (this.isClosed()) return;
+    try {
+      // The server sends patches only after the configuration they apply to.
+      if (!this.configuration) throw new Error(`a stream ${patch.event} before any configuration`);
+      this.patches ??= new PatchBatch();
+      this.patches.add(patch);
+    } catch (error) {
+      this.patches = null;
+      this.reportError(toError(error));
+      // A change not applied would be missed until the next one: download the configuration.
+      this.polling = this.polling
+        .then(() => this.refresh())
+        .catch((failure: unknown) => this.reportError(toError(failure)));
+      return;
+    }
+    if (version === undefined) return;
+    const { patches } = this;
+    this.patches = null;
+    // A poll may have brought this version already, while the stream was resuming from before it.
+    if (version <= this.configuration.version) return;
+    this.apply(patches.apply(this.configuration, version));
   }
 
   private streamDisconnected(error: Error, wasConnected: boolean): void {

@@ -1,5 +1,6 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { PatchEvent } from './configuration-patches.js';
 import { SseParser } from './sse-parser.js';
 
 /** The stream could not be opened: the server answered something other than an event stream. */
@@ -25,6 +26,11 @@ export interface StreamOptions {
   onConnected: () => void;
   /** A `put` arrived: `data` is a `GET /v1/sdk/flags` document. */
   onPut: (data: string) => void;
+  /**
+   * A `patch` or `delete` arrived; `version` is given on the last event of a change, the
+   * configuration's version once the change is applied.
+   */
+  onPatch: (patch: PatchEvent, version: number | undefined) => void;
   /**
    * The stream failed to open or ended; another attempt follows after a backoff. `wasConnected`
    * says whether it had been carrying changes (so the client knows it may have missed some).
@@ -68,7 +74,8 @@ export class ConfigurationStream {
   }
 
   private async connect(): Promise<void> {
-    const url = new URL(`${this.options.baseUrl}/v1/sdk/stream`);
+    // Per-flag changes rather than the whole configuration on every change (docs/streaming.md).
+    const url = new URL(`${this.options.baseUrl}/v1/sdk/stream?patches=true`);
     const headers: Record<string, string> = {
       authorization: this.options.sdkKey,
       accept: 'text/event-stream',
@@ -116,6 +123,11 @@ export class ConfigurationStream {
       this.delayMs = this.options.retryInitialMs;
       for (const message of parser.push(chunk)) {
         if (message.event === 'put') this.options.onPut(message.data);
+        else if (message.event === 'patch' || message.event === 'delete')
+          this.options.onPatch(
+            { event: message.event, data: message.data },
+            message.hasId ? Number(message.id) : undefined,
+          );
       }
     }
   }

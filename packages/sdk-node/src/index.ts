@@ -14,4 +14,5 @@ export type {
   VexilClientOptions,
 } from './client.js';
 export type { TrackEvent } from './event-reporter.js';
+export type { ActiveSpanSource, EvaluationEventsOptions, EventSpan } from './evaluation-events.js';
 export type { EvaluationContext, EvaluationReason, FlagMetadata } from '@vexil/engine';

@@ -7,9 +7,9 @@ describe('SseParser', () => {
     expect(
       parser.push('event: put\nid: 7\ndata: {"a":\ndata: 1}\n\n: ping\n\ndata:plain\n\n'),
     ).toEqual([
-      { event: 'put', id: '7', data: '{"a":\n1}' },
+      { event: 'put', id: '7', hasId: true, data: '{"a":\n1}' },
       // The last id persists, as in EventSource.
-      { event: 'message', id: '7', data: 'plain' },
+      { event: 'message', id: '7', hasId: false, data: 'plain' },
     ]);
   });
 
@@ -19,8 +19,8 @@ describe('SseParser', () => {
       const parser = new SseParser();
       const messages = [...parser.push(text.slice(0, cut)), ...parser.push(text.slice(cut))];
       expect(messages).toEqual([
-        { event: 'put', id: '3', data: 'x' },
-        { event: 'put', id: '3', data: 'y' },
+        { event: 'put', id: '3', hasId: true, data: 'x' },
+        { event: 'put', id: '3', hasId: false, data: 'y' },
       ]);
     }
   });
@@ -28,7 +28,7 @@ describe('SseParser', () => {
   it('keeps retry, skips frames without data and fields it does not know', () => {
     const parser = new SseParser();
     expect(parser.push('retry: 2500\nevent: put\nfoo: bar\n\ndata\n\n')).toEqual([
-      { event: 'message', id: undefined, data: '' },
+      { event: 'message', id: undefined, hasId: false, data: '' },
     ]);
     expect(parser.retryMs).toBe(2500);
   });

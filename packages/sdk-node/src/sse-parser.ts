@@ -6,6 +6,8 @@ export interface SseMessage {
   data: string;
   /** The last `id` seen on the stream so far (it persists across messages, as in EventSource). */
   id: string | undefined;
+  /** Whether this message itself had an `id` field. */
+  hasId: boolean;
 }
 
 const LINE_END = /\r\n|\r|\n/g;
@@ -25,6 +27,7 @@ export class SseParser {
   private data: string[] = [];
   private eventType = '';
   private lastEventId: string | undefined;
+  private idSeen = false;
 
   push(chunk: string): SseMessage[] {
     if (chunk.length === 0) return [];
@@ -55,8 +58,10 @@ export class SseParser {
     const value = raw.startsWith(' ') ? raw.slice(1) : raw;
     if (field === 'event') this.eventType = value;
     else if (field === 'data') this.data.push(value);
-    else if (field === 'id' && !value.includes('\u0000')) this.lastEventId = value;
-    else if (field === 'retry' && /^\d+$/.test(value)) this.retryMs = Number(value);
+    else if (field === 'id' && !value.includes('\u0000')) {
+      this.lastEventId = value;
+      this.idSeen = true;
+    } else if (field === 'retry' && /^\d+$/.test(value)) this.retryMs = Number(value);
   }
 
   private dispatch(messages: SseMessage[]): void {
@@ -65,9 +70,11 @@ export class SseParser {
         event: this.eventType || 'message',
         data: this.data.join('\n'),
         id: this.lastEventId,
+        hasId: this.idSeen,
       });
     }
     this.data = [];
     this.eventType = '';
+    this.idSeen = false;
   }
 }

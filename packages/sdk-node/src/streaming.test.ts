@@ -27,7 +27,7 @@ class StreamGate {
 
   constructor(private readonly target: string) {
     this.server = createServer((incoming, response) => {
-      const isStream = incoming.url === '/v1/sdk/stream';
+      const isStream = incoming.url?.startsWith('/v1/sdk/stream') === true;
       if (incoming.url === '/v1/sdk/flags') this.configurationDownloads += 1;
       if (isStream && !this.streamAvailable) {
         this.refusedStreams += 1;
@@ -39,6 +39,8 @@ class StreamGate {
         { method: incoming.method, headers: incoming.headers },
         (answer) => {
           response.writeHead(answer.statusCode ?? 502, answer.headers);
+          // As Vexil does for a stream: the client is connected before the first event.
+          response.flushHeaders();
           answer.pipe(response);
         },
       );
@@ -135,7 +137,7 @@ describe.each(testDialects())('@vexil/node streaming on %s', (dialect) => {
     // The server-side sockets of the SDK's streams, to cut them as a failing network would.
     const streamSockets = new Set<Socket>();
     vexil.app.server.on('request', (incoming: IncomingMessage) => {
-      if (incoming.url === '/v1/sdk/stream') streamSockets.add(incoming.socket);
+      if (incoming.url?.startsWith('/v1/sdk/stream')) streamSockets.add(incoming.socket);
     });
     const client = createClient({ baseUrl, sdkKey, pollIntervalMs: 60_000, streamRetryMs: 10 });
     await nextConnection(client, 'streaming');
@@ -151,6 +153,55 @@ describe.each(testDialects())('@vexil/node streaming on %s', (dialect) => {
     await change;
     expect(client.boolVariation('new-checkout', user, false)).toBe(true);
     expect(client.status).toBe('ready');
+    await client.close();
+  });
+
+  it('applies per-flag patches: a toggle, a new segment, a new flag using it, an archived flag', async () => {
+    const streamed: string[] = [];
+    vexil.app.server.on('request', (incoming: IncomingMessage) => {
+      if (incoming.url?.startsWith('/v1/sdk/stream')) streamed.push(incoming.url);
+    });
+    const client = createClient({ baseUrl, sdkKey, pollIntervalMs: 60_000 });
+    await nextConnection(client, 'streaming');
+    expect(streamed).toEqual(['/v1/sdk/stream?patches=true']);
+    const project = '/api/v1/orgs/acme/projects/web';
+    const changed = () => new Promise<void>((resolve) => client.once('change', () => resolve()));
+    const manage = async (method: 'POST' | 'PATCH', path: string, body?: unknown) => {
+      const next = changed();
+      const answer = await call(vexil, method, `${project}${path}`, { token, body });
+      expect(answer.status).toBeLessThan(300);
+      await next;
+      return answer.body;
+    };
+
+    await manage('POST', '/flags/new-checkout/environments/production/toggle', { enabled: true });
+    expect(client.boolVariation('new-checkout', user, false)).toBe(true);
+
+    const segment = await manage('POST', '/segments', {
+      key: 'dutch',
+      conditions: [{ attribute: 'country', operator: 'Equals', values: ['NL'] }],
+    });
+    const flag = await manage('POST', '/flags', { key: 'dutch-banner' });
+    const on = flag.variations.find((v: { key: string }) => v.key === 'true').id as string;
+    await manage('POST', '/flags/dutch-banner/environments/production/rules', {
+      variationId: on,
+      userSegmentId: segment.id,
+    });
+    await manage('POST', '/flags/dutch-banner/environments/production/toggle', { enabled: true });
+    expect(client.boolVariation('dutch-banner', { country: 'NL' }, false)).toBe(true);
+
+    // What the patches built answers as a fresh download does.
+    const downloaded = createClient({ baseUrl, sdkKey, streaming: false });
+    await downloaded.waitForReady();
+    for (const context of [user, { country: 'NL' }, { country: 'BE' }])
+      expect(client.allFlags(context)).toEqual(downloaded.allFlags(context));
+    await downloaded.close();
+
+    await manage('POST', '/flags/dutch-banner/archive?force=true');
+    expect(client.boolVariationDetail('dutch-banner', user, false).errorCode).toBe(
+      'FLAG_NOT_FOUND',
+    );
+    expect(streamed).toHaveLength(1);
     await client.close();
   });
 

@@ -1,5 +1,4 @@
-import { inject, type InjectOptions, type Response as InjectedResponse } from 'light-my-request';
-import type { RequestListener } from 'node:http';
+import type { InjectOptions, Response as InjectedResponse } from 'light-my-request';
 import { createAttemptCounter } from './auth/attempts.js';
 import { IdentityProviders } from './auth/oidc.js';
 import { secretsKey } from './auth/secrets-key.js';
@@ -14,14 +13,14 @@ import type { App } from './http/app-instance.js';
 import { errorReferencePage } from './http/envelope.js';
 import { createManagementRateLimiter } from './http/rate-limit.js';
 import { Mailer } from './mail/mailer.js';
-import { documentJsonSchema, DOCUMENT_SCHEMA_PATH } from './management/flags-as-code/document.js';
+import { documentJsonSchema, DOCUMENT_SCHEMA_PATH } from './writes/document.js';
 import { databaseSource } from './node/database-source.js';
 import { registerEvaluationRole } from './node/evaluation-role.js';
+import { NodeLife } from './node/node-life.js';
 import { answerUnknownRoutes, createHttpApp, registerOpenApi } from './node/http-app.js';
 import { registerManagementRole } from './node/management-role.js';
 import { workerRole } from './node/worker-role.js';
 import { registerOpsRoutes, type OpsState } from './ops/routes.js';
-import { trackUnusedConnections } from './ops/unused-connections.js';
 import type { Services } from './services.js';
 import type { DueWorkRunner } from './schedules/due-work.js';
 import { SigningSecretVault } from './webhooks/secrets-at-rest.js';
@@ -29,8 +28,8 @@ import { fanOutTo } from './webhooks/fan-out.js';
 import type { DeliveryWorker } from './webhooks/worker.js';
 import { DatabaseUsageStore, UsageAggregator } from './usage/aggregator.js';
 import { DatabaseExposureStore, ExposureRecorder } from './usage/exposures.js';
-import { announceToRelayFeeds } from './relay/feed-signals.js';
-import { registerRelayApi } from './relay/routes.js';
+import { announceToRelayFeeds } from './relay-feed/feed-signals.js';
+import { registerRelayApi } from './relay-feed/routes.js';
 
 /** What one `vexil serve` process runs (design records 010, 044): by default everything. */
 export type ServiceRole = 'management' | 'evaluation' | 'worker';
@@ -144,15 +143,17 @@ export async function createVexil(
   const rateLimits = await createManagementRateLimiter(config.rateLimit, config.redisUrl, app.log);
 
   // Operations routes first: they time every route registered after them.
+  const life = new NodeLife(app);
   const ops: OpsState = {
-    accepting: true,
+    get accepting() {
+      return life.accepting;
+    },
     databasePrepared: () => startup.ready,
     evaluates: roles.has('evaluation'),
     perNodeRateLimits: rateLimits.perNodeFallback,
     clusterWorker,
     relayFeeds: () => 0,
   };
-  const closeUnusedConnections = trackUnusedConnections(app.server);
   const requestDurations = registerOpsRoutes(app, services, snapshots, ops);
   await registerOpenApi(app);
   // The flags-as-code document schema, where exported documents' `$schema` points (design record 027).
@@ -165,9 +166,7 @@ export async function createVexil(
 
   // The roles. The node's request listener is the evaluation role's lean lane when it has that
   // role, which hands everything else to Fastify's own listener.
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- a plain function: removeListener needs it as registered
-  const fastifyListener: RequestListener = app.routing;
-  let listener = fastifyListener;
+  let listener = life.fastifyListener;
   if (roles.has('management')) {
     await registerManagementRole(app, {
       services,
@@ -183,8 +182,8 @@ export async function createVexil(
       source,
       compileBody,
       durations: requestDurations,
-      accepting: () => ops.accepting,
-      fallback: fastifyListener,
+      accepting: () => life.accepting,
+      fallback: life.fastifyListener,
       // The upstream side of the relay protocol (design record 045).
       extraRoutes: (evaluation) => {
         ops.relayFeeds = registerRelayApi(evaluation, services, snapshots, bus);
@@ -203,9 +202,7 @@ export async function createVexil(
     if (options.startWorkers !== false && roles.has('worker')) worker.start();
   });
   await bus.start();
-  await app.ready();
-  app.server.removeListener('request', fastifyListener);
-  app.server.on('request', listener);
+  await life.serve(listener);
 
   return {
     app,
@@ -213,24 +210,21 @@ export async function createVexil(
     snapshots,
     webhookWorker: worker.webhookWorker,
     dueWork: worker.dueWork,
-    inject: (injected) => inject(listener, injected),
+    inject: (injected) => life.inject(injected),
     async close() {
-      // Readiness fails first so load balancers stop routing here; then the listener stops
-      // accepting and in-flight requests finish; the worker records its attempts in flight.
-      ops.accepting = false;
       startup.stop();
-      const closing = app.close();
-      closeUnusedConnections();
-      await closing;
-      await worker.stop();
-      await bus.stop();
-      // After the last request, before the database closes: the final counts are written.
-      await usage.close();
-      await rateLimits.close();
-      services.attempts.close();
-      await services.mailer?.close();
-      await services.identityProviders.close();
-      await database.close();
+      await life.close(
+        // The worker records its attempts in flight.
+        () => worker.stop(),
+        () => bus.stop(),
+        // After the last request, before the database closes: the final counts are written.
+        () => usage.close(),
+        () => rateLimits.close(),
+        () => services.attempts.close(),
+        () => services.mailer?.close(),
+        () => services.identityProviders.close(),
+        () => database.close(),
+      );
     },
   };
 }

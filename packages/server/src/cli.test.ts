@@ -75,7 +75,8 @@ describe('the CLI for a newcomer', () => {
         alreadyOwner: false,
       });
       const again = await outcome(args, env);
-      expect(again.code).toBe(0);
+      // No token: a pipeline reading `.token` must not go on with "null".
+      expect(again.code).toBe(1);
       expect(JSON.parse(again.stdout)).toMatchObject({ token: null, alreadyOwner: true });
       expect(again.stderr).toBe(
         'you@example.com is the Owner of acme already: no new token (pass --token for one).\n',
@@ -84,6 +85,16 @@ describe('the CLI for a newcomer', () => {
       const token = (JSON.parse(asked.stdout) as { token: string }).token;
       expect(token).toMatch(/^vxl_pat_/);
       expect(token).not.toBe((JSON.parse(first.stdout) as { token: string }).token);
+      expect(asked.stderr).toBe('');
+      // Another organization on an instance that has one already is created, and said so.
+      const second = await outcome(
+        ['bootstrap', '--org', 'other', '--email', 'you@example.com'],
+        env,
+      );
+      expect(second.code).toBe(0);
+      expect(second.stderr).toBe(
+        'created organization other; this instance has others already: acme (to use one, pass its slug as --org).\n',
+      );
     } finally {
       await rm(directory, { recursive: true, force: true });
     }
@@ -192,6 +203,14 @@ describe('vexil apply --change-request', () => {
       expect(refused?.stderr).toContain('environment "production" serves');
       expect(refused?.stderr).toContain('--change-request');
       expect(refused?.stderr).toContain('flags[0].environments.production.enabled:');
+
+      // A dry run shows the plan, marking what would need a change request, and exits 0.
+      const planned = await vexil('apply', file, '--org', 'acme', '--dry-run');
+      expect(planned.stdout).toContain(
+        '~ update configuration dark-mode@production  (flags[0].environments.production.enabled)  [change request in production]',
+      );
+      expect(planned.stdout).toContain('reaches "production", which requires change requests');
+      expect(planned.stdout).toContain('Dry run: nothing was changed.');
 
       const proposed = await vexil(
         'apply',

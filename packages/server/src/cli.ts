@@ -6,20 +6,22 @@ import { createRequire } from 'node:module';
 import { createVexil, SERVICE_ROLES, type ServiceRole, type Vexil } from './app.js';
 import { systemClock } from './clock.js';
 import { runClusterPrimary, workerCount } from './cluster/primary.js';
+import { registerCodeRefsCommand } from './code-refs/command.js';
+import { registerCleanupCommand } from './code-refs/cleanup/command.js';
 import { ConfigError, loadConfig, parseUpstreamUrl, parseWorkers, type Config } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 import type { Plan } from './db/schema.js';
 import { ApiError } from './http/errors.js';
-import { applyDocument, type ApplyResult } from './management/flags-as-code/apply.js';
-import { flagsAsCodeOpener } from './management/change-requests/flags-as-code-opener.js';
-import { documentJsonSchema } from './management/flags-as-code/document.js';
+import { applyDocument, type ApplyResult } from './writes/apply.js';
+import { flagsAsCodeOpener } from './change-requests/flags-as-code-opener.js';
+import { documentJsonSchema } from './writes/document.js';
 import {
   EXPORT_FORMATS,
   exportProject,
   serializeDocument,
   type ExportFormat,
-} from './management/flags-as-code/export.js';
-import { parseDocumentText } from './management/flags-as-code/validation.js';
+} from './flags-as-code/export.js';
+import { parseDocumentText } from './writes/validation.js';
 import { bootstrap } from './management/orgs/bootstrap.js';
 import { PLANS } from './management/orgs/routes.js';
 import {
@@ -32,8 +34,9 @@ import {
   restoreSqlite,
 } from './ops/backup.js';
 import { bannerText, describeDatabase, nextSteps, type StartUp } from './ops/start-up-banner.js';
-import { RELAY_KEY_PREFIX } from './relay/protocol.js';
+import { RELAY_KEY_PREFIX } from './relay-feed/protocol.js';
 import { createRelayNode, type VexilRelay } from './relay/relay-node.js';
+import { startTelemetry } from './telemetry/tracing.js';
 
 // `../package.json` from both `src/` and `dist/`: the server package's own manifest.
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -103,11 +106,16 @@ async function serve(
     clusterWorker !== undefined && clusterWorker > 1
       ? requested.filter((role) => role !== 'worker')
       : requested;
+  const telemetry = startTelemetry(config.telemetry);
   const vexil = await createVexil(config, {
     roles,
     clusterWorker: clusterWorker !== undefined,
   });
-  stopOnSignals(vexil.app.log, () => vexil.close(), config.shutdownTimeoutMs);
+  stopOnSignals(
+    vexil.app.log,
+    () => vexil.close().finally(() => telemetry.shutdown()),
+    config.shutdownTimeoutMs,
+  );
   const listening = await vexil.app.listen({ host: config.host, port: config.port });
   // One announcement per node: by the only process, or by worker 1 of `--workers`.
   if (clusterWorker === undefined || clusterWorker === 1) {
@@ -237,6 +245,7 @@ async function relay(
   relayKey: string,
   clusterWorker: number | undefined,
 ): Promise<void> {
+  const telemetry = startTelemetry(config.telemetry);
   const node: VexilRelay = await createRelayNode(config, {
     upstreamUrl,
     relayKey,
@@ -249,7 +258,11 @@ async function relay(
       throw new ConfigError(`vexil relay cannot start: ${problem.detail}`);
     }
   }
-  stopOnSignals(node.app.log, () => node.close(), config.shutdownTimeoutMs);
+  stopOnSignals(
+    node.app.log,
+    () => node.close().finally(() => telemetry.shutdown()),
+    config.shutdownTimeoutMs,
+  );
   const listening = await node.app.listen({ host: config.host, port: config.port });
   if (clusterWorker === undefined || clusterWorker === 1)
     node.app.log.info(
@@ -323,11 +336,19 @@ program
         now: systemClock.now(),
       });
       await database.close();
-      if (result.token === null)
+      // A second organization is rarely what was meant (after the quick start, say): say so.
+      if (result.otherOrgs?.length)
+        console.error(
+          `created organization ${result.org.slug}; this instance has others already: ${result.otherOrgs.join(', ')} (to use one, pass its slug as --org).`,
+        );
+      console.log(JSON.stringify(result));
+      if (result.token === null) {
         console.error(
           `${result.user.email} is the Owner of ${result.org.slug} already: no new token (pass --token for one).`,
         );
-      console.log(JSON.stringify(result));
+        // A pipeline reading `.token` must not go on with "null"; setting a password is a success.
+        if (!options.passwordStdin) process.exitCode = 1;
+      }
     },
   );
 
@@ -454,7 +475,7 @@ program
   .option('--prune', 'archive flags and delete segments the document leaves out')
   .option(
     '--change-request <title>',
-    'propose the changes to environments that require change requests as change requests with this title (one per environment) and apply the rest; without it such a plan is refused whole',
+    'propose the changes to environments that require change requests as change requests with this title (one per environment) and apply the rest; without it such a plan is refused whole (with --dry-run, printed with those changes marked)',
     (value: string) => {
       if (value.trim() === '' || value.length > 200)
         throw new InvalidArgumentError('must be 1 to 200 characters');
@@ -476,7 +497,8 @@ program
     const projectKey = typeof documentProject === 'string' ? documentProject : '';
     const result = await withVexil(async ({ services }) => {
       const { org, project } = await findProject(services.db, options.org, projectKey);
-      return applyDocument(services, { organizationId: org.id, project, actor: CLI_ACTOR }, input, {
+      const target = { organizationId: org.id, project, actor: CLI_ACTOR, mayChangePolicy: true };
+      return applyDocument(services, target, input, {
         dryRun: options.dryRun ?? false,
         prune: options.prune ?? false,
         changeRequest: options.changeRequest
@@ -497,6 +519,9 @@ program
   .action(() => {
     process.stdout.write(documentJsonSchema());
   });
+
+registerCodeRefsCommand(program);
+registerCleanupCommand(program);
 
 program
   .command('backup')

@@ -118,6 +118,68 @@ export interface Config {
     /** A stuck flag unchanged this long is a `Dead` removal candidate (ms). */
     deadPeriodMs: number;
   };
+  /** OpenTelemetry (design record 055): off unless the standard OTLP variables name an endpoint. */
+  telemetry: TelemetrySettings;
+}
+
+/**
+ * Where traces go, read from OpenTelemetry's standard variables. The SDK itself reads the others
+ * (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_EXPORTER_OTLP_HEADERS`…).
+ */
+export interface TelemetrySettings {
+  /**
+   * The OTLP/HTTP traces URL: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as is, else
+   * `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`; null (nothing exported) when neither is set or
+   * `OTEL_SDK_DISABLED=true`.
+   */
+  tracesUrl: string | null;
+  /**
+   * The metrics URL likewise (`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, else endpoint + `/v1/metrics`):
+   * where the Prometheus metrics are sent too, or null.
+   */
+  metricsUrl: string | null;
+  /** `OTEL_METRIC_EXPORT_INTERVAL`: milliseconds between two metric exports, default 60,000. */
+  metricsIntervalMs: number;
+  /** `OTEL_EXPORTER_OTLP_PROTOCOL` (or its `_TRACES_` form): `http/protobuf` (default) or `http/json`. */
+  protocol: 'http/protobuf' | 'http/json';
+  /** `OTEL_SERVICE_NAME`, default `vexil`: the `service.name` of everything exported. */
+  serviceName: string;
+  /**
+   * `VEXIL_OTEL_EVALUATION_SAMPLE`: the share (0 to 1, default 0) of server-side evaluations that
+   * emit a `feature_flag.evaluation` event.
+   */
+  evaluationSample: number;
+}
+
+function telemetrySettings(env: NodeJS.ProcessEnv): TelemetrySettings {
+  const disabled = env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true';
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim().replace(/\/+$/, '');
+  const url = (specific: string | undefined, path: string) =>
+    disabled ? null : specific?.trim() || (base ? `${base}${path}` : null);
+  const protocol =
+    env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() ||
+    env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() ||
+    'http/protobuf';
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json')
+    throw new ConfigError(
+      `OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (Vexil does not export over ${protocol})`,
+    );
+  const interval = Number(env.OTEL_METRIC_EXPORT_INTERVAL?.trim() || '60000');
+  if (!Number.isInteger(interval) || interval < 100)
+    throw new ConfigError(
+      'OTEL_METRIC_EXPORT_INTERVAL must be a whole number of milliseconds, at least 100',
+    );
+  const sample = Number(env.VEXIL_OTEL_EVALUATION_SAMPLE?.trim() || '0');
+  if (!(sample >= 0 && sample <= 1))
+    throw new ConfigError('VEXIL_OTEL_EVALUATION_SAMPLE must be a number from 0 to 1, e.g. 0.01');
+  return {
+    tracesUrl: url(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, '/v1/traces'),
+    metricsUrl: url(env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, '/v1/metrics'),
+    metricsIntervalMs: interval,
+    protocol,
+    serviceName: env.OTEL_SERVICE_NAME?.trim() || 'vexil',
+    evaluationSample: sample,
+  };
 }
 
 /** Thrown for a malformed environment variable; the CLI prints it and exits non-zero. */
@@ -285,5 +347,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       stalePeriodMs: parseDuration(env.VEXIL_STALE_FLAG_PERIOD || '30d', 'VEXIL_STALE_FLAG_PERIOD'),
       deadPeriodMs: parseDuration(env.VEXIL_DEAD_FLAG_PERIOD || '90d', 'VEXIL_DEAD_FLAG_PERIOD'),
     },
+    telemetry: telemetrySettings(env),
   };
 }

@@ -1,5 +1,6 @@
 import { useQueryClient, type QueryClient } from '@tanstack/react-query';
 import { useEffect } from 'react';
+import { queryKeys } from './query-keys';
 import { readToken } from './token';
 
 /** While the event stream is down, what is on screen is refetched this often (ms). */
@@ -19,21 +20,23 @@ interface LiveChange {
 
 /**
  * Marks stale the queries a change concerns: every query of its project (query keys are
- * `[kind, org, project, …]`), flag histories, and for an organization-wide change (no project)
+ * `[kind, org, project, …]`, `api/query-keys.ts`), flag histories, and for an organization-wide change (no project)
  * everything of the organization.
  */
 function invalidate(queryClient: QueryClient, org: string, change: LiveChange | null): void {
   const projectKey = change?.project?.key;
+  const [orgsKind] = queryKeys.orgs();
+  const [historyKind] = queryKeys.history(org, '', '');
   void queryClient.invalidateQueries(
     {
       predicate: ({ queryKey }) =>
-        queryKey[0] === 'orgs' ||
+        queryKey[0] === orgsKind ||
         (queryKey[1] === org &&
           (change === null ||
             change.project === null ||
             projectKey === null ||
             queryKey[2] === projectKey ||
-            queryKey[0] === 'history')),
+            queryKey[0] === historyKind)),
     },
     // A request under way is not restarted: on opening a page the stream is ready while the
     // page's first requests are still out, and restarting them delayed its first paint.

@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from './client';
+import { queryKeys } from './query-keys';
 
 const SPAN_MS = { hour: 3_600_000, day: 86_400_000 } as const;
 
@@ -18,7 +19,7 @@ export function useProjectUsage(
   const { interval, buckets, flag, enabled = true } = options;
   return useQuery({
     // Kind, org and project first, as live updates expect (api/live.ts).
-    queryKey: ['usage', org, project, { interval, buckets, flag: flag ?? null }],
+    queryKey: queryKeys.usage(org, project, { interval, buckets, flag: flag ?? null }),
     enabled,
     refetchInterval: 60_000,
     queryFn: () =>

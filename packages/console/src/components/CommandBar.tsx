@@ -5,6 +5,7 @@ import { useEffect, useState } from 'react';
 import { useLocation } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { projectPages, useAdministrationPages, useOrganizationPages } from './pages';
+import { queryKeys } from '../api/query-keys';
 
 /**
  * The command bar (Ctrl/⌘-K, journey 2): jumps to any flag or segment of the project (searched
@@ -30,7 +31,7 @@ export function CommandBar({ org, project }: { org: string; project: string }) {
   }, []);
 
   const flags = useQuery({
-    queryKey: ['command-bar', org, project, search.trim()],
+    queryKey: queryKeys.commandBarFlags(org, project, search.trim()),
     enabled: open,
     refetchInterval: false,
     queryFn: () =>
@@ -44,7 +45,7 @@ export function CommandBar({ org, project }: { org: string; project: string }) {
       ),
   });
   const segments = useQuery({
-    queryKey: ['command-bar-segments', org, project, search.trim()],
+    queryKey: queryKeys.commandBarSegments(org, project, search.trim()),
     enabled: open,
     refetchInterval: false,
     queryFn: () =>

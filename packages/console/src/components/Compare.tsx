@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { AlertDialog, Badge, Button } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
@@ -7,6 +7,9 @@ import { Labelled } from './Field';
 import { percentageOf } from './targeting/PercentageControl';
 import { describeRule } from './targeting/sentence';
 import { DialogActions } from './DialogActions';
+import { useSegments } from '../api/segments';
+import { queryKeys } from '../api/query-keys';
+import { useFormMutation } from './useFormMutation';
 
 /**
  * A flag's configuration in two environments side by side (journey 5), each line marked when the
@@ -28,7 +31,7 @@ export function Compare(props: {
   const lines = a && b ? Object.keys(a) : [];
   const queryClient = useQueryClient();
   const flagKey = props.flag.key ?? props.flag.id;
-  const copy = useMutation({
+  const copy = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/copy', {
@@ -37,7 +40,9 @@ export function Compare(props: {
         }),
       ),
     onSuccess: () =>
-      queryClient.invalidateQueries({ queryKey: ['flag', props.org, props.project, flagKey] }),
+      queryClient.invalidateQueries({
+        queryKey: queryKeys.flag(props.org, props.project, flagKey),
+      }),
   });
   const canCopy =
     left !== right &&
@@ -128,7 +133,7 @@ function useSummary(
   const { org, project, flag } = props;
   const flagKey = flag.key ?? flag.id;
   const rules = useQuery({
-    queryKey: ['flag', org, project, flagKey, 'rules', env],
+    queryKey: queryKeys.flagRules(org, project, flagKey, env),
     enabled: env !== '',
     queryFn: () =>
       unwrap(
@@ -137,15 +142,7 @@ function useSummary(
         }),
       ),
   });
-  const segments = useQuery({
-    queryKey: ['segments', org, project],
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/orgs/{org}/projects/{project}/segments', {
-          params: { path: { org, project }, query: { limit: 200 } },
-        }),
-      ),
-  });
+  const segments = useSegments(org, project);
   const configuration = props.configurations.find((c) => c.environmentKey === env);
   if (!configuration || !rules.data) return null;
   const name = (id: string) => {

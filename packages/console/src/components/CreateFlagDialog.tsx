@@ -12,12 +12,13 @@ import {
   VariationsEditor,
   type VariationDraft,
 } from './VariationsEditor';
+import { queryKeys } from '../api/query-keys';
 
 const TYPES = ['Boolean', 'String', 'Number', 'Json'] as const;
 type FlagType = (typeof TYPES)[number];
 
 /** The fields this dialog shows the API's messages at; any other message is shown above its actions. */
-const SHOWN_FIELDS = ['key', 'name', 'description', 'tags', 'variations'];
+const SHOWN_FIELDS = ['key', 'name', 'description', 'tags', 'clientSideVisible', 'variations'];
 
 const EMPTY_DRAFT = {
   name: '',
@@ -25,6 +26,7 @@ const EMPTY_DRAFT = {
   type: 'Boolean' as FlagType,
   description: '',
   tags: '',
+  clientSideVisible: false,
   variations: Array.from({ length: MIN_VARIATIONS }, (): VariationDraft => ({
     key: '',
     value: '',
@@ -40,7 +42,7 @@ const DESCRIPTIONS: Record<FlagType, string> = {
 
 /**
  * "New flag": name, key (made from the name until typed, `KeyNameFields`), type, description,
- * tags and, for a String, Number or Json flag, its variations; the API's field errors appear at each field, and
+ * tags, client-side visibility and, for a String, Number or Json flag, its variations; the API's field errors appear at each field, and
  * any other refusal above the dialog's actions (design record 038).
  */
 export function CreateFlagDialog({ org, project }: { org: string; project: string }) {
@@ -63,6 +65,7 @@ export function CreateFlagDialog({ org, project }: { org: string; project: strin
             ...(draft.name.trim() ? { name: draft.name.trim() } : {}),
             ...(draft.description.trim() ? { description: draft.description.trim() } : {}),
             ...(tags.length > 0 ? { tags } : {}),
+            ...(draft.clientSideVisible ? { clientSideVisible: true } : {}),
             ...(draft.type === 'Boolean'
               ? {}
               : {
@@ -72,7 +75,7 @@ export function CreateFlagDialog({ org, project }: { org: string; project: strin
         }),
       ),
     onSuccess: (flag) => {
-      void queryClient.invalidateQueries({ queryKey: ['flags', org, project] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.flags(org, project) });
       navigate(`/orgs/${org}/projects/${project}/flags/${flag.key}`);
     },
   });
@@ -136,6 +139,17 @@ export function CreateFlagDialog({ org, project }: { org: string; project: strin
         hint="Separated by commas, such as checkout, experiment."
         error={create.problemAt('tags')}
       />
+      <label className="check">
+        <input
+          type="checkbox"
+          checked={draft.clientSideVisible}
+          onChange={(event) => setDraft({ ...draft, clientSideVisible: event.target.checked })}
+        />
+        Visible to client-side SDKs
+      </label>
+      <p className="hint">
+        Client keys (browsers, mobile apps) see only such flags; server keys see every flag.
+      </p>
       {stray.length > 0 && (
         <p role="alert" className="field-error">
           {stray.join(' ')}

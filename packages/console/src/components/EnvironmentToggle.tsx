@@ -1,10 +1,12 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
 import { AlertDialog, Button, Switch } from '@radix-ui/themes';
 import { useCallback, useId, useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Environment } from '../api/types';
 import { isCritical } from './Shell';
 import { DialogActions } from './DialogActions';
+import { queryKeys } from '../api/query-keys';
+import { useFormMutation } from './useFormMutation';
 
 /** One switch's request: a flag on or off in an environment. */
 export interface Toggle {
@@ -22,7 +24,7 @@ export type ToggleAllowed = { allowed: boolean; reason?: string | null | undefin
  */
 export function useToggleMutation(org: string, project: string) {
   const queryClient = useQueryClient();
-  return useMutation({
+  return useFormMutation({
     mutationFn: ({ flag, environment, enabled }: Toggle) =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/toggle', {
@@ -32,8 +34,8 @@ export function useToggleMutation(org: string, project: string) {
       ),
     onSettled: (_data, _error, { flag }) =>
       Promise.all([
-        queryClient.invalidateQueries({ queryKey: ['flag', org, project, flag] }),
-        queryClient.invalidateQueries({ queryKey: ['flags', org, project] }),
+        queryClient.invalidateQueries({ queryKey: queryKeys.flag(org, project, flag) }),
+        queryClient.invalidateQueries({ queryKey: queryKeys.flags(org, project) }),
       ]),
   });
 }
@@ -163,6 +165,8 @@ export function EnvironmentToggle(props: {
       <Switch
         id={id}
         color="green"
+        // Read-only in a protected environment, yet showing its state: On stays green.
+        className={policy.required ? 'read-only-switch' : undefined}
         checked={props.enabled}
         disabled={policy.required || !allowed?.allowed || toggle.isPending}
         onCheckedChange={(enabled) => confirmed.request({ flag, environment, enabled })}

@@ -1,9 +1,10 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useLocation } from 'wouter';
 import { ApiProblem, api, unwrap } from '../api/client';
 import { Field } from './Field';
 import { keyFromName } from './key-from-name';
+import { useFormMutation } from './useFormMutation';
 
 /**
  * An organization's first project, right after the first run: the API gives it a `development`
@@ -15,7 +16,7 @@ export function FirstProjectForm(props: { org: string }) {
   const [name, setName] = useState('');
   const [key, setKey] = useState<string | null>(null);
   const projectKey = key ?? keyFromName(name);
-  const create = useMutation({
+  const create = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/projects', {

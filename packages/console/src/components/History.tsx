@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
 import type { AuditEvent, Flag } from '../api/types';
+import { queryKeys } from '../api/query-keys';
 
 /**
  * The flag's own history (journey 4), for everyone who can see the flag
@@ -8,7 +9,7 @@ import type { AuditEvent, Flag } from '../api/types';
  */
 export function History({ org, project, flag }: { org: string; project: string; flag: Flag }) {
   const history = useQuery({
-    queryKey: ['history', org, project, flag.id],
+    queryKey: queryKeys.history(org, project, flag.id),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/history', {
@@ -40,6 +41,10 @@ export function AuditEntries(props: { events: AuditEvent[] }) {
         <li key={event.id}>
           <p>
             <strong>{event.description}</strong>{' '}
+            {event.bypassedChangeRequest && (
+              // An emergency off in a protected environment: not a plain "turned off".
+              <span className="badge">Emergency off: review bypassed</span>
+            )}{' '}
             <span className="hint">
               {event.actor.name ?? event.actor.email ?? 'a service token'},{' '}
               <time dateTime={event.occurredAt}>{new Date(event.occurredAt).toLocaleString()}</time>
@@ -59,10 +64,10 @@ export function AuditEntries(props: { events: AuditEvent[] }) {
                   <tr key={change.property}>
                     <th scope="row">{propertyName(change.property)}</th>
                     <td>
-                      <del>{change.fromKey ?? change.from ?? '—'}</del>
+                      <del>{valueWords(change.property, change.fromKey ?? change.from)}</del>
                     </td>
                     <td>
-                      <ins>{change.toKey ?? change.to ?? '—'}</ins>
+                      <ins>{valueWords(change.property, change.toKey ?? change.to)}</ins>
                     </td>
                   </tr>
                 ))}
@@ -80,6 +85,15 @@ export function AuditEntries(props: { events: AuditEvent[] }) {
  * gives the variation's key beside its id (design record 038).
  */
 function propertyName(property: string): string {
+  // A release plan's step is recorded from 0; people, and the entry's description, count from 1.
+  if (property === 'CurrentStep') return 'Step';
   const words = property.replace(/Id$/, '').replace(/([a-z0-9])([A-Z])/g, '$1 $2');
   return words.charAt(0).toUpperCase() + words.slice(1).toLowerCase();
+}
+
+/** A recorded value as people read it: a release plan's step counted from 1, "—" for none. */
+function valueWords(property: string, value: string | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  if (property === 'CurrentStep' && /^\d+$/.test(value)) return String(Number(value) + 1);
+  return value;
 }

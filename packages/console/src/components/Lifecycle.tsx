@@ -1,4 +1,4 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
 import { AlertDialog, Button, TextField } from '@radix-ui/themes';
 import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../api/client';
@@ -6,10 +6,12 @@ import type { Flag } from '../api/types';
 import { Labelled } from './Field';
 import { DialogActions } from './DialogActions';
 import { useFormMutation } from './useFormMutation';
+import { queryKeys } from '../api/query-keys';
 
 /**
- * Archive and restore, with the spec's recently-evaluated guard said in words (the API's
- * message) and "Archive anyway" as the explicit override; and the flag's expiry (journey 3).
+ * Archive and restore, with the spec's guards said in words (the API's message: code on a
+ * default branch still reads the flag, naming the places, or it was evaluated recently) and
+ * "Archive anyway" as the explicit override; and the flag's expiry (journey 3).
  */
 export function Lifecycle({ org, project, flag }: { org: string; project: string; flag: Flag }) {
   const queryClient = useQueryClient();
@@ -17,11 +19,11 @@ export function Lifecycle({ org, project, flag }: { org: string; project: string
   const [asking, setAsking] = useState(false);
   const [expiry, setExpiry] = useState(flag.expiresAtUtc?.slice(0, 10) ?? '');
   const refresh = () => {
-    void queryClient.invalidateQueries({ queryKey: ['flag', org, project, path.flag] });
-    void queryClient.invalidateQueries({ queryKey: ['flags', org, project] });
+    void queryClient.invalidateQueries({ queryKey: queryKeys.flag(org, project, path.flag) });
+    void queryClient.invalidateQueries({ queryKey: queryKeys.flags(org, project) });
   };
 
-  const archive = useMutation({
+  const archive = useFormMutation({
     mutationFn: (force: boolean) =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/archive', {
@@ -33,7 +35,7 @@ export function Lifecycle({ org, project, flag }: { org: string; project: string
       refresh();
     },
   });
-  const restore = useMutation({
+  const restore = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/restore', {
@@ -59,8 +61,11 @@ export function Lifecycle({ org, project, flag }: { org: string; project: string
     onSuccess: refresh,
     messageAt: 'expiresAtUtc',
   });
+  /** The refusals `force=true` overrides (flag archival; flag-cleanup contract, section 2). */
   const guard =
-    archive.error instanceof ApiProblem && archive.error.code === 'FLAG_RECENTLY_EVALUATED';
+    archive.error instanceof ApiProblem &&
+    (archive.error.code === 'FLAG_RECENTLY_EVALUATED' ||
+      archive.error.code === 'FLAG_STILL_REFERENCED');
 
   return (
     <section aria-labelledby="lifecycle-heading">

@@ -1,7 +1,7 @@
 import { Button } from '@radix-ui/themes';
 import { queryOptions, usePrefetchQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { createContext, useContext, useEffect, useId, useMemo, useState } from 'react';
-import { Link, useLocation } from 'wouter';
+import { Link, useLocation, useSearch } from 'wouter';
 import { api, unwrap } from '../api/client';
 import { forgetToken } from '../api/token';
 import type { Environment } from '../api/types';
@@ -17,12 +17,16 @@ import {
   useOrganizationPages,
   type ConsolePage,
 } from './pages';
+import { queryKeys } from '../api/query-keys';
 
 interface Place {
   org: string;
   project: string;
   environments: Environment[];
-  /** The environment chosen in the header (kept per project in localStorage). */
+  /**
+   * The environment every page shows: the address's `?env=`, else the one last shown (kept per
+   * project in localStorage), else the first (design record 058).
+   */
   environment: string | null;
 }
 
@@ -49,6 +53,7 @@ export function isCritical(environment: Pick<Environment, 'critical'>): boolean 
 export function Shell(props: { org: string; project: string; children: React.ReactNode }) {
   const { org, project } = props;
   const [location, navigate] = useLocation();
+  const search = useSearch();
   const queryClient = useQueryClient();
   const storageKey = `vexil.environment.${org}/${project}`;
   const [chosen, choose] = useState(() => localStorage.getItem(storageKey));
@@ -63,15 +68,15 @@ export function Shell(props: { org: string; project: string; children: React.Rea
   const home = `/orgs/${org}/projects/${project}/flags`;
 
   const orgs = useQuery({
-    queryKey: ['orgs'],
+    queryKey: queryKeys.orgs(),
     queryFn: () => unwrap(api.GET('/api/v1/orgs')),
   });
   const projects = useQuery({
-    queryKey: ['projects', org],
+    queryKey: queryKeys.projects(org),
     queryFn: () => unwrap(api.GET('/api/v1/orgs/{org}/projects', { params: { path: { org } } })),
   });
   const environmentsQuery = queryOptions({
-    queryKey: ['environments', org, project],
+    queryKey: queryKeys.environments(org, project),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/environments', {
@@ -85,8 +90,20 @@ export function Shell(props: { org: string; project: string; children: React.Rea
   usePrefetchQuery(environmentsQuery);
   const environments = useQuery(environmentsQuery);
   const environmentList = environments.data?.items ?? NO_ENVIRONMENTS;
+  // The address is the one source of truth: the sidebar, the flag page's tabs and the
+  // per-environment pages (SDK keys) all read this; a remembered choice only fills an address
+  // that names none.
+  const requested = new URLSearchParams(search).get('env');
   const environment =
-    environmentList.find((e) => e.key === chosen)?.key ?? environmentList[0]?.key ?? null;
+    environmentList.find((e) => e.key === requested)?.key ??
+    environmentList.find((e) => e.key === chosen)?.key ??
+    environmentList[0]?.key ??
+    null;
+  useEffect(() => {
+    if (requested === null || !environmentList.some((e) => e.key === requested)) return;
+    localStorage.setItem(storageKey, requested);
+    choose(requested);
+  }, [requested, environmentList, storageKey]);
 
   // The same object until the place changes: every page under the frame reads it, and the frame
   // renders again as each of its own requests is answered, which must not render the page again
@@ -152,10 +169,11 @@ export function Shell(props: { org: string; project: string; children: React.Rea
               Environment
               <select
                 value={environment ?? ''}
-                onChange={(event) => {
-                  localStorage.setItem(storageKey, event.target.value);
-                  choose(event.target.value);
-                }}
+                onChange={(event) =>
+                  navigate(withEnvironment(location, search, event.target.value), {
+                    replace: true,
+                  })
+                }
               >
                 {environmentList.map((e) => (
                   <option key={e.id} value={e.key ?? ''}>
@@ -183,6 +201,13 @@ export function Shell(props: { org: string; project: string; children: React.Rea
       </div>
     </PlaceContext.Provider>
   );
+}
+
+/** The address `location?search` with its `env` set to `environment`. */
+function withEnvironment(location: string, search: string, environment: string): string {
+  const query = new URLSearchParams(search);
+  query.set('env', environment);
+  return `${location}?${query.toString()}`;
 }
 
 function Brand(props: { href: string }) {

@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'react';
+import { useEffect, useMemo, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { useProjectUsage } from '../api/usage';
@@ -52,13 +52,33 @@ export default function UsageChart({
   );
 }
 
+/** The fewest hours a chart spans, so that a flag created this hour still reads as a line. */
+const MIN_HOURS = 6;
+const HOUR_MS = 3_600_000;
+
 function EnvironmentChart(props: {
   flag: Flag;
   environment: string;
   buckets: string[];
   variations: { variation: string; counts: number[] }[];
 }) {
-  const { flag, environment, buckets, variations } = props;
+  const { flag, environment } = props;
+  // A flag younger than the week is drawn from the hour it was created (at least the last
+  // MIN_HOURS hours), not as a spike at the right edge of a week of nothing (issue 43).
+  const created = Date.parse(flag.createdAt);
+  const first = Math.min(
+    Math.max(0, props.buckets.length - MIN_HOURS),
+    Math.max(
+      0,
+      props.buckets.findIndex((bucket) => Date.parse(bucket) + HOUR_MS > created),
+    ),
+  );
+  const young = first > 0;
+  const buckets = useMemo(() => props.buckets.slice(first), [props.buckets, first]);
+  const variations = useMemo(
+    () => props.variations.map((v) => ({ ...v, counts: v.counts.slice(first) })),
+    [props.variations, first],
+  );
   const target = useRef<HTMLDivElement>(null);
   const captionId = `usage-${environment}`;
 
@@ -108,7 +128,8 @@ function EnvironmentChart(props: {
   return (
     <figure className="usage" aria-labelledby={captionId}>
       <figcaption id={captionId}>
-        {environment}: evaluations per hour over the last 7 days
+        {environment}: evaluations per hour{' '}
+        {young ? `since the flag was created (${buckets.length} hours)` : 'over the last 7 days'}
       </figcaption>
       <div ref={target} aria-hidden="true" className="usage-chart" />
       <table className="usage-summary">

@@ -1,4 +1,4 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
 import { AlertDialog, Button } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
@@ -8,6 +8,7 @@ import { Labelled } from './Field';
 import { FormDialog } from './FormDialog';
 import { KeyNameFields } from './KeyNameFields';
 import { useFormMutation } from './useFormMutation';
+import { queryKeys } from '../api/query-keys';
 
 type Variation = Flag['variations'][number];
 
@@ -106,7 +107,7 @@ function VariationDialog(props: {
           );
     },
     onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.flag(org, project, flagKey) });
     },
   });
   const valueProblem = save.problemAt('value');
@@ -161,7 +162,7 @@ function DeleteVariation(props: {
   const [open, setOpen] = useState(false);
   const queryClient = useQueryClient();
   const flagKey = flag.key ?? flag.id;
-  const remove = useMutation({
+  const remove = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.DELETE('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/variations/{variation}', {
@@ -169,7 +170,7 @@ function DeleteVariation(props: {
         }),
       ),
     onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.flag(org, project, flagKey) });
       setOpen(false);
     },
   });

@@ -6,9 +6,13 @@ import {
 import type { SubmitEvent } from 'react';
 import { ApiProblem } from '../api/client';
 
-/** A form's save: the mutation, plus where each of the API's messages goes (design record 023). */
-export type FormMutation<T> = UseMutationResult<T, Error, void> & {
-  /** The form's `onSubmit`: saves without reloading the page. */
+/**
+ * A save through the management API: the mutation, plus where each of the API's messages goes
+ * (design records 023 and 058). `V` is what `mutate` takes: nothing for a form, e.g. the row's id
+ * for a button.
+ */
+export type FormMutation<T, V = void> = UseMutationResult<T, Error, V> & {
+  /** The form's `onSubmit`: saves without reloading the page (for a mutation taking nothing). */
   submit: (event: SubmitEvent) => void;
   /**
    * What the API said about `field` and the fields inside it (`conditions` gathers
@@ -23,16 +27,17 @@ export type FormMutation<T> = UseMutationResult<T, Error, void> & {
 };
 
 /**
- * A form's save through the management API: `useMutation` with the form's submit handler and the
- * {@link ApiProblem}'s `fields` mapped to the controls that show them, so the typed text stays and
- * the message sits next to what it concerns.
+ * The console's one way to change something through the management API (design record 058):
+ * `useMutation` with a form's submit handler and the {@link ApiProblem}'s `fields` mapped to the
+ * controls that show them, so the typed text stays and the message sits next to what it concerns.
+ * A button's action (revoke, archive, reorder) uses it too, with `mutate(variables)`.
  *
  * `messageAt` names the field that also shows a failure naming no field: a one-line form has no
  * room for a message of its own, and its first field is where the reader looks.
  */
-export function useFormMutation<T>(
-  options: UseMutationOptions<T> & { messageAt?: string },
-): FormMutation<T> {
+export function useFormMutation<T, V = void>(
+  options: UseMutationOptions<T, Error, V> & { messageAt?: string },
+): FormMutation<T, V> {
   const { messageAt, ...mutationOptions } = options;
   const mutation = useMutation(mutationOptions);
   const { error } = mutation;
@@ -49,7 +54,9 @@ export function useFormMutation<T>(
     ...mutation,
     submit: (event) => {
       event.preventDefault();
-      mutation.mutate();
+      // A form's mutation takes nothing (`V` is void).
+      const nothing = undefined as V;
+      mutation.mutate(nothing);
     },
     problemAt,
     message: messageAt === undefined ? unplaced : undefined,

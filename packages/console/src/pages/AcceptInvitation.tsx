@@ -1,10 +1,13 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useLocation } from 'wouter';
-import { ApiProblem, api, unwrap } from '../api/client';
+import { ApiProblem, api, csrfToken, unwrap } from '../api/client';
+import { readToken } from '../api/token';
 import { Field } from '../components/Field';
 import { NewPasswordField } from '../components/people/NewPasswordField';
 import { PasswordForm } from '../components/people/PasswordForm';
+import { queryKeys } from '../api/query-keys';
+import { useFormMutation } from '../components/useFormMutation';
 
 /** The invitation secret from the link `/invitations/accept#token=vxl_inv_…` (design record 022). */
 function invitationToken(): string | null {
@@ -20,13 +23,25 @@ export function AcceptInvitation() {
   const token = invitationToken();
   const queryClient = useQueryClient();
   const [, navigate] = useLocation();
+  // Only with a credential to try: signed out, `GET /me` would only answer 401.
+  const credential = readToken() !== null || csrfToken() !== null;
   const me = useQuery({
-    queryKey: ['me'],
+    queryKey: queryKeys.me(),
     refetchInterval: false,
     retry: false,
+    enabled: credential,
     queryFn: () => unwrap(api.GET('/api/v1/me')),
   });
-  const accept = useMutation({
+  // What the link is for, read before anything is accepted; a dead link answers 404.
+  const invitation = useQuery({
+    queryKey: queryKeys.invitation(token ?? ''),
+    refetchInterval: false,
+    retry: false,
+    enabled: token !== null,
+    queryFn: () =>
+      unwrap(api.GET('/api/v1/invitations/{token}', { params: { path: { token: token ?? '' } } })),
+  });
+  const accept = useFormMutation({
     mutationFn: (newcomer: { name: string; password: string } | null) =>
       unwrap(api.POST('/api/v1/invitations/accept', { body: { token: token ?? '', ...newcomer } })),
     onSuccess: (accepted) => {
@@ -42,13 +57,25 @@ export function AcceptInvitation() {
         <p role="alert">This address carries no invitation: open the whole link you were given.</p>
       </main>
     );
-  if (me.isPending) return <p role="status">Loading…</p>;
+  if ((credential && me.isPending) || invitation.isPending) return <p role="status">Loading…</p>;
+  if (invitation.isError)
+    return (
+      <main className="sign-in">
+        <h1>Accept an invitation</h1>
+        <p role="alert">{invitation.error.message}</p>
+      </main>
+    );
+  const { organization, role, email } = invitation.data;
   const problem = accept.error instanceof ApiProblem ? accept.error : null;
   const signedInAs = me.data?.type === 'user' ? (me.data.email ?? me.data.id) : null;
 
   return (
     <main className="sign-in">
       <h1>Accept an invitation</h1>
+      <p>
+        You are invited to join <strong>{organization.name}</strong> as {role}.
+      </p>
+      <p>The invitation is for {email}.</p>
       {problem && Object.keys(problem.fields).length === 0 && (
         <p className="field-error" role="alert">
           {problem.message}

@@ -1,5 +1,5 @@
 import { Button } from '@radix-ui/themes';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useLocation } from 'wouter';
 import { api, unwrap } from '../api/client';
@@ -11,6 +11,7 @@ import { LastUsed } from '../components/LastUsed';
 import { when } from '../components/people/organization';
 import { SecretOnce } from '../components/SecretOnce';
 import { useFormMutation } from '../components/useFormMutation';
+import { queryKeys } from '../api/query-keys';
 
 /**
  * One's own account (console.md journey 1): who one is signed in as, a password change (design
@@ -19,10 +20,10 @@ import { useFormMutation } from '../components/useFormMutation';
  */
 export function Account(props: { org: string }) {
   const { org } = props;
-  const me = useQuery({ queryKey: ['me'], queryFn: () => unwrap(api.GET('/api/v1/me')) });
+  const me = useQuery({ queryKey: queryKeys.me(), queryFn: () => unwrap(api.GET('/api/v1/me')) });
   const userId = me.data?.type === 'user' ? me.data.id : null;
   const membership = useQuery({
-    queryKey: ['members', org, userId],
+    queryKey: queryKeys.member(org, userId),
     enabled: userId !== null,
     queryFn: () =>
       unwrap(
@@ -71,7 +72,7 @@ function ChangePassword() {
     onSuccess: () => {
       setCurrentPassword('');
       setNewPassword('');
-      void queryClient.invalidateQueries({ queryKey: ['me', 'sessions'] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.mySessions() });
     },
   });
   return (
@@ -108,17 +109,17 @@ function Sessions() {
   const queryClient = useQueryClient();
   const [, navigate] = useLocation();
   const sessions = useQuery({
-    queryKey: ['me', 'sessions'],
+    queryKey: queryKeys.mySessions(),
     queryFn: () => unwrap(api.GET('/api/v1/me/sessions')),
   });
-  const revoke = useMutation({
+  const revoke = useFormMutation({
     mutationFn: (id: string) =>
       unwrap(api.DELETE('/api/v1/me/sessions/{id}', { params: { path: { id } } })),
     onSuccess: (_, id) => {
       if (sessions.data?.items.find((s) => s.id === id)?.current) {
         queryClient.clear();
         navigate('/sign-in');
-      } else void queryClient.invalidateQueries({ queryKey: ['me', 'sessions'] });
+      } else void queryClient.invalidateQueries({ queryKey: queryKeys.mySessions() });
     },
   });
   const items = sessions.data?.items ?? [];
@@ -177,10 +178,10 @@ function PersonalTokens() {
   const [name, setName] = useState('');
   const [expiry, setExpiry] = useState('');
   const tokens = useQuery({
-    queryKey: ['me', 'tokens'],
+    queryKey: queryKeys.myTokens(),
     queryFn: () => unwrap(api.GET('/api/v1/me/tokens')),
   });
-  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['me', 'tokens'] });
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: queryKeys.myTokens() });
   const create = useFormMutation({
     messageAt: 'name',
     mutationFn: () =>
@@ -198,7 +199,7 @@ function PersonalTokens() {
       refresh();
     },
   });
-  const revoke = useMutation({
+  const revoke = useFormMutation({
     mutationFn: (tokenId: string) =>
       unwrap(api.DELETE('/api/v1/me/tokens/{tokenId}', { params: { path: { tokenId } } })),
     onSuccess: refresh,

@@ -1,5 +1,5 @@
 import { Button } from '@radix-ui/themes';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { Link } from 'wouter';
 import { ApiProblem, api, unwrap } from '../api/client';
@@ -12,6 +12,9 @@ import { formatWhen, utcOfLocal } from '../components/change-requests/when';
 import { ConfirmButton } from '../components/ConfirmButton';
 import { Labelled } from '../components/Field';
 import { usePlace } from '../components/Shell';
+import { useSegments } from '../api/segments';
+import { queryKeys } from '../api/query-keys';
+import { useFormMutation } from '../components/useFormMutation';
 
 type Path = { org: string; project: string; number: number };
 
@@ -26,7 +29,7 @@ export function ChangeRequestPage(props: { org: string; project: string; number:
   const path: Path = { org, project, number: Number(props.number) };
   const { environments } = usePlace();
   const request = useQuery({
-    queryKey: ['change-requests', org, project, 'detail', path.number],
+    queryKey: queryKeys.changeRequest(org, project, path.number),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/change-requests/{number}', {
@@ -34,15 +37,7 @@ export function ChangeRequestPage(props: { org: string; project: string; number:
         }),
       ),
   });
-  const segments = useQuery({
-    queryKey: ['segments', org, project],
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/orgs/{org}/projects/{project}/segments', {
-          params: { path: { org, project }, query: { limit: 200 } },
-        }),
-      ),
-  });
+  const segments = useSegments(org, project);
   if (request.isError) return <p role="alert">{request.error.message}</p>;
   if (!request.data) return <p role="status">Loading…</p>;
   const data = request.data;
@@ -89,8 +84,12 @@ export function ChangeRequestPage(props: { org: string; project: string; number:
       )}
       {data.description && <p className="description">{data.description}</p>}
       <h2>Changes</h2>
+      {data.state === 'applied' && (
+        <p className="hint">Before and after as they were when the request was applied.</p>
+      )}
       {data.changes.map((change, index) => (
         <ChangeDiff
+          applied={data.state === 'applied'}
           key={index}
           org={org}
           project={project}
@@ -147,12 +146,14 @@ function Actions({ path, request }: { path: Path; request: ChangeRequestDetail }
   const headingId = useId();
   const can = (action: string) => request._actions[action]?.allowed === true;
   const base = '/api/v1/orgs/{org}/projects/{project}/change-requests/{number}' as const;
-  const act = useMutation({
+  const act = useFormMutation({
     mutationFn: (action: () => Promise<unknown>) => action(),
     onSettled: () =>
       Promise.all([
-        queryClient.invalidateQueries({ queryKey: ['change-requests', path.org, path.project] }),
-        queryClient.invalidateQueries({ queryKey: ['flag', path.org, path.project] }),
+        queryClient.invalidateQueries({
+          queryKey: queryKeys.changeRequests(path.org, path.project),
+        }),
+        queryClient.invalidateQueries({ queryKey: queryKeys.everyFlag(path.org, path.project) }),
       ]),
     onSuccess: () => setComment(''),
   });
@@ -285,7 +286,7 @@ function Actions({ path, request }: { path: Path; request: ChangeRequestDetail }
 function Rewrite(props: { path: Path; request: ChangeRequestDetail; diff: DiffEntry[] }) {
   const { path, request, diff } = props;
   const queryClient = useQueryClient();
-  const rewrite = useMutation({
+  const rewrite = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.PATCH('/api/v1/orgs/{org}/projects/{project}/change-requests/{number}', {
@@ -299,7 +300,7 @@ function Rewrite(props: { path: Path; request: ChangeRequestDetail; diff: DiffEn
         }),
       ),
     onSettled: () =>
-      queryClient.invalidateQueries({ queryKey: ['change-requests', path.org, path.project] }),
+      queryClient.invalidateQueries({ queryKey: queryKeys.changeRequests(path.org, path.project) }),
   });
   return (
     <section aria-labelledby="rewrite-heading" className="rewrite">

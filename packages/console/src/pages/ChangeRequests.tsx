@@ -7,6 +7,7 @@ import { authorName, StateBadge } from '../components/change-requests/StateBadge
 import { formatWhen } from '../components/change-requests/when';
 import { usePlace } from '../components/Shell';
 import '../flag-pages.css';
+import { queryKeys } from '../api/query-keys';
 
 type Query = {
   state?: ChangeRequestState;
@@ -51,7 +52,7 @@ export function ChangeRequests({ org, project }: { org: string; project: string 
   const tab: Tab = requested in TABS ? (requested as Tab) : 'open';
   const { environments } = usePlace();
   const list = useQuery({
-    queryKey: ['change-requests', org, project, 'list', tab],
+    queryKey: queryKeys.changeRequestList(org, project, tab),
     queryFn: async () => {
       const read = (query: Query) =>
         unwrap(

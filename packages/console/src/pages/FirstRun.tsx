@@ -1,10 +1,10 @@
 import { Button } from '@radix-ui/themes';
-import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../api/client';
 import { forgetToken } from '../api/token';
 import { Field } from '../components/Field';
 import { KeyNameFields } from '../components/KeyNameFields';
+import { useFormMutation } from '../components/useFormMutation';
 
 /**
  * The first run (design record 040): on an instance without an organization, the setup code
@@ -19,7 +19,7 @@ export function FirstRun(props: { onSignedIn: () => void }) {
     password: '',
   });
   const [slug, setSlug] = useState('');
-  const setUp = useMutation({
+  const setUp = useFormMutation({
     mutationFn: async () => {
       forgetToken();
       await unwrap(api.POST('/auth/setup', { body: { ...form, orgSlug: slug } }));

@@ -14,6 +14,7 @@ import {
   type ToggleAllowed,
 } from '../components/EnvironmentToggle';
 import { useFavourites } from '../components/favourites';
+import { queryKeys } from '../api/query-keys';
 import { usePlace } from '../components/Shell';
 import { Sparkline } from '../components/Sparkline';
 import '../flag-pages.css';
@@ -123,24 +124,19 @@ export function FlagList({ org, project }: { org: string; project: string }) {
     status && statusEnvironment ? { environment: statusEnvironment, enabled: status === 'on' } : {};
 
   const flagsQuery = queryOptions({
-    queryKey: [
-      'flags',
-      org,
-      project,
-      {
-        q,
-        tag,
-        archived,
-        expired,
-        mine,
-        type,
-        lifecycle,
-        statusFilter,
-        favouriteKeys,
-        sort,
-        cursor,
-      },
-    ],
+    queryKey: queryKeys.flagList(org, project, {
+      q,
+      tag,
+      archived,
+      expired,
+      mine,
+      type,
+      lifecycle,
+      statusFilter,
+      favouriteKeys,
+      sort,
+      cursor,
+    }),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/flags', {
@@ -187,6 +183,17 @@ export function FlagList({ org, project }: { org: string; project: string }) {
   const canCreate = flags.data?._actions['create']?.allowed ?? false;
   const canToggle = flags.data?._actions['toggle'];
   const paged = cursors.length > 1 || Boolean(flags.data?.next_cursor);
+  // No filter chosen: an empty list is an empty project, not a search that found nothing.
+  const unfiltered =
+    !q &&
+    !tag.trim() &&
+    !archived &&
+    !expired &&
+    !mine &&
+    !type &&
+    !lifecycle &&
+    !status &&
+    favouriteKeys === null;
 
   return (
     <>
@@ -340,6 +347,7 @@ export function FlagList({ org, project }: { org: string; project: string }) {
               </th>
             ))}
             <th scope="col">Evaluations, 7 days</th>
+            <th scope="col">References in code</th>
             <th scope="col">Type</th>
             <th scope="col">Tags</th>
             <th scope="col">Changed</th>
@@ -373,7 +381,16 @@ export function FlagList({ org, project }: { org: string; project: string }) {
         </tbody>
       </table>
       {confirmed.dialog}
-      {flags.isSuccess && items.length === 0 && <p>No flags match.</p>}
+      {flags.isSuccess &&
+        items.length === 0 &&
+        (unfiltered ? (
+          <p>
+            This project has no flags yet.
+            {canCreate && ' Create the first one with “New flag”, at the top of the page.'}
+          </p>
+        ) : (
+          <p>No flags match.</p>
+        ))}
       {paged && (
         <nav aria-label="Pages" className="pager">
           <Button
@@ -398,6 +415,16 @@ export function FlagList({ org, project }: { org: string; project: string }) {
       )}
     </>
   );
+}
+
+/**
+ * References on the repositories' default branches (flag-cleanup contract, section 4): a number,
+ * or "unknown" while no repository of the project was ever scanned (unknown is not zero).
+ */
+function CodeReferenceCount({ count }: { count: number | null }) {
+  if (count === null)
+    return <span title="No repository of this project has been scanned yet">unknown</span>;
+  return <>{count}</>;
 }
 
 /** The Sparkline of a flag with no evaluations in the week. */
@@ -465,6 +492,7 @@ const FlagRow = memo(function FlagRow(props: {
         </Link>
         <div className="hint">
           <code>{flag.key}</code>
+          {flag.clientSideVisible && ' · client-side'}
           {flag.isArchived && ' · archived'}
           {flag.isExpired && ' · expired'}
         </div>
@@ -493,6 +521,9 @@ const FlagRow = memo(function FlagRow(props: {
         );
       })}
       <td>{props.counts && <Sparkline counts={props.counts} />}</td>
+      <td>
+        <CodeReferenceCount count={flag.codeReferences} />
+      </td>
       <td>{flag.type}</td>
       <td>{flag.tags.join(', ')}</td>
       <td>

@@ -1,9 +1,11 @@
 import { useQuery } from '@tanstack/react-query';
 import { lazy, Suspense } from 'react';
-import { Link, useLocation, useSearch } from 'wouter';
+import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../api/client';
+import { CodeReferences } from '../components/CodeReferences';
 import { Compare } from '../components/Compare';
 import { EnvironmentToggle } from '../components/EnvironmentToggle';
+import { FlagDetails } from '../components/FlagDetails';
 import { History } from '../components/History';
 import { Lifecycle } from '../components/Lifecycle';
 import { ReleasePlans } from '../components/release-plan/ReleasePlans';
@@ -11,6 +13,7 @@ import { usePlace } from '../components/Shell';
 import { Variations } from '../components/Variations';
 import { Targeting } from '../components/targeting/Targeting';
 import '../flag-pages.css';
+import { queryKeys } from '../api/query-keys';
 
 // uPlot loads with the Insights section only, so the other sections' script stays small.
 const UsageChart = lazy(() => import('../components/UsageChart'));
@@ -21,6 +24,7 @@ export const FLAG_SECTIONS = {
   variations: 'Variations',
   release: 'Release plan',
   insights: 'Insights',
+  code: 'Code',
   history: 'History',
   settings: 'Settings',
 } as const;
@@ -41,26 +45,27 @@ export function flagPath(
 /**
  * One flag (journeys 3 and 4), in sections people jump between, each addressable; the
  * environment lives in the address too (`?env=`), so a reloaded, bookmarked or shared page shows
- * the same targeting at once. Without `env`, the environment chosen last in the header, else the
- * first (design record 038). Each section reads only what it shows: at most 5 API requests.
+ * the same targeting at once, and the sidebar shows the same environment. Without `env`, the
+ * environment shown last, else the first (design records 038 and 058). Each section reads only what it shows: at most 5 API requests.
  */
 export function FlagPage(props: { org: string; project: string; flag: string; section?: string }) {
   const { org, project, flag } = props;
-  const section: FlagSection =
-    props.section && props.section in FLAG_SECTIONS ? (props.section as FlagSection) : 'targeting';
-  const { environments, environment: chosen } = usePlace();
-  const requested = new URLSearchParams(useSearch()).get('env');
-  const environment =
-    environments.find((e) => e.key === requested)?.key ?? chosen ?? environments[0]?.key ?? '';
+  // `release-plan`, as the API and the tab's name say it, is the release plan section too.
+  const asked = props.section === 'release-plan' ? 'release' : props.section;
+  const known = asked === undefined || asked in FLAG_SECTIONS;
+  const section: FlagSection = asked && known ? (asked as FlagSection) : 'targeting';
+  // The frame reads `?env=` from the address (the sidebar shows the same), else the last shown.
+  const { environments, environment: shown } = usePlace();
+  const environment = shown ?? '';
   const [, navigate] = useLocation();
   const path = { org, project, flag };
   const detail = useQuery({
-    queryKey: ['flag', org, project, flag, 'detail'],
+    queryKey: queryKeys.flagDetail(org, project, flag),
     queryFn: () =>
       unwrap(api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}', { params: { path } })),
   });
   const configurations = useQuery({
-    queryKey: ['flag', org, project, flag, 'environments'],
+    queryKey: queryKeys.flagEnvironments(org, project, flag),
     enabled: section === 'targeting' || section === 'settings' || section === 'release',
     queryFn: () =>
       unwrap(
@@ -84,11 +89,20 @@ export function FlagPage(props: { org: string; project: string; flag: string; se
         <h1>{data.name ?? data.key}</h1>
         <span className="badge">{data.type}</span>
         {data.isArchived && <span className="badge">archived</span>}
+        <span className="badge">
+          {data.clientSideVisible ? 'visible to client-side SDKs' : 'server-side SDKs only'}
+        </span>
       </div>
       <p className="hint">
         <code>{data.key}</code>
         {data.description && ` · ${data.description}`}
       </p>
+      {!known && (
+        <p role="alert">
+          A flag has no section &ldquo;{props.section}&rdquo;; it has{' '}
+          {Object.values(FLAG_SECTIONS).join(', ')}. Targeting is shown.
+        </p>
+      )}
       <nav aria-label="Flag sections" className="tabs sections">
         {Object.entries(FLAG_SECTIONS).map(([value, label]) => (
           <Link
@@ -156,9 +170,11 @@ export function FlagPage(props: { org: string; project: string; flag: string; se
           <UsageChart org={org} project={project} flag={data} />
         </Suspense>
       )}
+      {section === 'code' && <CodeReferences org={org} project={project} flag={data} />}
       {section === 'history' && <History org={org} project={project} flag={data} />}
       {section === 'settings' && (
         <>
+          <FlagDetails org={org} project={project} flag={data} />
           <Lifecycle org={org} project={project} flag={data} />
           {configurations.data && environments.length > 1 && (
             <Compare

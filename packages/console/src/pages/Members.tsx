@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { Button, Dialog } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
@@ -13,6 +13,7 @@ import { useOrganization, when } from '../components/people/organization';
 import { ProjectAllowlist, ProjectNames } from '../components/people/ProjectAllowlist';
 import { SecretOnce } from '../components/SecretOnce';
 import { useFormMutation } from '../components/useFormMutation';
+import { queryKeys } from '../api/query-keys';
 
 /**
  * Members, invitations and service tokens of an organization (console.md journey 7), for Admins
@@ -40,14 +41,14 @@ export function Members(props: { org: string }) {
 function MemberList({ org }: { org: string }) {
   const queryClient = useQueryClient();
   const members = useQuery({
-    queryKey: ['members', org],
+    queryKey: queryKeys.members(org),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/members', { params: { path: { org }, query: { limit: 200 } } }),
       ),
   });
   const [problem, setProblem] = useState<{ userId: string; message: string } | null>(null);
-  const update = useMutation({
+  const update = useFormMutation({
     mutationFn: (change: { userId: string; role?: Role; projectIds?: string[] | null }) =>
       unwrap(
         api.PATCH('/api/v1/orgs/{org}/members/{userId}', {
@@ -60,16 +61,16 @@ function MemberList({ org }: { org: string }) {
       ),
     onMutate: () => setProblem(null),
     onError: (error, change) => setProblem({ userId: change.userId, message: error.message }),
-    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['members', org] }),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: queryKeys.members(org) }),
   });
-  const remove = useMutation({
+  const remove = useFormMutation({
     mutationFn: (userId: string) =>
       unwrap(
         api.DELETE('/api/v1/orgs/{org}/members/{userId}', { params: { path: { org, userId } } }),
       ),
     onMutate: () => setProblem(null),
     onError: (error, userId) => setProblem({ userId, message: error.message }),
-    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['members', org] }),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: queryKeys.members(org) }),
   });
   return (
     <section aria-labelledby="members-heading">
@@ -196,7 +197,7 @@ function Invitations({ org }: { org: string }) {
   const [role, setRole] = useState<Role>('Member');
   const [projectIds, setProjectIds] = useState<string[] | null>(null);
   const invitations = useQuery({
-    queryKey: ['invitations', org],
+    queryKey: queryKeys.invitations(org),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/invitations', {
@@ -204,7 +205,8 @@ function Invitations({ org }: { org: string }) {
         }),
       ),
   });
-  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['invitations', org] });
+  const refresh = () =>
+    void queryClient.invalidateQueries({ queryKey: queryKeys.invitations(org) });
   const invite = useFormMutation({
     messageAt: 'email',
     mutationFn: () =>
@@ -220,7 +222,7 @@ function Invitations({ org }: { org: string }) {
       refresh();
     },
   });
-  const revoke = useMutation({
+  const revoke = useFormMutation({
     mutationFn: (id: string) =>
       unwrap(api.DELETE('/api/v1/orgs/{org}/invitations/{id}', { params: { path: { org, id } } })),
     onSettled: refresh,
@@ -316,7 +318,7 @@ function ServiceTokens({ org }: { org: string }) {
   const [name, setName] = useState('');
   const [role, setRole] = useState<Role>('Viewer');
   const tokens = useQuery({
-    queryKey: ['service-tokens', org],
+    queryKey: queryKeys.serviceTokens(org),
     enabled: organization.data?._actions['manageServiceTokens']?.allowed === true,
     queryFn: () =>
       unwrap(
@@ -325,7 +327,8 @@ function ServiceTokens({ org }: { org: string }) {
         }),
       ),
   });
-  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['service-tokens', org] });
+  const refresh = () =>
+    void queryClient.invalidateQueries({ queryKey: queryKeys.serviceTokens(org) });
   const create = useFormMutation({
     messageAt: 'name',
     mutationFn: () =>
@@ -340,7 +343,7 @@ function ServiceTokens({ org }: { org: string }) {
       refresh();
     },
   });
-  const revoke = useMutation({
+  const revoke = useFormMutation({
     mutationFn: (tokenId: string) =>
       unwrap(
         api.DELETE('/api/v1/orgs/{org}/service-tokens/{tokenId}', {

@@ -1,5 +1,5 @@
 import { Button } from '@radix-ui/themes';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Organization, SsoConnection } from '../api/types';
@@ -10,6 +10,7 @@ import { FormDialog } from '../components/FormDialog';
 import { NotAllowed } from '../components/people/NotAllowed';
 import { useOrganization } from '../components/people/organization';
 import { useFormMutation } from '../components/useFormMutation';
+import { queryKeys } from '../api/query-keys';
 
 const PLANS = ['Solo', 'Team', 'Pro', 'Business', 'Enterprise'] as const;
 const SSO_ROLES = ['Viewer', 'Member', 'Admin'] as const;
@@ -50,7 +51,7 @@ export function OrgSettings(props: { org: string }) {
 
 function useConnections(org: string) {
   return useQuery({
-    queryKey: ['sso-connections', org],
+    queryKey: queryKeys.ssoConnections(org),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/sso-connections', {
@@ -87,7 +88,7 @@ function OrganizationForm({
     onMutate: () => onSaved(false),
     onSuccess: () => {
       onSaved(true);
-      void queryClient.invalidateQueries({ queryKey: ['org', org] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.org(org) });
     },
   });
   const ssoRequiredProblem = save.problemAt('ssoRequired');
@@ -167,14 +168,14 @@ function OrganizationForm({
 function SsoConnections({ org }: { org: string }) {
   const queryClient = useQueryClient();
   const connections = useConnections(org);
-  const remove = useMutation({
+  const remove = useFormMutation({
     mutationFn: (id: string) =>
       unwrap(
         api.DELETE('/api/v1/orgs/{org}/sso-connections/{id}', { params: { path: { org, id } } }),
       ),
     onSettled: () => {
-      void queryClient.invalidateQueries({ queryKey: ['sso-connections', org] });
-      void queryClient.invalidateQueries({ queryKey: ['org', org] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.ssoConnections(org) });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.org(org) });
     },
   });
   const items = connections.data?.items ?? [];
@@ -291,8 +292,8 @@ function ConnectionDialog(props: { org: string; connection?: SsoConnection }) {
           );
     },
     onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: ['sso-connections', org] });
-      void queryClient.invalidateQueries({ queryKey: ['org', org] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.ssoConnections(org) });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.org(org) });
     },
   });
   return (

@@ -1,29 +1,46 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
+import { queryKeys } from '../api/query-keys';
+import { useFormMutation } from '../components/useFormMutation';
 
 type Staleness = 'dead' | 'stale';
+/** The candidates by code references (`references`): all, none left, or still read. */
+type InCode = '' | 'none' | 'some';
+
+/** Where a candidate stands in code: "safe to archive", its count, or unknown before a scan. */
+function inCode(count: number | null): string {
+  if (count === null) return 'Unknown: no repository scanned';
+  if (count === 0) return 'None left: safe to archive';
+  return `${count} ${count === 1 ? 'place' : 'places'} on default branches`;
+}
 
 /**
- * Journey 6, "clean up": the flags that look safe to remove from code, with the API's reason,
- * and archiving several at once. The recently-evaluated guard still applies to each: refused
+ * Journey 6, "clean up": the flags that look safe to remove from code, with the API's reason and
+ * where code still reads them (flag-cleanup contract, section 4: those with no reference left on
+ * default branches are "safe to archive", and the list can be narrowed to them), and archiving
+ * several at once. The recently-evaluated and still-referenced guards still apply to each: refused
  * flags are listed with the API's message, stay selected, and "Archive anyway" forces them.
  */
 export function RemovalCandidates({ org, project }: { org: string; project: string }) {
   const [staleness, setStaleness] = useState<Staleness>('dead');
+  const [references, setReferences] = useState<InCode>('');
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const queryClient = useQueryClient();
   const candidates = useQuery({
-    queryKey: ['removal-candidates', org, project, staleness],
+    queryKey: queryKeys.removalCandidates(org, project, staleness, references),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/flags/removal-candidates', {
-          params: { path: { org, project }, query: { staleness, limit: 200 } },
+          params: {
+            path: { org, project },
+            query: { staleness, limit: 200, ...(references ? { references } : {}) },
+          },
         }),
       ),
   });
-  const archive = useMutation({
+  const archive = useFormMutation({
     mutationFn: async ({ keys, force }: { keys: string[]; force: boolean }) => {
       const outcomes = await Promise.allSettled(
         keys.map((flag) =>
@@ -42,8 +59,8 @@ export function RemovalCandidates({ org, project }: { org: string; project: stri
     },
     onSuccess: (refused) => {
       setSelected(new Set(refused.map((problem) => problem.key)));
-      void queryClient.invalidateQueries({ queryKey: ['removal-candidates', org, project] });
-      void queryClient.invalidateQueries({ queryKey: ['flags', org, project] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.removalCandidates(org, project) });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.flags(org, project) });
     },
   });
   const items = candidates.data?.items ?? [];
@@ -85,6 +102,20 @@ export function RemovalCandidates({ org, project }: { org: string; project: stri
         />
         Include stale flags (not only dead ones)
       </label>
+      <label>
+        References in code
+        <select
+          value={references}
+          onChange={(event) => {
+            setReferences(event.target.value as InCode);
+            setSelected(new Set());
+          }}
+        >
+          <option value="">Any</option>
+          <option value="none">None left (safe to archive)</option>
+          <option value="some">Still read by code</option>
+        </select>
+      </label>
       {archive.data && archive.data.length > 0 && (
         <div role="alert">
           <p className="field-error">Not archived:</p>
@@ -113,6 +144,7 @@ export function RemovalCandidates({ org, project }: { org: string; project: stri
             <th scope="col">Flag</th>
             <th scope="col">Status</th>
             <th scope="col">Why</th>
+            <th scope="col">In code</th>
           </tr>
         </thead>
         <tbody>
@@ -134,6 +166,7 @@ export function RemovalCandidates({ org, project }: { org: string; project: stri
               </td>
               <td>{candidate.status}</td>
               <td>{candidate.reason}</td>
+              <td>{inCode(candidate.codeReferences)}</td>
             </tr>
           ))}
         </tbody>

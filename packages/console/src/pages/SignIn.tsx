@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useLocation, useSearch } from 'wouter';
 import { ApiProblem, api, unwrap } from '../api/client';
@@ -6,6 +6,8 @@ import { forgetToken, saveToken } from '../api/token';
 import { Field } from '../components/Field';
 import { PasswordForm } from '../components/people/PasswordForm';
 import { FirstRun } from './FirstRun';
+import { queryKeys } from '../api/query-keys';
+import { useFormMutation } from '../components/useFormMutation';
 
 const SSO_ORG_KEY = 'vexil.sso-org';
 
@@ -48,7 +50,7 @@ export function SignIn() {
   };
   // A fresh instance offers its first-run setup instead (design record 040).
   const setup = useQuery({
-    queryKey: ['auth', 'setup'],
+    queryKey: queryKeys.setup(),
     queryFn: () => unwrap(api.GET('/auth/setup')),
   });
   if (setup.data?.required) return <FirstRun onSignedIn={signedIn} />;
@@ -90,7 +92,7 @@ export function SignIn() {
  */
 function SingleSignOn() {
   const [org, setOrg] = useState(() => localStorage.getItem(SSO_ORG_KEY) ?? '');
-  const start = useMutation({
+  const start = useFormMutation({
     mutationFn: async () => {
       const url = `/auth/sso/${encodeURIComponent(org.trim())}`;
       const response = await fetch(url, { redirect: 'manual' });
@@ -128,7 +130,7 @@ function SingleSignOn() {
 /** A pasted token, checked with `GET /me` before it is kept in localStorage. */
 function TokenForm(props: { onSignedIn: () => void }) {
   const [token, setToken] = useState('');
-  const check = useMutation({
+  const check = useFormMutation({
     mutationFn: async () => {
       saveToken(token.trim());
       try {

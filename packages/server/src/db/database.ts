@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
 import pg from 'pg';
+import { databaseSpans } from '../telemetry/database-spans.js';
 import * as initial from './migrations/0001-initial.js';
 import * as retention from './migrations/0002-retention.js';
 import * as sealedIdempotentResponses from './migrations/0003-sealed-idempotent-responses.js';
@@ -19,6 +20,9 @@ import * as firstRunSetup from './migrations/0014-first-run-setup.js';
 import * as changeRequests from './migrations/0015-change-requests.js';
 import * as relayKeys from './migrations/0016-relay-keys.js';
 import * as releasePlans from './migrations/0017-release-plans.js';
+import * as flagEnvironmentVersions from './migrations/0018-flag-environment-versions.js';
+import * as codeReferences from './migrations/0019-code-references.js';
+import * as appliedChangeDiff from './migrations/0020-applied-change-diff.js';
 import type { Schema } from './schema.js';
 
 export type { Dialect };
@@ -77,7 +81,10 @@ export function openDatabase(url: string): Database {
     // be an unhandled 'error' that ends the process; its next query fails instead, and the pool
     // discards the client when it is released.
     pool.on('connect', (client) => client.on('error', () => undefined));
-    const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Schema>({
+      dialect: new PostgresDialect({ pool }),
+      log: databaseSpans('postgresql'),
+    });
     return {
       db,
       dialect: 'postgres',
@@ -91,7 +98,10 @@ export function openDatabase(url: string): Database {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
-  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Schema>({
+    dialect: new SqliteDialect({ database: sqlite }),
+    log: databaseSpans('sqlite'),
+  });
   return {
     db,
     dialect: 'sqlite',
@@ -117,6 +127,9 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0015-change-requests': changeRequests.up,
   '0016-relay-keys': relayKeys.up,
   '0017-release-plans': releasePlans.up,
+  '0018-flag-environment-versions': flagEnvironmentVersions.up,
+  '0019-code-references': codeReferences.up,
+  '0020-applied-change-diff': appliedChangeDiff.up,
 };
 
 /** The names of the migrations this version knows, in order (a restore refuses a backup with others). */

@@ -52,7 +52,8 @@ export interface Mutation {
    */
   touchProject(projectId: string, write?: WriteKind): Promise<void>;
   /**
-   * Marks a flag's SDK configuration changed: bumps `flags.version` and touches the given
+   * Marks a flag's SDK configuration changed: bumps `flags.version` (and, once per mutation, the
+   * flag's version in each given environment or in all, design record 052) and touches the given
    * environments, or every environment of its project. Call it before reading what the change
    * depends on: the row lock the bump takes serialises concurrent writes to one flag. A serving
    * write (the default) also bumps, once per mutation, the `revision` of the flag's
@@ -223,6 +224,49 @@ function deferRevisions(
   if (fresh.length > 0) deferred.revised(flagId, fresh);
 }
 
+/**
+ * The flags whose version in some environments a mutation moves, written when its work ends and
+ * only when the environments' versions move with them (design record 052): a write that changes
+ * nothing must not change a document under its version.
+ */
+class FlagEnvironmentVersions {
+  /** Flags changed in every environment (a flag-level change). */
+  private readonly everywhere = new Set<string>();
+  /** By environment, flags whose configuration there changed. */
+  private readonly byEnvironment = new Map<string, Set<string>>();
+
+  touched(flagId: string, environmentIds: string[] | undefined): void {
+    if (!environmentIds) {
+      this.everywhere.add(flagId);
+      return;
+    }
+    for (const id of environmentIds) {
+      const flags = this.byEnvironment.get(id) ?? new Set<string>();
+      flags.add(flagId);
+      this.byEnvironment.set(id, flags);
+    }
+  }
+
+  async write(trx: Transaction<Schema>): Promise<void> {
+    if (this.everywhere.size > 0)
+      await trx
+        .updateTable('flag_environments')
+        .set((eb) => ({ version: eb('version', '+', 1) }))
+        .where('flag_id', 'in', [...this.everywhere])
+        .execute();
+    for (const [environmentId, flagIds] of this.byEnvironment) {
+      const rest = [...flagIds].filter((id) => !this.everywhere.has(id));
+      if (rest.length === 0) continue;
+      await trx
+        .updateTable('flag_environments')
+        .set((eb) => ({ version: eb('version', '+', 1) }))
+        .where('environment_id', '=', environmentId)
+        .where('flag_id', 'in', rest)
+        .execute();
+    }
+  }
+}
+
 function isTransient(error: unknown): boolean {
   return TRANSIENT_SQLSTATE.has(String((error as { code?: unknown } | undefined)?.code));
 }
@@ -248,6 +292,7 @@ async function attemptMutation<T>(
     /** Flags whose rows this mutation locked up front (`lockFlags`), and the bumps they owe. */
     const locked = new Set<string>();
     const deferred = new DeferredFlagBumps();
+    const flagVersions = new FlagEnvironmentVersions();
     const checkPolicy = (
       target: { environmentIds: string[] } | { projectId: string },
       write: WriteKind,
@@ -315,6 +360,7 @@ async function attemptMutation<T>(
             .where('id', '=', flag.id)
             .execute();
         const ids = environmentIds ? [...environmentIds] : undefined;
+        flagVersions.touched(flag.id, ids);
         const bypassedChangeRequest = await checkPolicy(
           ids ? { environmentIds: ids } : { projectId: flag.project_id },
           write,
@@ -342,6 +388,7 @@ async function attemptMutation<T>(
     await deferred.write(trx);
     // Every event said nothing changed: neither do the SDK configurations it touched.
     if (emitted.unchanged > 0 && emitted.recorded === 0) touched.clear();
+    else await flagVersions.write(trx);
     await bumpVersions(trx, [...touched]);
     return value;
   });

@@ -106,7 +106,8 @@ const WRITES: {
     method: 'PATCH',
     path: (f) => `/api/v1/orgs/acme/webhooks/${f.id}`,
     body: () => ({ name: 'Renamed hook' }),
-    events: 0,
+    // Its audit entry (`webhook.updated`, audit-only since issue 43).
+    events: 1,
   },
 ];
 

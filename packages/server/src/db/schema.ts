@@ -150,6 +150,11 @@ export interface FlagEnvironmentsTable {
   prerequisites: string;
   /** +1 on every change to this configuration or its rules (design record 042). */
   revision: number;
+  /**
+   * The flag's `version` in this environment's SDK configuration: moves only with the
+   * environment's version (design record 052).
+   */
+  version: number;
   updated_at: string;
 }
 
@@ -442,12 +447,24 @@ export interface ChangeRequestsTable {
   applied_by: string | null;
   /** JSON `{ code, message }` when `failed`. */
   failure: string | null;
+  /** JSON: the `diff` as it was when applied (before the apply's writes); null until applied. */
+  applied_diff: string | null;
   created_at: string;
   updated_at: string;
 }
 
-export type ChangeRequestState =
-  'draft' | 'open' | 'approved' | 'scheduled' | 'applied' | 'rejected' | 'cancelled' | 'failed';
+/** A change request's states (contract: change-requests.md), written once for the API and MCP. */
+export const CHANGE_REQUEST_STATES = [
+  'draft',
+  'open',
+  'approved',
+  'scheduled',
+  'applied',
+  'rejected',
+  'cancelled',
+  'failed',
+] as const;
+export type ChangeRequestState = (typeof CHANGE_REQUEST_STATES)[number];
 
 export interface ChangeRequestReviewsTable {
   id: string;
@@ -508,6 +525,47 @@ export interface ReleasePlanExposuresTable {
   metric_ms: number | null;
 }
 
+/** A repository whose code references a project keeps (flag-cleanup contract, section 2). */
+export interface CodeReferenceRepositoriesTable {
+  id: string;
+  project_id: string;
+  /** As the scan names it (`acme/shop`). */
+  name: string;
+  /** The branch counted in flag lists and removal candidates; the first uploaded until set. */
+  default_branch: string | null;
+  /** `https://…/{commit}/{path}#L{line}`, or null: references get no `url`. */
+  source_url_template: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One scanned branch of a repository: replaced with its references by each upload. */
+export interface CodeReferenceBranchesTable {
+  id: string;
+  repository_id: string;
+  name: string;
+  commit_sha: string | null;
+  scanned_at: string;
+  reference_count: number;
+  /** JSON array of the paths the scan could not parse (searched as text instead). */
+  unparsed: string;
+}
+
+/** One place in code that reads a flag key. */
+export interface CodeReferencesTable {
+  branch_id: string;
+  project_id: string;
+  flag_key: string;
+  path: string;
+  line: number;
+  column: number;
+  kind: 'call' | 'jsx' | 'property' | 'alias' | 'literal';
+  /** JSON `{ before: string[], line: string, after: string[] }`. */
+  context: string;
+  /** 1 when the project had no flag of this key at upload time. */
+  unknown_key: number;
+}
+
 export interface Schema {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -542,4 +600,7 @@ export interface Schema {
   release_plan_exposures: ReleasePlanExposuresTable;
   change_requests: ChangeRequestsTable;
   change_request_reviews: ChangeRequestReviewsTable;
+  code_reference_repositories: CodeReferenceRepositoriesTable;
+  code_reference_branches: CodeReferenceBranchesTable;
+  code_references: CodeReferencesTable;
 }

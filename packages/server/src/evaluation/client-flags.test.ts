@@ -37,23 +37,22 @@ const flag = (key: string, over: Partial<SdkFlag> = {}): SdkFlag => ({
   ...over,
 });
 
-async function documentOf(configuration: SdkConfiguration) {
-  const writer = new ConfigurationDocumentWriter();
-  writer.begin(configuration.environment!, configuration.version);
-  await writer.addFlags(configuration.flags);
-  return writer.finish(configuration.segments);
-}
-
 async function snapshotOf(configuration: SdkConfiguration, visible: string[]): Promise<Snapshot> {
   const compiled = compileEnvironment(configuration);
   const clientFlags = selectFlags(compiled, visible);
+  const writer = new ConfigurationDocumentWriter();
+  writer.begin(configuration.environment!, configuration.version);
+  await writer.addFlags(configuration.flags);
   return {
     environmentId: 'env',
     organizationId: 'org',
     projectId: 'project',
     version: configuration.version,
     compiled,
-    document: await documentOf(configuration),
+    document: await writer.finish(configuration.segments),
+    environmentKey: configuration.environment!,
+    flagDigests: writer.flagDigests,
+    segments: configuration.segments,
     clientSideKeys: new Set(visible),
     clientFlags,
     clientEntries: clientFlags.map(() => []),
@@ -85,7 +84,7 @@ describe('clientFlagsBody', async () => {
       for (let i = 0; i < 40; i++) {
         const context = { userId: `user-${i}`, plan: i % 3 === 0 ? 'pro' : 'free' };
         const json = clientFlagsBody(snapshot, context, null).toString();
-        const expected = evaluateClientFlags(snapshot, context, null);
+        const expected = evaluateClientFlags(snapshot, context).body;
         expect(JSON.parse(json)).toEqual(expected);
         expect(json).toBe(JSON.stringify(expected));
         for (const [key, result] of Object.entries(expected.flags))

@@ -1,4 +1,6 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { evaluateSelected, type EvaluationContext, type EvaluationResult } from '@vexil/engine';
+import { evaluationEvents } from '../telemetry/evaluation-events.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
 import type { ServedEntry, Snapshot } from './snapshots.js';
 
@@ -26,28 +28,48 @@ function clientResult(result: EvaluationResult): ClientFlagResult {
 }
 
 /**
- * Evaluates every client-visible flag of the snapshot for a context, in configuration order.
- * Served flags are counted in `usage`, unless it is null (the client reports its own reads:
- * spec Evaluation API rule 1).
+ * Evaluates every client-visible flag of the snapshot for a context, in configuration order,
+ * and records them as served (see {@link recordServed}).
  */
 function evaluateClientSide(
   snapshot: Snapshot,
   context: EvaluationContext,
   usage: ClientUsage | null,
+  headers: IncomingHttpHeaders | undefined,
 ): EvaluationResult[] {
   const results = evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
-  usage?.aggregator.recordEvaluations(snapshot.environmentId, results, usage.nowMs, context);
+  recordServed(snapshot, context, results, usage, headers);
   return results;
 }
 
-/** The client evaluation as an object: the `flags` events of client streams. */
+/**
+ * Records client evaluations as served: counted in `usage`, unless it is null (the client
+ * reports its own reads: spec Evaluation API rule 1), and as sampled evaluation events that
+ * continue the trace `headers` carry.
+ */
+export function recordServed(
+  snapshot: Snapshot,
+  context: EvaluationContext,
+  results: EvaluationResult[],
+  usage: ClientUsage | null,
+  headers?: IncomingHttpHeaders,
+): void {
+  if (evaluationEvents !== null) evaluationEvents.record(headers, snapshot, context, () => results);
+  usage?.aggregator.recordEvaluations(snapshot.environmentId, results, usage.nowMs, context);
+}
+
+/**
+ * The client evaluation as an object, the data of client streams' `flags` events, and the
+ * results it holds: they count as served once sent ({@link recordServed}), and a stream sends
+ * nothing when the answer is the one it sent last.
+ */
 export function evaluateClientFlags(
   snapshot: Snapshot,
   context: EvaluationContext,
-  usage: ClientUsage | null,
-): { flags: Record<string, ClientFlagResult> } {
+): { body: { flags: Record<string, ClientFlagResult> }; results: EvaluationResult[] } {
+  const results = evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
   const flags: Record<string, ClientFlagResult> = {};
-  for (const result of evaluateClientSide(snapshot, context, usage)) {
+  for (const result of results) {
     // defineProperty: a flag keyed "__proto__" is a plain key, not the object's prototype.
     Object.defineProperty(flags, result.key, {
       value: clientResult(result),
@@ -56,7 +78,7 @@ export function evaluateClientFlags(
       configurable: true,
     });
   }
-  return { flags };
+  return { body: { flags }, results };
 }
 
 /** The serialized entry of the `i`-th client-visible flag's result, cached in the snapshot. */
@@ -91,14 +113,16 @@ const COMMA = Buffer.from(',');
 /**
  * {@link evaluateClientFlags} as UTF-8 JSON: the body of `POST /v1/client/evaluate` and
  * `identify`, copied together from each flag's cached entry. Serializing 50 flags anew cost more
- * than evaluating them, and so did encoding a concatenated string of the cached entries.
+ * than evaluating them, and so did encoding a concatenated string of the cached entries. The
+ * request's `headers` carry the trace its evaluation events continue.
  */
 export function clientFlagsBody(
   snapshot: Snapshot,
   context: EvaluationContext,
   usage: ClientUsage | null,
+  headers?: IncomingHttpHeaders,
 ): Buffer {
-  const results = evaluateClientSide(snapshot, context, usage);
+  const results = evaluateClientSide(snapshot, context, usage, headers);
   const parts: Buffer[] = [BODY_START];
   let length = BODY_START.length + BODY_END.length;
   for (let i = 0; i < results.length; i++) {

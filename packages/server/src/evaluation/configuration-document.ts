@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { buffer } from 'node:stream/consumers';
 import { constants, createDeflateRaw, createGzip, gunzip, inflateRawSync } from 'node:zlib';
@@ -93,6 +93,11 @@ export class ConfigurationDocument {
 export class ConfigurationDocumentWriter {
   /** The flags' keys in document order. */
   readonly flagKeys: string[] = [];
+  /**
+   * A digest of each of {@link flagKeys}' JSON: what tells two documents' flags apart (a flag
+   * deleted and created again can come back with the same `version`).
+   */
+  readonly flagDigests: string[] = [];
   private readonly gzip = createGzip();
   private readonly gzipped = buffer(this.gzip);
   private readonly hash = createHash('sha256');
@@ -119,11 +124,19 @@ export class ConfigurationDocumentWriter {
 
   /** Appends flags (in configuration order); resolves once every full block is compressed. */
   async addFlags(flags: readonly SdkFlag[]): Promise<void> {
-    for (const flag of flags) {
-      this.flagKeys.push(flag.key);
-      this.blockTexts.push(JSON.stringify(flag));
-      if (this.blockTexts.length === FLAGS_PER_BLOCK) await this.closeBlock();
-    }
+    for (const flag of flags) await this.addFlagJson(flag.key, JSON.stringify(flag));
+  }
+
+  /**
+   * Appends one flag already serialized: `json` must be `JSON.stringify` of the flag, as
+   * {@link ConfigurationDocument.flagJson} returns it, so that the document's bytes are the same
+   * whichever way a flag came in.
+   */
+  async addFlagJson(key: string, json: string): Promise<void> {
+    this.flagKeys.push(key);
+    this.flagDigests.push(hash('sha1', json, 'base64'));
+    this.blockTexts.push(json);
+    if (this.blockTexts.length === FLAGS_PER_BLOCK) await this.closeBlock();
   }
 
   /** Ends the document with the segments and returns it once compressed. */

@@ -17,7 +17,14 @@ import { ApiError } from '../http/errors.js';
 import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
 import { fieldProblems, validationSummary } from '../http/validation-messages.js';
 import type { EvaluationServices } from '../services.js';
-import { notAnSdkKeyDetail, SdkAuthFailure, type SdkAuthenticator } from './sdk-authenticator.js';
+import { evaluationEvents } from '../telemetry/evaluation-events.js';
+import { ofrepEventStreams, type OfrepEventStream } from './ofrep-events.js';
+import {
+  notAnSdkKeyDetail,
+  SdkAuthFailure,
+  sdkKeyOf,
+  type SdkAuthenticator,
+} from './sdk-authenticator.js';
 import type { Snapshot } from './snapshots.js';
 
 /**
@@ -253,17 +260,20 @@ export function registerOfrepApi(
   );
 
   /** Authenticates the SDK key; returns its snapshot and which flags it may see. */
-  async function authorize(
-    request: FastifyRequest,
-  ): Promise<{ snapshot: Snapshot; visible: (flagKey: string) => boolean }> {
+  async function authorize(request: FastifyRequest): Promise<{
+    snapshot: Snapshot;
+    visible: (flagKey: string) => boolean;
+    eventStreams: () => OfrepEventStream[];
+  }> {
     const apiKey = request.headers['x-api-key'];
-    const { type, snapshot } = await sdk.authenticateEither(
-      request.headers.authorization ?? (typeof apiKey === 'string' ? apiKey : undefined),
-    );
+    const credential =
+      request.headers.authorization ?? (typeof apiKey === 'string' ? apiKey : undefined);
+    const { type, snapshot } = await sdk.authenticateEither(credential);
     const clientKeys = snapshot.clientSideKeys;
     const visible =
       type === 'ServerSide' ? () => true : (flagKey: string) => clientKeys.has(flagKey);
-    return { snapshot, visible };
+    const eventStreams = () => ofrepEventStreams(type, sdkKeyOf(credential ?? ''));
+    return { snapshot, visible, eventStreams };
   }
 
   function recordServed(
@@ -302,7 +312,10 @@ export function registerOfrepApi(
       const context = request.body.context ?? {};
       // A flag the key may not see is reported exactly like one that does not exist.
       if (!visible(flagKey)) throw notFound(flagKey);
-      const response = toOfrep(snapshot, evaluateFlag(snapshot.compiled, flagKey, context));
+      const result = evaluateFlag(snapshot.compiled, flagKey, context);
+      if (evaluationEvents !== null)
+        evaluationEvents.record(request.headers, snapshot, context, () => [result]);
+      const response = toOfrep(snapshot, result);
       if (isFailure(response)) {
         throw new OfrepError(
           failureStatus(response.errorCode),
@@ -326,11 +339,14 @@ export function registerOfrepApi(
       },
     },
     async (request, reply) => {
-      const { snapshot, visible } = await authorize(request);
+      const { snapshot, visible, eventStreams } = await authorize(request);
       const context = request.body.context ?? {};
       const results = evaluateAll(snapshot.compiled, context, visible);
+      if (evaluationEvents !== null)
+        evaluationEvents.record(request.headers, snapshot, context, () => Object.values(results));
       const flags = Object.values(results).map((result) => toOfrep(snapshot, result));
-      const body = JSON.stringify({ flags });
+      // OFREP event streams (ADR-0008, design record 052): where the provider hears of changes.
+      const body = JSON.stringify({ flags, eventStreams: eventStreams() });
       // The ETag covers the answer itself, so it changes exactly when what this context sees does.
       const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
       void reply.header('etag', etag).header('cache-control', 'no-cache');

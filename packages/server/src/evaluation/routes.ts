@@ -6,14 +6,16 @@ import { Type, type Static, type TSchema } from 'typebox';
 import type { ValidateFunction } from 'ajv';
 import type { App } from '../http/app-instance.js';
 import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
-import type { RequestDurations } from '../ops/request-durations.js';
+import type { RequestDurations } from '../http/request-durations.js';
 import type { EvaluationServices } from '../services.js';
-import { registerEventRoutes } from '../usage/events-routes.js';
+import { evaluationEvents } from '../telemetry/evaluation-events.js';
+import { registerEventRoutes } from './events-routes.js';
 import { clientFlagsBody } from './client-flags.js';
 import type { LeanRoute } from './lean-lane.js';
 import { ProblemError, problemErrorHandler } from './problem.js';
 import type { SdkAuthenticator, SdkKeyType } from './sdk-authenticator.js';
 import { flagDocument, type SnapshotStore } from './snapshots.js';
+import { registerOfrepEvents } from './ofrep-events.js';
 import { registerStreamingApi, type StreamRelay } from './streaming.js';
 
 const ContextSchema = Type.Record(Type.String(), Type.Unknown());
@@ -96,6 +98,8 @@ export function evaluationAnswers(
     server: (headers, { flagKey, context }) =>
       whenReady(sdk.authenticate(headers.authorization, 'ServerSide'), (snapshot) => {
         const result = evaluateFlag(snapshot.compiled, flagKey, context);
+        if (evaluationEvents !== null)
+          evaluationEvents.record(headers, snapshot, context, () => [result]);
         if (result.errorCode === 'FLAG_NOT_FOUND') {
           throw new ProblemError(
             404,
@@ -126,6 +130,7 @@ export function evaluationAnswers(
           reportsOwnEvaluations(headers)
             ? null
             : { aggregator: services.usage, nowMs: services.clock.now().getTime() },
+          headers,
         ),
       ),
   };
@@ -270,5 +275,6 @@ export function registerEvaluationApi(
     await clientStreams.identify(request, reply);
     return sendJson(reply, answers.client(request.headers, request.body));
   });
+  registerOfrepEvents(app, sdk, clientStreams.host);
   registerEventRoutes(app, services, sdk);
 }

@@ -57,6 +57,11 @@ export function notAnSdkKeyDetail(failure: SdkAuthFailure): string {
 /** An `Authorization` (or `X-API-Key`) value: the key, bare or after `Bearer ` (design record 006). */
 const SDK_KEY = /^(?:Bearer\s+)?(\S+)\s*$/i;
 
+/** The key an `Authorization` (or `X-API-Key`) value carries, without `Bearer `; '' when none. */
+export function sdkKeyOf(header: string): string {
+  return SDK_KEY.exec(header)?.[1] ?? '';
+}
+
 /**
  * The one SDK-key authenticator: header value → key → grant → the environment's snapshot, for
  * the evaluation API, its streams and events intake, and OFREP (design record 018). Each key it

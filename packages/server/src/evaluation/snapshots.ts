@@ -1,7 +1,14 @@
-import { compileLazily, selectFlags, type CompiledEnvironment, type SdkFlag } from '@vexil/engine';
+import {
+  compileLazily,
+  selectFlags,
+  type CompiledEnvironment,
+  type SdkFlag,
+  type SdkSegment,
+} from '@vexil/engine';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.js';
+import { ConfigurationChanges } from './configuration-changes.js';
 import {
   ConfigurationDocumentWriter,
   type ConfigurationDocument,
@@ -35,6 +42,12 @@ export interface Snapshot {
   compiled: CompiledEnvironment;
   /** The `GET /v1/sdk/flags` body: the only copy of the configuration the snapshot holds. */
   document: ConfigurationDocument;
+  /** The document's `environment`: the environment's key. */
+  environmentKey: string;
+  /** A digest of each flag's JSON in {@link document}, by position in `compiled.flagKeys`. */
+  flagDigests: readonly string[];
+  /** The document's segments, as in it. */
+  segments: readonly SdkSegment[];
   clientSideKeys: ReadonlySet<string>;
   /** The client-visible flags' positions in {@link compiled}, as the engine selects them. */
   clientFlags: readonly number[];
@@ -75,6 +88,8 @@ export function databaseSnapshots(db: Kysely<Schema>): SnapshotReader {
  * every build when `copies` is given.
  */
 export class SnapshotStore {
+  /** The recent changes between the snapshots served, for clients that take them flag by flag. */
+  readonly changes = new ConfigurationChanges();
   private readonly snapshots = new Map<string, Promise<Snapshot | undefined>>();
   /** The snapshots built so far and still current: read without awaiting by {@link ready}. */
   private readonly built = new Map<string, Snapshot>();
@@ -103,6 +118,7 @@ export class SnapshotStore {
       this.snapshots.set(environmentId, building);
       building.then(
         (built) => {
+          if (built) this.changes.record(built);
           if (built && this.snapshots.get(environmentId) === building)
             this.built.set(environmentId, built);
           this.builtAtMs.set(environmentId, Date.now());
@@ -204,6 +220,7 @@ export class SnapshotStore {
     }
     if (!snapshot) {
       this.lastGood.delete(environmentId);
+      this.changes.forget(environmentId);
       void copies?.remove(environmentId);
       return undefined;
     }
@@ -244,7 +261,65 @@ export async function snapshotFromCopy(copy: CopiedConfiguration): Promise<Snaps
   return compileSnapshot(
     copy.environmentId,
     { ...copy, environment, version, segments },
-    writer.flagKeys,
+    writer,
+    document,
+  );
+}
+
+/** What changed in a configuration, as a relay receives it (the relay feed's `patch` event). */
+export interface SnapshotPatch {
+  version: number;
+  clientSideKeys: string[];
+  /** The flags added or changed; each is written as `JSON.stringify` gives it. */
+  flags: SdkFlag[];
+  deletedFlags: string[];
+  /** The flag keys in document order, when flags were added or deleted. */
+  flagKeys?: string[];
+  segments: SdkSegment[];
+  deletedSegments: string[];
+  /** The segment keys in document order, when segments were added or deleted. */
+  segmentKeys?: string[];
+}
+
+/**
+ * `snapshot` with `patch` applied: its document written again with the changed flags and
+ * segments in place and every other flag's JSON as it was, so that it is byte for byte the
+ * document of the node the patch came from (whose ETag the caller compares).
+ */
+export async function patchedSnapshot(snapshot: Snapshot, patch: SnapshotPatch): Promise<Snapshot> {
+  const changedFlags = new Map(patch.flags.map((flag) => [flag.key, flag]));
+  const deletedFlags = new Set(patch.deletedFlags);
+  const writer = new ConfigurationDocumentWriter();
+  writer.begin(snapshot.environmentKey, patch.version);
+  for (const key of patch.flagKeys ?? snapshot.compiled.flagKeys) {
+    if (deletedFlags.has(key)) continue;
+    const changed = changedFlags.get(key);
+    const index = snapshot.compiled.flagIndex.get(key);
+    if (changed) await writer.addFlagJson(key, JSON.stringify(changed));
+    else if (index !== undefined)
+      await writer.addFlagJson(key, snapshot.document.flagJson(index).toString());
+    else throw new Error(`the patch names flag ${key} but neither holds nor sends it`);
+  }
+  const segments = new Map(snapshot.segments.map((segment) => [segment.key, segment]));
+  for (const key of patch.deletedSegments) segments.delete(key);
+  for (const segment of patch.segments) segments.set(segment.key, segment);
+  const segmentList = (patch.segmentKeys ?? [...segments.keys()]).map((key) => {
+    const segment = segments.get(key);
+    if (!segment) throw new Error(`the patch names segment ${key} but neither holds nor sends it`);
+    return segment;
+  });
+  const document = await writer.finish(segmentList);
+  return compileSnapshot(
+    snapshot.environmentId,
+    {
+      organizationId: snapshot.organizationId,
+      projectId: snapshot.projectId,
+      environment: snapshot.environmentKey,
+      version: patch.version,
+      segments: segmentList,
+      clientSideKeys: patch.clientSideKeys,
+    },
+    writer,
     document,
   );
 }
@@ -258,14 +333,14 @@ async function readSnapshot(
   const loaded = await readEnvironmentConfiguration(db, environmentId, writer);
   if (!loaded) return undefined;
   const document = await writer.finish(loaded.segments);
-  return compileSnapshot(environmentId, loaded, writer.flagKeys, document);
+  return compileSnapshot(environmentId, loaded, writer, document);
 }
 
 /** A snapshot of a configuration held as `document`: flags compile when first evaluated. */
 function compileSnapshot(
   environmentId: string,
   loaded: EnvironmentConfiguration,
-  flagKeys: string[],
+  { flagKeys, flagDigests }: ConfigurationDocumentWriter,
   document: ConfigurationDocument,
 ): Snapshot {
   const compiled = compileLazily({
@@ -283,6 +358,9 @@ function compileSnapshot(
     version: loaded.version,
     compiled,
     document,
+    environmentKey: loaded.environment,
+    flagDigests,
+    segments: loaded.segments,
     clientSideKeys: new Set(loaded.clientSideKeys),
     clientFlags,
     clientEntries: clientFlags.map(() => []),

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -6,7 +6,8 @@ import type { App } from '../http/app-instance.js';
 import type { Clock } from '../clock.js';
 import type { EvaluationServices } from '../services.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
-import { evaluateClientFlags } from './client-flags.js';
+import { evaluateClientFlags, recordServed } from './client-flags.js';
+import { patchEvents } from './configuration-changes.js';
 import { ProblemError } from './problem.js';
 import { SdkAuthFailure, type SdkAuthenticator, type SdkKeyType } from './sdk-authenticator.js';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
@@ -31,7 +32,7 @@ export function sseFrame(event: string, data: string, id?: string): string {
 /** A heartbeat: an SSE comment, ignored by parsers, that keeps proxies from closing the idle connection. */
 export const PING = ': ping\n\n';
 
-interface StreamOptions {
+export interface StreamOptions {
   environmentId: string;
   credential: string;
   /** Re-checks the SDK key the stream was opened with; throws its {@link SdkAuthFailure} when refused. */
@@ -46,7 +47,7 @@ interface StreamOptions {
  * environment's latest state, so while one is queued (or the socket is congested) a further
  * change needs no push of its own.
  */
-abstract class Stream {
+export abstract class Stream {
   /** Version of the configuration last sent, so an unchanged one is not sent again. */
   protected sentVersion: number | undefined;
   /** A push failed for a passing reason (database unavailable); the next heartbeat retries. */
@@ -58,7 +59,7 @@ abstract class Stream {
   /** The `Authorization` value the stream was opened with; streams sharing it are re-checked together. */
   readonly credential: string;
   readonly authenticate: () => Snapshot | Promise<Snapshot>;
-  private readonly snapshots: SnapshotStore;
+  protected readonly snapshots: SnapshotStore;
   private readonly response: ServerResponse;
   private readonly onError: (error: unknown) => void;
 
@@ -113,17 +114,31 @@ abstract class Stream {
   }
 }
 
-/** `GET /v1/sdk/stream`: the full configuration (`put`, id = version) on connect and on every change. */
+/**
+ * `GET /v1/sdk/stream`: the full configuration (`put`, id = version) on connect and on every
+ * change; with `?patches=true`, a change the node holds is sent as per-flag `patch` and `delete`
+ * events instead (design record 060).
+ */
 class ConfigurationStream extends Stream {
+  constructor(
+    options: StreamOptions,
+    private readonly patches: boolean,
+  ) {
+    super(options);
+  }
+
   resumeFrom(version: number): void {
     this.sentVersion = version;
   }
 
   protected async push(snapshot: Snapshot): Promise<void> {
     if (snapshot.version === this.sentVersion) return;
-    const frame = await putFrame(snapshot);
+    const changes = this.patches
+      ? this.snapshots.changes.since(snapshot, this.sentVersion)
+      : undefined;
+    const frames = changes ? changes.map(patchEvents) : [await putFrame(snapshot)];
     this.sentVersion = snapshot.version;
-    this.write(frame);
+    this.write(...frames);
   }
 }
 
@@ -167,6 +182,8 @@ class ClientFlagsStream extends Stream {
   readonly id: string;
   private context: Context;
   private contextChanged = true;
+  /** A digest of the last `flags` data sent: the same answer is not sent twice. */
+  private sentDigest: string | undefined;
   /** Null when the client reports its own reads (spec: Evaluation API rule 1). */
   private readonly usage: { aggregator: UsageAggregator; clock: Clock } | null;
 
@@ -193,16 +210,24 @@ class ClientFlagsStream extends Stream {
   protected push(snapshot: Snapshot): void {
     if (snapshot.version === this.sentVersion && !this.contextChanged) return;
     this.sentVersion = snapshot.version;
+    const { body, results } = evaluateClientFlags(snapshot, this.context);
+    const data = JSON.stringify(body);
+    // A change that leaves this context's answers as they were is not sent (nor counted).
+    const digest = hash('sha1', data, 'base64');
+    if (digest === this.sentDigest && !this.contextChanged) return;
     this.contextChanged = false;
+    this.sentDigest = digest;
     const usage = this.usage && {
       aggregator: this.usage.aggregator,
       nowMs: this.usage.clock.now().getTime(),
     };
-    this.write(
-      sseFrame('flags', JSON.stringify(evaluateClientFlags(snapshot, this.context, usage))),
-    );
+    recordServed(snapshot, this.context, results, usage);
+    this.write(sseFrame('flags', data));
   }
 }
+
+/** Streams refreshed in one turn of the event loop after a change (see refreshInSlices). */
+const STREAMS_PER_SLICE = 16;
 
 /**
  * This node's open streams by environment. One snapshot listener and one heartbeat timer serve
@@ -257,8 +282,23 @@ class StreamRegistry {
 
   private changed(environmentIds: readonly string[] | 'all'): void {
     const ids = environmentIds === 'all' ? [...this.byEnvironment.keys()] : environmentIds;
-    for (const id of ids) {
-      for (const stream of this.byEnvironment.get(id) ?? []) stream.refresh();
+    for (const id of ids) void this.refreshInSlices(id);
+  }
+
+  /**
+   * Refreshes the environment's streams {@link STREAMS_PER_SLICE} at a time, the event loop
+   * turning between slices: a write to a socket costs tens of microseconds (more on loopback),
+   * so a thousand streams written in one go would hold evaluations up for tens of milliseconds
+   * (design record 060). The snapshot is built first, so that the streams' pushes do not all
+   * run at once when it is ready.
+   */
+  private async refreshInSlices(environmentId: string): Promise<void> {
+    // A failed build is each stream's to report (and retry at the next heartbeat).
+    await this.snapshots.get(environmentId).catch(() => undefined);
+    const streams = [...(this.byEnvironment.get(environmentId) ?? [])];
+    for (let start = 0; start < streams.length; start += STREAMS_PER_SLICE) {
+      if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+      for (const stream of streams.slice(start, start + STREAMS_PER_SLICE)) stream.refresh();
     }
   }
 
@@ -346,6 +386,14 @@ export interface StreamRelay {
   identifyElsewhere(environmentId: string, streamId: string, context: Context): Promise<boolean>;
 }
 
+/** What a stream of another kind (the OFREP event stream) shares with the node's streams. */
+export interface StreamHost {
+  snapshots: SnapshotStore;
+  /** Registers an open stream for changes and heartbeats until its response closes. */
+  track(stream: Stream, response: ServerResponse): void;
+  onError(request: FastifyRequest): (error: unknown) => void;
+}
+
 /** Lets `POST /v1/client/identify` reach the client streams of every node. */
 export interface ClientStreams {
   /**
@@ -373,7 +421,7 @@ export function registerStreamingApi(
   snapshots: SnapshotStore,
   sdk: SdkAuthenticator,
   relay: StreamRelay,
-): ClientStreams {
+): ClientStreams & { host: StreamHost } {
   const authenticate = (request: FastifyRequest, type: SdkKeyType) =>
     sdk.authenticate(request.headers.authorization, type);
   const registry = new StreamRegistry(snapshots, services.config.streamHeartbeatMs);
@@ -406,21 +454,28 @@ export function registerStreamingApi(
         description:
           'Server-Sent Events: `put` (data: the `GET /v1/sdk/flags` document, id: its version) on ' +
           'connect and after every change; `: ping` comments as heartbeats. `Last-Event-ID` ' +
-          'equal to the current version skips the initial `put`.',
+          'equal to the current version skips the initial `put`. With `patches=true`, a change ' +
+          'comes as `patch` events (data: `{ path: "/flags/<key>" | "/segments/<key>", data }`) ' +
+          'and `delete` events (data: `{ path }`), the last of them with the new version as id; ' +
+          "a `put` when the node does not hold every change since the client's version.",
         headers: Type.Object({ 'last-event-id': Type.Optional(Type.String()) }),
+        querystring: Type.Object({ patches: Type.Optional(Type.Boolean({ default: false })) }),
       },
     },
     async (request, reply) => {
       const snapshot = await authenticate(request, 'ServerSide');
       const response = openEventStream(reply);
-      const stream = new ConfigurationStream({
-        environmentId: snapshot.environmentId,
-        credential: request.headers.authorization ?? '',
-        authenticate: () => authenticate(request, 'ServerSide'),
-        snapshots,
-        response,
-        onError: logError(request),
-      });
+      const stream = new ConfigurationStream(
+        {
+          environmentId: snapshot.environmentId,
+          credential: request.headers.authorization ?? '',
+          authenticate: () => authenticate(request, 'ServerSide'),
+          snapshots,
+          response,
+          onError: logError(request),
+        },
+        request.query.patches === true,
+      );
       const lastEventId = Number(request.headers['last-event-id']);
       if (Number.isInteger(lastEventId)) stream.resumeFrom(lastEventId);
       track(stream, response);
@@ -510,6 +565,7 @@ export function registerStreamingApi(
   );
 
   return {
+    host: { snapshots, track, onError: logError },
     async identify(request, reply) {
       const streamId = request.headers[STREAM_ID_HEADER];
       if (typeof streamId !== 'string') return;

@@ -58,9 +58,34 @@ export const EVENT_TYPES = [
   'release_plan.rolled_back',
   'release_plan.regression_detected',
   'release_plan.deleted',
+  'code_references.updated',
 ] as const;
 
-export type EventType = (typeof EVENT_TYPES)[number];
+/**
+ * Changes recorded in the audit log but delivered to no subscription (issue 43): what is done to
+ * webhook subscriptions themselves. A subscription receives every change of the organization, so
+ * its changes are audited; they are not offered as event types to subscribe to, and a receiver
+ * never hears of a secret being added or retired (design record 005).
+ */
+export const AUDIT_ONLY_EVENT_TYPES = [
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
+  'webhook.secret.created',
+  'webhook.secret.retired',
+  // The spec's change-request events are the states a request reaches; unscheduling returns it
+  // to `approved`, which is recorded without telling subscribers that it was approved again.
+  'change_request.unscheduled',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number] | (typeof AUDIT_ONLY_EVENT_TYPES)[number];
+
+const AUDIT_ONLY: ReadonlySet<string> = new Set(AUDIT_ONLY_EVENT_TYPES);
+
+/** Whether events of `type` go to the audit log only, never to a subscription. */
+export function isAuditOnly(type: string): boolean {
+  return AUDIT_ONLY.has(type);
+}
 
 /**
  * Events that happen within one environment; only these are narrowed by a subscription's

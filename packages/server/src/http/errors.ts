@@ -25,6 +25,11 @@ export const ERROR_CODES = {
     title: 'Flag recently evaluated',
     text: 'Archiving was refused because live traffic still evaluates the flag. Pass `force=true` to archive anyway.',
   },
+  FLAG_STILL_REFERENCED: {
+    status: 400,
+    title: 'Flag still referenced',
+    text: 'Archiving was refused because code on a default branch still reads the flag (its code references; `fields.places` names the first 10). Remove it from code first (`vexil cleanup`), or pass `force=true` to archive anyway.',
+  },
   unauthorized: {
     status: 401,
     title: 'Unauthorized',

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Dialect } from '../db/database.js';
 import { foldVersionBumps } from '../db/environment-versions.js';
 import type { Schema } from '../db/schema.js';
-import { EVENTS_BODY_LIMIT_BYTES } from '../usage/events-routes.js';
+import { EVENTS_BODY_LIMIT_BYTES } from '../evaluation/events-routes.js';
 import { seedOneOfEverything as seed, type Fixtures } from '../test-support/one-of-everything.js';
 import {
   call,
@@ -315,7 +315,12 @@ function routesOf(vexil: TestVexil): Route[] {
 }
 
 /** Routes that hold the connection open on success: only ever sent requests that fail first. */
-const STREAMS = new Set(['GET /v1/sdk/stream', 'GET /v1/client/stream', 'POST /v1/client/stream']);
+const STREAMS = new Set([
+  'GET /v1/sdk/stream',
+  'GET /v1/client/stream',
+  'POST /v1/client/stream',
+  'GET /v1/ofrep/events',
+]);
 
 /** Valid evaluation bodies, so that a garbage credential is the only fault. */
 function validEvaluationBody(route: Route): string | undefined {

@@ -127,6 +127,19 @@ const ROUTES: Record<string, RouteClass> = {
   'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/history': { minimum: 'Viewer' },
   'GET /api/v1/orgs/{org}/projects/{project}/usage': { minimum: 'Viewer' },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/archive': { minimum: 'Member' },
+  'PUT /api/v1/orgs/{org}/projects/{project}/code-references/{repository}/branches/{branch}': {
+    minimum: 'Member',
+    body: { scannedAt: '2026-11-28T10:00:00.000Z', references: [] },
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/code-references/repositories': { minimum: 'Viewer' },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/code-references/repositories/{repository}': {
+    minimum: 'Member',
+    body: { defaultBranch: 'main' },
+  },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/code-references/repositories/{repository}': {
+    minimum: 'Member',
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/code-references': { minimum: 'Viewer' },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/restore': { minimum: 'Member' },
   'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}/expiry': { minimum: 'Member' },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/variations': {
@@ -156,6 +169,7 @@ const ROUTES: Record<string, RouteClass> = {
     minimum: 'Member',
     body: { target: 'production' },
   },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/release-plans': { minimum: 'Viewer' },
   'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan': {
     minimum: 'Viewer',
   },
@@ -262,6 +276,7 @@ const ROUTES: Record<string, RouteClass> = {
   },
   'GET /api/v1/orgs/{org}/invitations': { minimum: 'Admin' },
   'DELETE /api/v1/orgs/{org}/invitations/{id}': { minimum: 'Admin' },
+  'GET /api/v1/invitations/{token}': { minimum: 'authenticated', public: true },
   'POST /api/v1/invitations/accept': {
     minimum: 'user',
     public: true,

@@ -100,6 +100,7 @@ const REACH: Record<string, ReachClass> = {
   },
   'GET /api/v1/orgs/{org}/invitations': { reach: 'reach' },
   'DELETE /api/v1/orgs/{org}/invitations/{id}': { reach: 'reach' },
+  'GET /api/v1/invitations/{token}': { reach: 'none', why: 'reads what the link in hand is for' },
   'POST /api/v1/invitations/accept': { reach: 'none', why: 'takes what an invitation grants' },
   'POST /api/v1/orgs/{org}/sso-connections': {
     reach: 'organization',

@@ -3,7 +3,7 @@ import {
   StreamableHTTPClientTransport,
   StreamableHTTPError,
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Dialect } from '../db/database.js';
 import {
@@ -22,11 +22,15 @@ import { WebhookReceiver } from '../test-support/webhook-receiver.js';
 
 const TOOLS = [
   'apply_change_request',
+  'create_flag',
+  'create_segment',
   'deliver_webhook',
   'evaluate_flag',
+  'flag_cleanup_plan',
   'get_change_request',
   'get_flag',
   'list_change_requests',
+  'list_code_references',
   'list_flags',
   'list_members',
   'list_removal_candidates',
@@ -39,8 +43,9 @@ const TOOLS = [
 
 /** A Vexil listening on 127.0.0.1, and MCP clients connected to it (closed with it). */
 async function startVexil(dialect: Dialect) {
+  const clock = new TestClock();
   const vexil = await createTestVexil(dialect, {
-    clock: new TestClock(),
+    clock,
     config: {
       webhooks: testWebhookSettings(),
     },
@@ -50,6 +55,7 @@ async function startVexil(dialect: Dialect) {
   const clients: Client[] = [];
   return {
     vexil,
+    clock,
     url,
     /** An MCP client speaking to `/mcp` with the given bearer token. */
     async connect(token: string): Promise<Client> {
@@ -100,6 +106,21 @@ async function refusal(
   expect(result.isError).toBe(true);
   const [first] = result.content;
   return first?.type === 'text' ? first.text : '';
+}
+
+/** The message of the JSON-RPC -32602 (invalid params) error a tool call is answered with. */
+async function invalidParams(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<string> {
+  const error: unknown = await callTool(client, name, args).then(
+    (result) => result,
+    (failure: unknown) => failure,
+  );
+  expect(error).toBeInstanceOf(McpError);
+  expect((error as McpError).code).toBe(ErrorCode.InvalidParams);
+  return (error as McpError).message;
 }
 
 describe('MCP tool server', () => {
@@ -246,13 +267,13 @@ describe('MCP tool server', () => {
   });
 
   it('webhook tools: arguments an action needs are checked before any call', async () => {
-    const text = await refusal(admin, 'manage_webhook', { org: 'acme', action: 'update' });
-    expect(text).toMatch(/Input validation error/);
+    const text = await invalidParams(admin, 'manage_webhook', { org: 'acme', action: 'update' });
+    expect(text).toMatch(/Invalid arguments for tool manage_webhook/);
     expect(text).toMatch(/webhook/);
   });
 
-  it('tool arguments of the wrong kind are refused in the management API’s words', async () => {
-    const text = await refusal(admin, 'list_flags', {
+  it('tool arguments of the wrong kind are refused as invalid params (-32602) in the management API’s words', async () => {
+    const text = await invalidParams(admin, 'list_flags', {
       org: 'acme',
       project: 7,
       limit: 500,
@@ -261,7 +282,7 @@ describe('MCP tool server', () => {
     expect(text).toMatch(/must be a string at project/);
     expect(text).toMatch(/must be at most 200 at limit/);
     expect(text).toMatch(/must be true or false at archived/);
-    expect(await refusal(admin, 'get_flag', { org: 'acme', project: 'web' })).toMatch(
+    expect(await invalidParams(admin, 'get_flag', { org: 'acme', project: 'web' })).toMatch(
       /is required at flag/,
     );
     expect(text).not.toMatch(/Invalid input|expected|received/);
@@ -428,6 +449,127 @@ describe.each(testDialects())('toggle_flag and its HTTP twin on %s', (dialect) =
   });
 });
 
+describe.each(testDialects())('create_flag and create_segment on %s', (dialect) => {
+  let server: Awaited<ReturnType<typeof startVexil>>;
+  beforeAll(async () => {
+    server = await startVexil(dialect);
+  });
+  afterAll(() => server.close());
+
+  it('create what POST /flags and POST /segments create, with their events, as a Member', async () => {
+    const { vexil } = server;
+    const org = await createOrg(vexil, 'acme');
+    await createProjectWithFlag(vexil, org);
+    const member = await server.connect((await createMember(vexil, org.orgId, 'Member')).token);
+    const project = '/api/v1/orgs/acme/projects/web';
+
+    const flag = await output(member, 'create_flag', {
+      org: 'acme',
+      project: 'web',
+      key: 'banner-text',
+      name: 'Banner text',
+      type: 'String',
+      variations: [
+        { key: 'short', value: 'Hi' },
+        { key: 'long', value: 'Hello there' },
+      ],
+      tags: ['agent'],
+      clientSideVisible: true,
+    });
+    const read = await call(vexil, 'GET', `${project}/flags/banner-text`, { token: org.token });
+    expect(read.status).toBe(200);
+    expect(flag).toMatchObject({ key: 'banner-text', type: 'String', offVariationKey: 'short' });
+    expect(read.body).toMatchObject({
+      id: flag.id,
+      name: 'Banner text',
+      tags: ['agent'],
+      clientSideVisible: true,
+    });
+    expect(read.body.variations.map((v: { key: string }) => v.key)).toEqual(['short', 'long']);
+
+    const segment = await output(member, 'create_segment', {
+      org: 'acme',
+      project: 'web',
+      key: 'beta-testers',
+      name: 'Beta testers',
+      conditions: [{ attribute: 'email', operator: 'EndsWith', values: ['@acme.test'] }],
+    });
+    const readSegment = await call(vexil, 'GET', `${project}/segments/beta-testers`, {
+      token: org.token,
+    });
+    expect(readSegment.body).toMatchObject({
+      id: segment.id,
+      key: 'beta-testers',
+      conditionLogic: 'And',
+      conditions: [{ attribute: 'email', operator: 'EndsWith', values: ['@acme.test'] }],
+    });
+
+    const events = await vexil.services.db
+      .selectFrom('webhook_events')
+      .select('type')
+      .where('type', 'in', ['flag.created', 'segment.created'])
+      .orderBy('id')
+      .execute();
+    expect(events.map((e) => e.type)).toEqual(['flag.created', 'flag.created', 'segment.created']);
+  });
+
+  it('refuse Viewers, bad arguments (-32602) and what only the twin can judge (tool errors)', async () => {
+    const { vexil } = server;
+    const org = await createOrg(vexil, 'globex');
+    await createProjectWithFlag(vexil, org);
+    const viewer = await server.connect((await createMember(vexil, org.orgId, 'Viewer')).token);
+    const member = await server.connect((await createMember(vexil, org.orgId, 'Member')).token);
+    const at = { org: 'globex', project: 'web' };
+
+    expect(await refusal(viewer, 'create_flag', { ...at, key: 'from-viewer' })).toMatch(
+      /^forbidden: /,
+    );
+    expect(await refusal(viewer, 'create_segment', { ...at, key: 'from-viewer' })).toMatch(
+      /^forbidden: /,
+    );
+
+    const badFlag = await invalidParams(member, 'create_flag', {
+      ...at,
+      key: 'no spaces',
+      type: 'Colour',
+      variations: [],
+    });
+    expect(badFlag).toMatch(/must start with a letter or digit.* at key/);
+    expect(badFlag).toMatch(/at type/);
+    expect(badFlag).toMatch(/at variations/);
+    const badSegment = await invalidParams(member, 'create_segment', {
+      ...at,
+      key: 'ok',
+      conditions: [{ attribute: 'country', operator: 'In', values: 'DE' }],
+      conditionLogic: 'Xor',
+    });
+    expect(badSegment).toMatch(/must be an array at conditions\.0\.values/);
+    expect(badSegment).toMatch(/at conditionLogic/);
+
+    const noVariations = await callTool(member, 'create_flag', { ...at, key: 'x', type: 'Number' });
+    expect(noVariations.isError).toBe(true);
+    const [, envelope] = noVariations.content;
+    expect(envelope?.type === 'text' && JSON.parse(envelope.text)).toMatchObject({
+      error: 'validation_failed',
+      fields: { variations: [expect.stringMatching(/required for a Number flag/)] },
+    });
+    expect(await refusal(member, 'create_flag', { ...at, key: 'new-checkout' })).toMatch(
+      /^conflict: /,
+    );
+    expect(
+      await refusal(member, 'create_segment', {
+        ...at,
+        key: 'bad-operator',
+        conditions: [{ attribute: 'country', operator: 'Near', values: ['DE'] }],
+      }),
+    ).toMatch(/^validation_failed: /);
+    const flags = await call(vexil, 'GET', '/api/v1/orgs/globex/projects/web/flags', {
+      token: org.token,
+    });
+    expect(flags.body.items.map((f: { key: string }) => f.key)).toEqual(['new-checkout']);
+  });
+});
+
 describe.each(testDialects())('change requests through MCP on %s', (dialect) => {
   let server: Awaited<ReturnType<typeof startVexil>>;
   beforeAll(async () => {
@@ -528,5 +670,200 @@ describe.each(testDialects())('change requests through MCP on %s', (dialect) => 
     expect(
       await output(agent, 'get_change_request', { org: 'acme', project: 'web', number: 1 }),
     ).toMatchObject({ title: 'Turn "new-checkout" on in "production"', state: 'applied' });
+  });
+});
+
+describe.each(testDialects())('code reference tools on %s', (dialect) => {
+  const DAY_MS = 86_400_000;
+  const base = '/api/v1/orgs/acme/projects/web';
+  const planArgs = { org: 'acme', project: 'web', flag: 'new-checkout' };
+  let server: Awaited<ReturnType<typeof startVexil>>;
+  let vexil: TestVexil;
+  let token: string;
+  let sdkKey: string;
+  let viewer: Client;
+
+  /** A reference as `vexil code-refs scan --format json` writes it. */
+  const reference = (path: string, line: number, kind = 'call') => ({
+    path,
+    line,
+    column: 3,
+    kind,
+    key: 'new-checkout',
+    context: { before: ['// before'], line: `read('new-checkout')`, after: [] },
+  });
+  const upload = async (branch: string, references: ReturnType<typeof reference>[]) => {
+    const response = await call(
+      vexil,
+      'PUT',
+      `${base}/code-references/acme%2Fshop/branches/${branch}`,
+      { token, body: { commit: `${branch}-sha`, scannedAt: new Date().toISOString(), references } },
+    );
+    expect(response.status).toBe(204);
+  };
+  const setEnvironment = async (env: string, body: Record<string, unknown>) => {
+    const path = `${base}/flags/new-checkout/environments/${env}`;
+    if ('enabled' in body)
+      expect((await call(vexil, 'POST', `${path}/toggle`, { token, body })).status).toBe(204);
+    else expect((await call(vexil, 'PATCH', path, { token, body })).status).toBe(200);
+  };
+
+  beforeAll(async () => {
+    server = await startVexil(dialect);
+    vexil = server.vexil;
+    const org = await createOrg(vexil, 'acme');
+    token = org.token;
+    ({ sdkKey } = await createProjectWithFlag(vexil, org));
+    viewer = await server.connect((await createMember(vexil, org.orgId, 'Viewer')).token);
+  });
+  afterAll(() => server.close());
+
+  it('another organization’s token finds neither tool’s flag: not_found, never revealed', async () => {
+    const outsider = await server.connect((await createOrg(vexil, 'globex')).token);
+    for (const tool of ['list_code_references', 'flag_cleanup_plan'])
+      expect(await refusal(outsider, tool, { ...planArgs, treatment: 'off' })).toBe(
+        'not_found: Organization "acme" was not found.',
+      );
+  });
+
+  it('before any scan: no references, and the plan says the places are unknown', async () => {
+    expect(await output(viewer, 'list_code_references', planArgs)).toEqual({
+      flagKey: 'new-checkout',
+      repositories: [],
+    });
+    const plan = await output(viewer, 'flag_cleanup_plan', { ...planArgs, treatment: 'off' });
+    expect(plan).toMatchObject({
+      flagKey: 'new-checkout',
+      flagType: 'Boolean',
+      removalCandidate: null,
+      treatment: 'off',
+      keep: { variation: 'false', value: 'false', environments: ['development', 'production'] },
+      refusal: null,
+      scanned: false,
+      places: [],
+    });
+    expect(plan.steps[0]).toMatch(/^No repository of the project was ever scanned/);
+  });
+
+  it('list_code_references answers as GET …/flags/{flag}/code-references, links included', async () => {
+    await upload('main', [reference('src/App.tsx', 5, 'jsx'), reference('settings.py', 1)]);
+    await upload('feature', [reference('src/App.tsx', 9, 'jsx')]);
+    const patched = await call(vexil, 'PATCH', `${base}/code-references/repositories/acme%2Fshop`, {
+      token,
+      body: { sourceUrlTemplate: 'https://github.com/acme/shop/blob/{commit}/{path}#L{line}' },
+    });
+    expect(patched.status).toBe(200);
+    const listed = await output(viewer, 'list_code_references', planArgs);
+    const twin = await call(vexil, 'GET', `${base}/flags/new-checkout/code-references`, { token });
+    expect(listed).toEqual(twin.body);
+    expect(listed.repositories[0].branches.map((b: { name: string }) => b.name)).toEqual([
+      'feature',
+      'main',
+    ]);
+    expect(listed.repositories[0].branches[1].references[0]).toMatchObject({
+      path: 'settings.py',
+      url: 'https://github.com/acme/shop/blob/main-sha/settings.py#L1',
+    });
+  });
+
+  it('a flag that is no removal candidate needs a treatment; its places are split by who changes them', async () => {
+    const plan = await output(viewer, 'flag_cleanup_plan', planArgs);
+    expect(plan).toMatchObject({
+      treatment: null,
+      keep: null,
+      command: null,
+      scanned: true,
+      otherBranches: [{ repository: 'acme/shop', branch: 'feature', references: 1 }],
+    });
+    expect(plan.refusal).toMatch(/is not a removal candidate: pass treatment/);
+    expect(
+      plan.places.map((p: { path: string; handledBy: string }) => [p.path, p.handledBy]),
+    ).toEqual([
+      ['settings.py', 'a person'],
+      ['src/App.tsx', 'vexil cleanup'],
+    ]);
+  });
+
+  it('environments that would keep different values are refused, naming them', async () => {
+    const flag = await call(vexil, 'GET', `${base}/flags/new-checkout`, { token });
+    const variation = (key: string) =>
+      (flag.body.variations as { id: string; key: string }[]).find((v) => v.key === key)!.id;
+    await setEnvironment('development', { enabled: true });
+    await setEnvironment('production', { enabled: true });
+    await setEnvironment('development', { defaultVariationId: variation('false') });
+    await setEnvironment('production', { defaultVariationId: variation('true') });
+    const plan = await output(viewer, 'flag_cleanup_plan', { ...planArgs, treatment: 'on' });
+    expect(plan.keep).toBeNull();
+    expect(plan.command).toBeNull();
+    expect(plan.refusal).toBe(
+      'new-checkout keeps different values in different environments (development: false, production: true); pass --value',
+    );
+  });
+
+  it('a removal candidate’s treatment decides the value, the command and the steps', async () => {
+    await setEnvironment('development', { enabled: false });
+    for (let day = 0; day < 4; day += 1) {
+      const evaluated = await call(vexil, 'POST', '/v1/sdk/evaluate', {
+        token: sdkKey,
+        body: { flagKey: 'new-checkout', context: {} },
+      });
+      expect(evaluated.status).toBe(200);
+      server.clock.advance(8 * DAY_MS);
+    }
+    const plan = await output(viewer, 'flag_cleanup_plan', planArgs);
+    expect(plan).toMatchObject({
+      removalCandidate: { status: 'Stale', treatment: true },
+      treatment: 'on',
+      keep: { variation: 'true', value: 'true', environments: ['production'] },
+      refusal: null,
+    });
+    expect(plan.command).toBe(
+      `npx vexil cleanup --flag new-checkout --treatment on --url ${vexil.config.publicUrl} --org acme --project web > cleanup.diff`,
+    );
+    expect(plan.steps[0]).toContain(plan.command);
+    expect(plan.steps.join(' ')).toContain('Change by hand: acme/shop:settings.py:1, keeping true');
+    expect(plan.steps.at(-1)).toMatch(/FLAG_STILL_REFERENCED/);
+
+    // Once the default branch no longer reads it, it is safe to archive.
+    const some = await output(viewer, 'list_removal_candidates', {
+      org: 'acme',
+      project: 'web',
+      staleness: 'stale',
+      references: 'some',
+    });
+    expect(some.items.map((c: { key: string }) => c.key)).toEqual(['new-checkout']);
+    await upload('main', []);
+    const none = await output(viewer, 'list_removal_candidates', {
+      org: 'acme',
+      project: 'web',
+      staleness: 'stale',
+      references: 'none',
+    });
+    expect(none.items).toMatchObject([{ key: 'new-checkout', codeReferences: 0 }]);
+    const after = await output(viewer, 'flag_cleanup_plan', planArgs);
+    expect(after.places).toEqual([]);
+    expect(after.steps).toEqual([
+      'No default branch reads "new-checkout" any more: it is safe to archive as far as code is concerned.',
+      'Archive the flag (POST …/flags/new-checkout/archive).',
+    ]);
+  });
+
+  it('bad arguments are invalid params (-32602); an unknown flag is the twin’s not_found', async () => {
+    expect(
+      await invalidParams(viewer, 'flag_cleanup_plan', { ...planArgs, treatment: 'maybe' }),
+    ).toMatch(/Invalid arguments for tool flag_cleanup_plan: .* at treatment/);
+    expect(
+      await invalidParams(viewer, 'list_code_references', { org: 'acme', project: 'web' }),
+    ).toMatch(/at flag/);
+    expect(
+      await invalidParams(viewer, 'list_removal_candidates', {
+        org: 'acme',
+        project: 'web',
+        references: 'all',
+      }),
+    ).toMatch(/at references/);
+    expect(
+      await refusal(viewer, 'flag_cleanup_plan', { ...planArgs, flag: 'new-chekout' }),
+    ).toMatch(/^not_found: /);
   });
 });

@@ -54,12 +54,14 @@ export function registerMcpApi(
 
   app.post('/', { schema: { hide: true } }, async (request, reply) => {
     schemas ??= twinSchemas(app);
-    const server = createMcpServer({
+    const { server, toolArguments } = createMcpServer({
       client: new ManagementClient(app, request.headers.authorization ?? ''),
       schemas,
       snapshots,
       publicUrl: services.config.publicUrl,
     });
+    const invalid = toolArguments.refusal(request.body);
+    if (invalid) return reply.type('application/json').send(invalid);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,

@@ -16,7 +16,7 @@ import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { StreamRelay } from '../evaluation/streaming.js';
 import type { App } from '../http/app-instance.js';
 import { BODY_LIMITS, limitBodies } from '../http/request-limits.js';
-import type { RequestDurations } from '../ops/request-durations.js';
+import type { RequestDurations } from '../http/request-durations.js';
 import type { EvaluationServices } from '../services.js';
 
 /**
@@ -65,6 +65,8 @@ export async function registerEvaluationRole(
   await app.register(
     async (evaluation) => {
       limitBodies(evaluation, BODY_LIMITS.evaluation);
+      // Evaluation bodies are JSON only: text/plain is a 415 naming application/json, not a string.
+      evaluation.removeContentTypeParser('text/plain');
       await allowBrowserCalls(evaluation);
       registerEvaluationApi(evaluation, services, source.snapshots, sdk, source.streams, answers);
       options.extraRoutes?.(evaluation);

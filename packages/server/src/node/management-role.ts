@@ -10,7 +10,7 @@ import { rejectNulCharacters } from '../http/nul-guard.js';
 import type { ManagementRateLimiter } from '../http/rate-limit.js';
 import { forbidStoring } from '../http/response-headers.js';
 import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
-import { registerManagementApi } from '../management/routes.js';
+import { registerManagementApi } from './management-api.js';
 import { registerMcpApi } from '../mcp/routes.js';
 import type { Services } from '../services.js';
 import { registerFirstRunRoutes } from '../sign-in/first-run.js';

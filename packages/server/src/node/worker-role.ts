@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { NodeBus } from '../bus/node-bus.js';
-import { scheduledChangeRequests } from '../management/change-requests/due-work.js';
+import { scheduledChangeRequests } from '../change-requests/due-work.js';
 import { releasePlanGuards } from '../management/release-plans/guard.js';
 import { releasePlanSteps } from '../management/release-plans/steps.js';
 import { DueWorkRunner } from '../schedules/due-work.js';

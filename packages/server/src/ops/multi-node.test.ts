@@ -262,7 +262,10 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
         }, 10_000);
       expect(await finishedWith(1)).toBe(true);
 
-      slow.defaultAnswer = { status: 200, delayMs: 300 };
+      // The new round's answer is held until every request has been answered: the requests
+      // overlap whatever the machine's load (a round that finished first would rightly be redone).
+      let release = () => {};
+      slow.defaultAnswer = { status: 200, held: new Promise<void>((r) => (release = r)) };
       const responses = await Promise.all(
         Array.from({ length: 16 }, (_, i) =>
           (i % 2 === 0 ? c! : d!).request('POST', `${deliveriesPath}/${deliveryId}/redeliver`, {
@@ -270,6 +273,7 @@ describe('multi-node on PostgreSQL', { timeout: 60_000 }, () => {
           }),
         ),
       );
+      release();
       const statuses = responses.map((response) => response.status).sort();
       expect(statuses).toEqual([204, ...Array<number>(15).fill(400)]);
       expect(await finishedWith(2)).toBe(true);

@@ -1,12 +1,13 @@
 import { sql } from 'kysely';
 import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
+import { exportOverOtlp } from '../telemetry/metrics.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
 import type { App } from '../http/app-instance.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
 import { ProblemError, problemErrorHandler } from '../evaluation/problem.js';
 import { ClusterWorkerMetrics, NodeMetricsUnavailable } from './cluster-metrics.js';
-import { RequestDurations } from './request-durations.js';
+import { RequestDurations } from '../http/request-durations.js';
 
 /** What `/healthz`, `/readyz` and `/metrics` look at. */
 export interface OpsState {
@@ -90,6 +91,11 @@ export function registerNodeOpsRoutes(app: App, options: NodeOpsOptions): Reques
   const { usage, snapshots } = options;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const stopExporting = exportOverOtlp(registry);
+  app.addHook('onClose', (_instance, done) => {
+    stopExporting();
+    done();
+  });
 
   const requestDurations = new RequestDurations();
   registry.registerMetric(requestDurations.asMetric());

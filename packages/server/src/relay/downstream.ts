@@ -5,7 +5,7 @@ import type { App } from '../http/app-instance.js';
 import { ProblemError } from '../evaluation/problem.js';
 import { openEventStream } from '../evaluation/streaming.js';
 import type { EvaluationServices } from '../services.js';
-import { acceptEvents } from '../usage/events-routes.js';
+import { acceptEvents } from '../evaluation/events-routes.js';
 import {
   RELAY_EVENTS_PATH,
   RELAY_FEED_PATH,
@@ -14,6 +14,7 @@ import {
   RELAY_USAGE_PATH,
   relayEnvironmentFrame,
   relayFeedFrame,
+  relayPatchFrame,
   RelayEventsBody,
   RelayEventsResponse,
   RelayFeedBody,
@@ -21,10 +22,11 @@ import {
   RelayUsageResponse,
   type RelayFeedEventName,
   type RelayFeedEvents,
-} from './protocol.js';
+} from '../relay-feed/protocol.js';
 import type { UpstreamFollower } from './upstream-follower.js';
 import type { HeldChange, HeldEnvironment, UpstreamSource } from './upstream-source.js';
-import { addRelayUsage } from './usage-intake.js';
+import { outsideScope } from '../relay-feed/relay-keys.js';
+import { addRelayUsage } from '../relay-feed/usage-intake.js';
 
 /** What a relay's own feed passes on. */
 export interface DownstreamOptions {
@@ -93,31 +95,58 @@ export function registerDownstreamRoutes(app: App, options: DownstreamOptions): 
       };
       const send = <E extends RelayFeedEventName>(event: E, data: RelayFeedEvents[E]) =>
         write(() => [relayFeedFrame(event, data)]);
-      const sendEnvironment = ({ snapshot, sdkKeys }: HeldEnvironment) =>
+      const { known, patches } = request.body;
+      /** The version the downstream relay holds of each environment, as far as this feed knows. */
+      const sent = new Map<string, number>();
+      const sendEnvironment = ({ snapshot, sdkKeys }: HeldEnvironment) => {
+        sent.set(snapshot.environmentId, snapshot.version);
         write(() => relayEnvironmentFrame(snapshot, JSON.stringify(sdkKeys)));
+      };
+      /** A change: what changed, when the relay takes patches and this relay holds them. */
+      const sendChange = (environment: HeldEnvironment) => {
+        const { environmentId, version } = environment.snapshot;
+        const from = sent.get(environmentId);
+        const changes =
+          patches === true && from !== undefined
+            ? source.snapshots.changes.since(environment.snapshot, from)
+            : undefined;
+        if (!changes) {
+          sendEnvironment(environment);
+          return;
+        }
+        sent.set(environmentId, version);
+        write(() => changes.map(relayPatchFrame));
+        // A whole state received may have brought other keys too.
+        send('keys', { environmentId, sdkKeys: environment.sdkKeys });
+      };
       send('hello', {
         protocol: RELAY_PROTOCOL_VERSION,
         upstream: follower.upstreamId ?? `relay:${options.upstreamUrl}`,
         relayKeyId: follower.relayKeyId ?? '00000000-0000-0000-0000-000000000000',
       });
-      const { known } = request.body;
       const held = new Set<string>();
       for (const environment of source.environments()) {
         const { environmentId, version } = environment.snapshot;
         held.add(environmentId);
+        // From here on, changes are worked out against this snapshot.
+        source.snapshots.changes.record(environment.snapshot);
         // Keys change without a version: the relay's are sent again on resume.
-        if (known[environmentId] === version)
+        if (known[environmentId] === version) {
+          sent.set(environmentId, version);
           send('keys', { environmentId, sdkKeys: environment.sdkKeys });
-        else sendEnvironment(environment);
+        } else sendEnvironment(environment);
       }
       for (const environmentId of Object.keys(known))
         if (!held.has(environmentId)) send('removed', { environmentId });
       send('ready', {});
       const passOn = (change: HeldChange) => {
-        if (change.kind === 'environment') sendEnvironment(change);
+        if (change.kind === 'environment') sendChange(change);
         else if (change.kind === 'keys')
           send('keys', { environmentId: change.environmentId, sdkKeys: change.sdkKeys });
-        else send('removed', { environmentId: change.environmentId });
+        else {
+          sent.delete(change.environmentId);
+          send('removed', { environmentId: change.environmentId });
+        }
       };
       const unsubscribe = [
         source.onChange(passOn),
@@ -170,13 +199,7 @@ export function registerDownstreamRoutes(app: App, options: DownstreamOptions): 
       checkKey(request, keyHash);
       const { environmentId, keyType, events } = request.body;
       const snapshot = await source.snapshots.get(environmentId);
-      if (!snapshot)
-        throw new ProblemError(
-          403,
-          'Forbidden',
-          `The relay key does not cover environment ${environmentId}.`,
-          { environmentIds: [environmentId] },
-        );
+      if (!snapshot) throw outsideScope([environmentId]);
       return reply.status(202).send(acceptEvents(services, snapshot, events, keyType));
     },
   );

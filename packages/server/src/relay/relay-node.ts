@@ -1,5 +1,4 @@
-import { inject, type InjectOptions, type Response as InjectedResponse } from 'light-my-request';
-import type { RequestListener } from 'node:http';
+import type { InjectOptions, Response as InjectedResponse } from 'light-my-request';
 import { Gauge } from 'prom-client';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
@@ -8,8 +7,8 @@ import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { App } from '../http/app-instance.js';
 import { registerEvaluationRole } from '../node/evaluation-role.js';
 import { answerUnknownRoutes, createHttpApp } from '../node/http-app.js';
+import { NodeLife } from '../node/node-life.js';
 import { registerNodeOpsRoutes, type NodeHealth } from '../ops/routes.js';
-import { trackUnusedConnections } from '../ops/unused-connections.js';
 import { UsageAggregator } from '../usage/aggregator.js';
 import { ExposureRecorder } from '../usage/exposures.js';
 import { registerDownstreamRoutes } from './downstream.js';
@@ -65,12 +64,14 @@ export async function createRelayNode(config: Config, options: RelayOptions): Pr
     relayKey,
     source,
     log: app.log,
+    clock,
     initialBackoffMs: options.initialBackoffMs,
   });
   const usageStore = new UpstreamUsageStore({
     upstreamUrl,
     relayKey,
     intervalMs: config.usageFlushIntervalMs,
+    clock,
     onRefused: (status, detail) =>
       app.log.error({ status, detail }, 'usage refused by the upstream; dropped'),
   });
@@ -85,13 +86,12 @@ export async function createRelayNode(config: Config, options: RelayOptions): Pr
   );
   const services = { config, clock, usage };
 
-  let accepting = true;
-  const closeUnusedConnections = trackUnusedConnections(app.server);
+  const life = new NodeLife(app);
   const requestDurations = registerNodeOpsRoutes(app, {
     usage,
     snapshots: source.snapshots,
     clusterWorker: options.clusterWorker === true,
-    health: relayHealth(upstreamUrl, source, follower, () => accepting),
+    health: relayHealth(upstreamUrl, source, follower, clock, () => life.accepting),
     metrics: (registry) => {
       new Gauge({
         name: 'vexil_relay_upstream_connected',
@@ -108,7 +108,7 @@ export async function createRelayNode(config: Config, options: RelayOptions): Pr
         registers: [registry],
         aggregator: 'max',
         collect() {
-          this.set((follower.dataAgeMs(Date.now()) ?? 0) / 1000);
+          this.set((follower.dataAgeMs(clock.now().getTime()) ?? 0) / 1000);
         },
       });
       new Gauge({
@@ -123,15 +123,13 @@ export async function createRelayNode(config: Config, options: RelayOptions): Pr
     },
   });
 
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- a plain function: removeListener needs it as registered
-  const fastifyListener: RequestListener = app.routing;
   const listener = await registerEvaluationRole(app, {
     services,
     source,
     compileBody,
     durations: requestDurations,
-    accepting: () => accepting,
-    fallback: fastifyListener,
+    accepting: () => life.accepting,
+    fallback: life.fastifyListener,
     extraRoutes: (evaluation) =>
       registerDownstreamRoutes(evaluation, {
         services,
@@ -151,9 +149,7 @@ export async function createRelayNode(config: Config, options: RelayOptions): Pr
 
   usage.start(config.usageFlushIntervalMs, null);
   follower.start();
-  await app.ready();
-  app.server.removeListener('request', fastifyListener);
-  app.server.on('request', listener);
+  await life.serve(listener);
 
   return {
     app,
@@ -161,16 +157,13 @@ export async function createRelayNode(config: Config, options: RelayOptions): Pr
     source,
     follower,
     usage,
-    inject: (injected) => inject(listener, injected),
-    async close() {
-      accepting = false;
-      const closing = app.close();
-      closeUnusedConnections();
-      await closing;
-      await follower.stop();
-      // The last counts go upstream if it answers; a relay keeps nothing on disk.
-      await usage.close();
-    },
+    inject: (injected) => life.inject(injected),
+    close: () =>
+      life.close(
+        () => follower.stop(),
+        // The last counts go upstream if it answers; a relay keeps nothing on disk.
+        () => usage.close(),
+      ),
   };
 }
 
@@ -182,10 +175,11 @@ function relayHealth(
   upstreamUrl: string,
   source: UpstreamSource,
   follower: UpstreamFollower,
+  clock: Clock,
   accepting: () => boolean,
 ): NodeHealth {
   const describe = (problem: UpstreamProblem): string => {
-    const age = follower.dataAgeMs(Date.now());
+    const age = follower.dataAgeMs(clock.now().getTime());
     const held =
       age === undefined
         ? 'serving configurations from snapshot copies on disk'
@@ -208,7 +202,7 @@ function relayHealth(
           `serving ${source.restoredCount()} environment(s) from snapshot copies on disk`,
         );
       // Not once the upstream was heard from: it may cover no environment at all.
-      if (!source.hasConfigurations() && follower.dataAgeMs(Date.now()) === undefined)
+      if (!source.hasConfigurations() && follower.dataAgeMs(clock.now().getTime()) === undefined)
         reasons.push('no configuration received yet');
       return Promise.resolve(reasons);
     },

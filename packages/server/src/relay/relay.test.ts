@@ -429,6 +429,23 @@ describe.each(testDialects())('relay on %s', (dialect) => {
     const downstream = await startRelay(origin);
     expect(await downstream.follower.firstConnection()).toBeNull();
     await expectSameAnswers(downstream);
+    // What the downstream relay receives, and what a server SDK of this relay receives.
+    const open = async (path: string, init: RequestInit) => {
+      const abort = new AbortController();
+      return new SseReader(
+        await fetch(`${origin}${path}`, { ...init, signal: abort.signal }),
+        abort,
+      );
+    };
+    const feed = await open('/v1/relay/feed', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${relayKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ known: relay.source.known(), patches: true }),
+    });
+    const sdkStream = await open('/v1/sdk/stream?patches=true', {
+      headers: { authorization: serverKey },
+    });
+    expect((await sdkStream.next()).event).toBe('put');
     await manage('PATCH', '/flags/split/environments/production', {
       rollout: [
         { variationId: variationId('split', 'true'), weight: 60000 },
@@ -437,6 +454,16 @@ describe.each(testDialects())('relay on %s', (dialect) => {
     });
     expect(await caughtUp(downstream)).toBe(true);
     await expectSameAnswers(downstream);
+    let event = await feed.next();
+    while (event.event !== 'patch') event = await feed.next();
+    expect((JSON.parse(event.data) as { flags: { key: string }[] }).flags).toEqual([
+      expect.objectContaining({ key: 'split' }),
+    ]);
+    const patch = await sdkStream.next();
+    expect(patch.event).toBe('patch');
+    expect(JSON.parse(patch.data)).toMatchObject({ path: '/flags/split' });
+    feed.close();
+    sdkStream.close();
 
     // Exposures of the guarded plan (test above) go up the chain: the downstream relay learns
     // the plan from this relay's answer to its usage. The comparisons above exposed users

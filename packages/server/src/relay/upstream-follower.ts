@@ -1,7 +1,9 @@
 import type { ValidateFunction } from 'ajv';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
 import { schemaCompiler } from '../http/schema-validator.js';
+import { traceFeedEvent } from '../telemetry/relay-sync.js';
 import {
   RELAY_FEED_PATH,
   RELAY_KEEP_ALIVE_MS,
@@ -9,8 +11,9 @@ import {
   RelayEnvironmentEvent,
   RelayHelloEvent,
   RelayKeysEvent,
+  RelayPatchEvent,
   RelayRemovedEvent,
-} from './protocol.js';
+} from '../relay-feed/protocol.js';
 import type { UpstreamSource } from './upstream-source.js';
 
 /** Why a relay is not following its upstream right now; null while it follows. */
@@ -37,6 +40,8 @@ export interface FollowOptions {
   relayKey: string;
   source: UpstreamSource;
   log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+  /** Stamps the last contact and when a problem began. */
+  clock: Clock;
   /** First delay before reconnecting (ms); doubled after each failure up to {@link maxBackoffMs}. */
   initialBackoffMs?: number;
   maxBackoffMs?: number;
@@ -50,6 +55,7 @@ const compile = schemaCompiler({ coerceTypes: false, useDefaults: false });
 const EVENT_SCHEMAS: Record<string, ValidateFunction> = {
   hello: compile(RelayHelloEvent),
   environment: compile(RelayEnvironmentEvent),
+  patch: compile(RelayPatchEvent),
   keys: compile(RelayKeysEvent),
   removed: compile(RelayRemovedEvent),
 };
@@ -182,7 +188,7 @@ export class UpstreamFollower {
           'content-type': 'application/json',
           accept: 'text/event-stream',
         },
-        body: JSON.stringify({ known: source.known() }),
+        body: JSON.stringify({ known: source.known(), patches: true }),
         signal: controller.signal,
       });
     } catch (error) {
@@ -225,7 +231,8 @@ export class UpstreamFollower {
         applying = applying.then(async () => {
           if (failure) return;
           try {
-            if ((await this.apply(message)) === 'ready') caughtUp = true;
+            if ((await traceFeedEvent(message, () => this.apply(message))) === 'ready')
+              caughtUp = true;
           } catch (error) {
             failure = error as Error;
             controller.abort();
@@ -237,7 +244,7 @@ export class UpstreamFollower {
     try {
       for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
         clearTimeout(stall);
-        this.lastContactMs = Date.now();
+        this.lastContactMs = this.options.clock.now().getTime();
         parser.feed(decoder.decode(chunk, { stream: true }));
         // Read on once what arrived is applied: an initial set of large environments is then
         // parsed one at a time rather than all held as text at once (design record 049).
@@ -264,6 +271,7 @@ export class UpstreamFollower {
     const { source, log } = this.options;
     const event = message.event ?? 'message';
     if (event === 'ready') {
+      await source.confirmed();
       const recovered = this.problemNow !== null;
       this.problemNow = null;
       this.followedOnce = true;
@@ -301,6 +309,7 @@ export class UpstreamFollower {
       this.upstreamId = hello.upstream;
       this.relayKeyId = hello.relayKeyId;
     } else if (event === 'environment') await source.environment(data as RelayEnvironmentEvent);
+    else if (event === 'patch') await source.patch(data as RelayPatchEvent);
     else if (event === 'keys') {
       const { environmentId, sdkKeys } = data as RelayKeysEvent;
       await source.keys(environmentId, sdkKeys);
@@ -322,7 +331,12 @@ export class UpstreamFollower {
     this.problemNow =
       previous?.kind === 'revoked' && kind !== 'incompatible'
         ? previous
-        : { kind, detail, sinceMs: previous?.kind === kind ? previous.sinceMs : Date.now() };
+        : {
+            kind,
+            detail,
+            sinceMs:
+              previous?.kind === kind ? previous.sinceMs : this.options.clock.now().getTime(),
+          };
     this.settleFirst?.(this.problemNow);
     this.settleFirst = undefined;
   }

@@ -2,10 +2,19 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { SdkKeyGrant } from '../evaluation/sdk-key-grant.js';
 import { SdkKeyResolver } from '../evaluation/sdk-keys.js';
 import type { CopiedKey, SnapshotCopies } from '../evaluation/snapshot-copies.js';
-import { snapshotFromCopy, SnapshotStore, type Snapshot } from '../evaluation/snapshots.js';
+import {
+  patchedSnapshot,
+  snapshotFromCopy,
+  SnapshotStore,
+  type Snapshot,
+} from '../evaluation/snapshots.js';
 import type { StreamRelay } from '../evaluation/streaming.js';
 import type { EvaluationSource } from '../node/evaluation-role.js';
-import type { RelayEnvironmentEvent as FeedEnvironment, RelaySdkKey } from './protocol.js';
+import type {
+  RelayEnvironmentEvent as FeedEnvironment,
+  RelayPatchEvent,
+  RelaySdkKey,
+} from '../relay-feed/protocol.js';
 
 /**
  * What a relay holds of one environment: the snapshot (whose compressed document is the only copy
@@ -46,6 +55,8 @@ export class UpstreamSource implements EvaluationSource {
   private applying: Promise<void> = Promise.resolve();
   /** How many environments were restored from copies and not yet received from the upstream. */
   private readonly fromCopies = new Set<string>();
+  /** Environments whose last patch did not apply: the upstream sends them whole next. */
+  private readonly wholeNeeded = new Set<string>();
 
   constructor(
     private readonly copies: SnapshotCopies | undefined,
@@ -77,9 +88,16 @@ export class UpstreamSource implements EvaluationSource {
     return this.fromCopies.size;
   }
 
-  /** What the relay holds, by environment id → version: the feed's `known` on (re)connect. */
+  /**
+   * What the relay holds, by environment id → version: the feed's `known` on (re)connect. An
+   * environment whose patch did not apply is left out, so that it comes whole.
+   */
   known(): Record<string, number> {
-    return Object.fromEntries([...this.held].map(([id, { snapshot }]) => [id, snapshot.version]));
+    return Object.fromEntries(
+      [...this.held]
+        .filter(([id]) => !this.wholeNeeded.has(id))
+        .map(([id, { snapshot }]) => [id, snapshot.version]),
+    );
   }
 
   /** Every environment held (for the relay's own downstream feed). */
@@ -110,8 +128,47 @@ export class UpstreamSource implements EvaluationSource {
       const snapshot = await snapshotFromCopy(environment);
       this.hold(snapshot, sdkKeys);
       this.fromCopies.delete(environment.environmentId);
+      this.wholeNeeded.delete(environment.environmentId);
       await this.copies?.save(snapshot, sdkKeys);
       this.announce({ kind: 'environment', snapshot, sdkKeys });
+    });
+  }
+
+  /**
+   * What changed in an environment held (`event: patch`): applied to the held snapshot, checked
+   * against the upstream's ETag, then served, copied and passed on as a full state would be.
+   * A patch that does not apply (another version held, or a document that comes out different)
+   * throws, and the environment is asked for whole on the reconnection that follows.
+   */
+  patch(patch: RelayPatchEvent): Promise<void> {
+    return this.apply(async () => {
+      const { environmentId } = patch;
+      const held = this.held.get(environmentId);
+      let snapshot: Snapshot | undefined;
+      if (held?.snapshot.version === patch.from)
+        snapshot = await patchedSnapshot(held.snapshot, patch);
+      if (!held || !snapshot || snapshot.document.etag !== patch.etag) {
+        this.wholeNeeded.add(environmentId);
+        throw new Error(
+          `the patch of environment ${environmentId} to version ${patch.version} does not apply to what is held`,
+        );
+      }
+      this.hold(snapshot, held.sdkKeys);
+      this.fromCopies.delete(environmentId);
+      await this.copies?.save(snapshot, held.sdkKeys);
+      this.announce({ kind: 'environment', snapshot, sdkKeys: held.sdkKeys });
+    });
+  }
+
+  /**
+   * The upstream sent its initial set (`event: ready`): every environment it did not send was
+   * `known` at the version it holds, and one version is one document (design record 052), so
+   * the copies restored from disk are now the upstream's own.
+   */
+  confirmed(): Promise<void> {
+    return this.apply(() => {
+      this.fromCopies.clear();
+      return Promise.resolve();
     });
   }
 
@@ -133,6 +190,7 @@ export class UpstreamSource implements EvaluationSource {
       if (!held) return;
       this.held.delete(environmentId);
       this.fromCopies.delete(environmentId);
+      this.wholeNeeded.delete(environmentId);
       this.setGrants(environmentId, held.sdkKeys, []);
       this.snapshots.invalidate([environmentId]);
       await this.copies?.remove(environmentId);

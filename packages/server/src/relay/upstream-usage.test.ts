@@ -1,8 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../clock.js';
 import type { UsageBatch } from '../usage/aggregator.js';
-import { MAX_RELAY_USAGE_ROWS, type RelayUsageBody } from './protocol.js';
+import { MAX_RELAY_USAGE_ROWS, type RelayUsageBody } from '../relay-feed/protocol.js';
 import { UpstreamBackingOff, UpstreamUsageStore } from './upstream-usage.js';
 
 /** A batch of two evaluation buckets, one custom-event bucket and one key use. */
@@ -71,6 +72,7 @@ describe('a relay sends its usage upstream', () => {
       upstreamUrl: origin,
       relayKey: 'vxr_test',
       intervalMs: 60_000,
+      clock: systemClock,
       onRefused: (code, detail) => refused.push(`${String(code)} ${detail}`),
     });
 

@@ -1,4 +1,5 @@
 import { schemaCompiler } from '../http/schema-validator.js';
+import type { Clock } from '../clock.js';
 import type { UsageBatch, UsageStore } from '../usage/aggregator.js';
 import type { ActiveGuardedPlan, ExposureRow, ExposureStore } from '../usage/exposures.js';
 import {
@@ -6,7 +7,7 @@ import {
   RELAY_USAGE_PATH,
   RelayUsageResponse,
   type RelayUsageBody,
-} from './protocol.js';
+} from '../relay-feed/protocol.js';
 
 const validateAnswer = schemaCompiler({ coerceTypes: false, useDefaults: false })(
   RelayUsageResponse,
@@ -47,6 +48,8 @@ export class UpstreamUsageStore implements UsageStore, ExposureStore {
       relayKey: string;
       /** The aggregator's flush interval: the first back-off (ms). */
       intervalMs: number;
+      /** When a failed flush may be retried is reckoned on it. */
+      clock: Clock;
       onRefused: (status: number, detail: string) => void;
     },
   ) {}
@@ -67,7 +70,7 @@ export class UpstreamUsageStore implements UsageStore, ExposureStore {
 
   /** Sends `bodies` in order, unless backed off; a failure backs off and throws. */
   private async sendAll(bodies: Iterable<RelayUsageBody>): Promise<void> {
-    const nowMs = Date.now();
+    const nowMs = this.options.clock.now().getTime();
     if (nowMs < this.retryAtMs)
       throw new UpstreamBackingOff('usage not sent: the upstream is backed off');
     try {
@@ -76,7 +79,7 @@ export class UpstreamUsageStore implements UsageStore, ExposureStore {
     } catch (error) {
       this.failures += 1;
       const delay = Math.min(MAX_BACKOFF_MS, this.options.intervalMs * 2 ** this.failures);
-      this.retryAtMs = Date.now() + delay;
+      this.retryAtMs = this.options.clock.now().getTime() + delay;
       throw error;
     }
   }

@@ -9,7 +9,7 @@ import { startSession } from '../auth/sessions.js';
 import type { Schema } from '../db/schema.js';
 import { ApiError, invalidField } from '../http/errors.js';
 import type { App } from '../http/app-instance.js';
-import { KeySchema, NameSchema } from '../management/fields.js';
+import { KeySchema, NameSchema } from '../api/fields.js';
 import type { Services } from '../services.js';
 
 /**

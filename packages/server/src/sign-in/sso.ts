@@ -17,7 +17,7 @@ import { mutate, type Mutation } from '../db/mutate.js';
 import type { SsoConnectionsTable } from '../db/schema.js';
 import type { App } from '../http/app-instance.js';
 import { ApiError, type ErrorCode, type ErrorDetail } from '../http/errors.js';
-import { isUuid } from '../management/access.js';
+import { isUuid } from '../api/access.js';
 import type { Services } from '../services.js';
 
 /** How long a started OpenID Connect sign-in may take at the provider (ms). */

@@ -34,6 +34,16 @@ export async function seedOneOfEverything(vexil: TestVexil) {
   const secret = await post(`/api/v1/orgs/acme/webhooks/${hook.id}/secrets`);
   const test = await post(`/api/v1/orgs/acme/webhooks/${hook.id}/test`);
   const relayKey = await post('/api/v1/orgs/acme/relay-keys', { name: 'edge' });
+  const invitation = await post('/api/v1/orgs/acme/invitations', {
+    email: 'invited@acme.test',
+    role: 'Member',
+  });
+  // A repository's references, of a key no flag has: no flag of the seed counts as read by code.
+  await callOk(vexil, 'PUT', `${web}/code-references/shop/branches/main`, owner.token, {
+    commit: 'c0ffee',
+    scannedAt: '2026-11-28T10:00:00.000Z',
+    references: [{ path: 'src/cart.ts', line: 3, column: 7, kind: 'call', key: 'retired-flag' }],
+  });
   const production = (
     await call(vexil, 'GET', `${web}/flags/new-checkout/environments/production`, owner)
   ).body;
@@ -66,6 +76,10 @@ export async function seedOneOfEverything(vexil: TestVexil) {
     userId: org.userId,
     relayKeyId: relayKey.id,
     number: String(changeRequest.number),
+    repository: 'shop',
+    branch: 'main',
+    // The invitation link carries its token in the fragment (`#token=…`).
+    token: new URL(invitation.acceptUrl as string).hash.replace('#token=', ''),
   };
   return { owner: org.token, keys: { server: sdkKey, client: client.key as string }, fixtures };
 }

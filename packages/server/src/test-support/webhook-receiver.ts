@@ -18,10 +18,10 @@ export interface ReceivedRequest {
 }
 
 /**
- * How the receiver answers the next requests: a status (after `delayMs`, for a slow receiver),
- * or hanging without an answer.
+ * How the receiver answers the next requests: a status (once `held` settles, for a receiver the
+ * test releases), or hanging without an answer.
  */
-export type ReceiverAnswer = { status: number; delayMs?: number } | 'hang';
+export type ReceiverAnswer = { status: number; held?: Promise<void> } | 'hang';
 
 /**
  * A real HTTP webhook receiver on 127.0.0.1 (port 0) whose answers are programmable, for tests.
@@ -54,8 +54,8 @@ export class WebhookReceiver {
           response.statusCode = answer.status;
           response.end('receiver body that Vexil never reads');
         };
-        if (answer.delayMs === undefined) respond();
-        else setTimeout(respond, answer.delayMs);
+        if (answer.held) void answer.held.then(respond);
+        else respond();
       });
     });
   }
@@ -112,7 +112,9 @@ export function nodeWithReceiver(dialect: Dialect): {
   beforeAll(async () => {
     started.vexil = await createTestVexil(dialect, {
       clock,
-      config: { webhooks: testWebhookSettings() },
+      // The receiver answers at once; a long time-out keeps a loaded machine from turning an
+      // attempt into a retry that the standing test clock never makes due.
+      config: { webhooks: testWebhookSettings({ timeoutMs: 10_000 }) },
     });
     started.receiver = await WebhookReceiver.start();
   });

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import type { App } from '../http/app-instance.js';
 import { ApiError, invalidField } from '../http/errors.js';
-import { Timestamp } from '../management/fields.js';
-import { scopedRoutes } from '../management/scope.js';
+import { Timestamp } from '../api/fields.js';
+import { scopedRoutes } from '../api/scope.js';
 import type { Services } from '../services.js';
 import { bucketStart, readUsageSeries, type UsageInterval } from './queries.js';
 

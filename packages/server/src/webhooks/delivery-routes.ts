@@ -3,8 +3,8 @@ import { v7 as uuid } from 'uuid';
 import type { App } from '../http/app-instance.js';
 import type { EventPayload, EventType } from '../events/types.js';
 import { ApiError } from '../http/errors.js';
-import { actorOf, isUuid, mutateAs, type OrgAccess } from '../management/access.js';
-import { PageQuery, paginate, pagedSchema } from '../management/pagination.js';
+import { actorOf, isUuid, mutateAs, type OrgAccess } from '../api/access.js';
+import { PageQuery, paginate, pagedSchema } from '../api/pagination.js';
 import type { Services } from '../services.js';
 import { subscriptionCovers } from './fan-out.js';
 import { findFinishedDelivery, requireSubscription, restartDelivery } from './queries.js';
@@ -15,7 +15,7 @@ import {
   attemptItem,
   deliveryItem,
 } from './schemas.js';
-import { scopedRoutes } from '../management/scope.js';
+import { scopedRoutes } from '../api/scope.js';
 
 const WebhookParams = Type.Object({ org: Type.String(), id: Type.String() });
 const DeliveryParams = Type.Object({
@@ -26,9 +26,6 @@ const DeliveryParams = Type.Object({
 
 const stillPending = () =>
   new ApiError('bad_request', 'The delivery is still pending; it cannot be resent.');
-
-/** The synthetic test event names no real flag. */
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 async function requireDelivery(
   services: Services,
@@ -78,7 +75,8 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
           projectId: null,
           environmentId: null,
           actor: actorOf(access.caller),
-          entity: { type: 'flag', id: NIL_UUID },
+          // An id of its own, naming no flag; no project marks it as a test (audit-log/routes.ts).
+          entity: { type: 'flag', id: uuid() },
           changes: [{ property: 'IsEnabled', from: 'false', to: 'true' }],
           description: `Test event for webhook subscription "${subscription.name}"`,
         };

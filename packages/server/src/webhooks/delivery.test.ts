@@ -612,24 +612,25 @@ describe.each(testDialects())('webhook delivery on %s', (dialect: Dialect) => {
     };
     await vi.waitFor(() => finished(1), { timeout: 5000 });
 
-    // A fast receiver lets the winner's round finish while the others are still on their way.
-    const answers = [{ status: 200 }, { status: 200, delayMs: 200 }];
-    for (const [round, answer] of answers.entries()) {
-      s.receiver.defaultAnswer = answer;
-      const responses = await Promise.all(
-        Array.from({ length: 12 }, () =>
-          call(live, 'POST', `${s.base}/${id}/deliveries/${delivery!.id}/redeliver`, {
-            token: s.token,
-          }),
-        ),
-      );
-      const statuses = responses.map((response) => response.status).sort();
-      expect(statuses).toEqual([204, ...Array<number>(11).fill(400)]);
-      for (const refused of responses.filter((response) => response.status === 400))
-        expect(refused.body.message).toContain('pending');
-      await vi.waitFor(() => finished(round + 2), { timeout: 5000 });
-    }
-    expect(s.receiver.received).toHaveLength(3);
+    // The receiver holds the new round's answer until every request has been answered: the
+    // requests overlap whatever the machine's load. (A round that finishes before a late request
+    // reads is the stale-count case, tested on restartDelivery above.)
+    let release = () => {};
+    s.receiver.defaultAnswer = { status: 200, held: new Promise<void>((r) => (release = r)) };
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        call(live, 'POST', `${s.base}/${id}/deliveries/${delivery!.id}/redeliver`, {
+          token: s.token,
+        }),
+      ),
+    );
+    release();
+    const statuses = responses.map((response) => response.status).sort();
+    expect(statuses).toEqual([204, ...Array<number>(11).fill(400)]);
+    for (const refused of responses.filter((response) => response.status === 400))
+      expect(refused.body.message).toContain('pending');
+    await vi.waitFor(() => finished(2), { timeout: 5000 });
+    expect(s.receiver.received).toHaveLength(2);
   });
 
   it('a test event goes to that subscription only, and is refused while disabled', async () => {

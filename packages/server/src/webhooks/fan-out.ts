@@ -2,8 +2,8 @@ import type { Transaction } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Schema, WebhookSubscriptionsTable } from '../db/schema.js';
 import type { StoredEvent, WrittenEvents } from '../events/hub.js';
-import { mayRead } from '../management/reach.js';
-import { ENVIRONMENT_SCOPED_EVENT_TYPES, type EventPayload } from '../events/types.js';
+import { mayRead } from '../api/reach.js';
+import { ENVIRONMENT_SCOPED_EVENT_TYPES, isAuditOnly, type EventPayload } from '../events/types.js';
 
 /**
  * Whether a subscription's current filters cover an event (spec: Subscription filtering):
@@ -18,6 +18,7 @@ export function subscriptionCovers(
   >,
   event: Pick<EventPayload, 'type' | 'projectId' | 'environmentId'>,
 ): boolean {
+  if (isAuditOnly(event.type)) return false;
   const projectScope =
     subscription.project_scope === null
       ? null

@@ -3,8 +3,8 @@ import type { Dialect } from '../db/database.js';
 import type { Plan, Schema, WebhookSubscriptionsTable } from '../db/schema.js';
 import { EVENT_TYPES } from '../events/types.js';
 import { ApiError, invalidField } from '../http/errors.js';
-import { checkProjectIds, isUuid, notFound, type OrgAccess } from '../management/access.js';
-import { checkGrant, mayReadInSql, reachesInSql } from '../management/reach.js';
+import { checkProjectIds, isUuid, notFound, type OrgAccess } from '../api/access.js';
+import { checkGrant, mayReadInSql, reachesInSql } from '../api/reach.js';
 import type { Services } from '../services.js';
 import { resolvedUrlProblem } from '../http/safe-target.js';
 

@@ -4,11 +4,12 @@ import type { App } from '../http/app-instance.js';
 import type { Role, WebhookSubscriptionsTable } from '../db/schema.js';
 import { EVENT_TYPES } from '../events/types.js';
 import { ApiError } from '../http/errors.js';
-import { actionsFor } from '../management/actions.js';
-import { mutateAs } from '../management/access.js';
-import { reachesInSql } from '../management/reach.js';
-import { PageQuery, paginate, pagedSchema } from '../management/pagination.js';
+import { actionsFor } from '../api/actions.js';
+import { mutateAs } from '../api/access.js';
+import { reachesInSql } from '../api/reach.js';
+import { PageQuery, paginate, pagedSchema } from '../api/pagination.js';
 import type { Services } from '../services.js';
+import { secretEvent, subscriptionEvent, subscriptionUpdateEvent } from './audit.js';
 import { registerDeliveryRoutes } from './delivery-routes.js';
 import {
   SUBSCRIPTION_LIMITS,
@@ -28,7 +29,7 @@ import {
   webhookItem,
 } from './schemas.js';
 import { SECRET_SHOWN_ONCE_WARNING, generateWebhookSecret } from './signing.js';
-import { scopedRoutes } from '../management/scope.js';
+import { scopedRoutes } from '../api/scope.js';
 
 const OrgParams = Type.Object({ org: Type.String() });
 const WebhookParams = Type.Object({ org: Type.String(), id: Type.String() });
@@ -48,7 +49,8 @@ function webhookActions(role: Role, row: WebhookSubscriptionsTable) {
 
 /**
  * Outbound webhook subscriptions of an organization (spec: Endpoints, rules 11–16; design
- * record 005), all Admin only. Subscription changes emit no webhook events.
+ * record 005), all Admin only. Subscription changes are audited but delivered to no subscription
+ * (audit-only events, issue 43).
  */
 export function registerWebhookRoutes(app: App, services: Services): void {
   const route = scopedRoutes(app, services);
@@ -119,6 +121,10 @@ export function registerWebhookRoutes(app: App, services: Services): void {
             retired_at: null,
           })
           .execute();
+        await m.emit(subscriptionEvent('webhook.created', { id: subscriptionId, name: body.name }));
+        await m.emit(
+          secretEvent('webhook.secret.created', { id: subscriptionId, name: body.name }, secretId),
+        );
         return subscriptionId;
       });
       return reply.status(201).send({ id, secret, warning: SECRET_SHOWN_ONCE_WARNING });
@@ -202,8 +208,8 @@ export function registerWebhookRoutes(app: App, services: Services): void {
       // Enabling a disabled subscription starts a fresh failure count.
       const reenabled = body.enabled === true && current.enabled === 0;
       const disabled = body.enabled === false && current.enabled === 1;
-      const row = await mutateAs(services, access, async (m) =>
-        m.trx
+      const row = await mutateAs(services, access, async (m) => {
+        const updated = await m.trx
           .updateTable('webhook_subscriptions')
           .set({
             ...(body.name !== undefined ? { name: body.name } : {}),
@@ -219,8 +225,11 @@ export function registerWebhookRoutes(app: App, services: Services): void {
           })
           .where('id', '=', current.id)
           .returningAll()
-          .executeTakeFirstOrThrow(),
-      );
+          .executeTakeFirstOrThrow();
+        const event = subscriptionUpdateEvent(current, updated);
+        if (event) await m.emit(event);
+        return updated;
+      });
       return { ...(await readWebhook(row)), _actions: webhookActions(access.role, row) };
     },
   );
@@ -234,6 +243,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
       // Secrets, deliveries and attempts go with it (foreign keys cascade).
       await mutateAs(services, access, async (m) => {
         await m.trx.deleteFrom('webhook_subscriptions').where('id', '=', row.id).execute();
+        await m.emit(subscriptionEvent('webhook.deleted', row));
       });
       return reply.status(204).send();
     },
@@ -265,6 +275,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
             retired_at: null,
           })
           .execute();
+        await m.emit(secretEvent('webhook.secret.created', row, id));
         return id;
       });
       return reply.status(201).send({ secretId, secret, warning: SECRET_SHOWN_ONCE_WARNING });
@@ -306,6 +317,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
           .set({ retired_at: m.now })
           .where('id', '=', secretId)
           .execute();
+        await m.emit(secretEvent('webhook.secret.retired', row, secretId));
       });
       return reply.status(204).send();
     },

@@ -5,8 +5,8 @@ import type {
   WebhookSecretsTable,
   WebhookSubscriptionsTable,
 } from '../db/schema.js';
-import { ActionsSchema } from '../management/actions.js';
-import { NameSchema, Timestamp, Uuid } from '../management/fields.js';
+import { ActionsSchema } from '../api/actions.js';
+import { NameSchema, Timestamp, Uuid } from '../api/fields.js';
 
 /** Wire shapes of the webhook management endpoints (design record 005). */
 

@@ -7,6 +7,7 @@ import { isDatabaseUnavailable } from '../db/availability.js';
 import type { WebhookDeliveriesTable } from '../db/schema.js';
 import type { Services } from '../services.js';
 import { createGuardedAgent } from '../http/safe-target.js';
+import { traceAttempt } from './attempt-span.js';
 import { sendAttempt, type AttemptOutcome } from './sender.js';
 import { deliveryHeaders } from './signing.js';
 
@@ -217,7 +218,7 @@ export class DeliveryWorker {
     const { db, clock, config, signingSecrets } = this.services;
     const event = await db
       .selectFrom('webhook_events')
-      .select(['id', 'payload'])
+      .select(['id', 'type', 'payload'])
       .where('id', '=', delivery.event_id)
       .executeTakeFirstOrThrow();
     const subscription = await db
@@ -241,17 +242,24 @@ export class DeliveryWorker {
             error: 'the subscription has no active signing secret',
             durationMs: 0,
           }
-        : await sendAttempt(
-            this.agent,
-            subscription.url,
-            deliveryHeaders(
-              event.id,
-              sentAt,
-              event.payload,
-              secrets.map((row) => signingSecrets.open(row.id, row.secret)),
-            ),
-            event.payload,
-            config.webhooks.timeoutMs,
+        : await traceAttempt(
+            { delivery, eventType: event.type, url: subscription.url },
+            (traceparent) =>
+              sendAttempt(
+                this.agent,
+                subscription.url,
+                {
+                  ...deliveryHeaders(
+                    event.id,
+                    sentAt,
+                    event.payload,
+                    secrets.map((row) => signingSecrets.open(row.id, row.secret)),
+                  ),
+                  ...traceparent,
+                },
+                event.payload,
+                config.webhooks.timeoutMs,
+              ),
           );
     await this.record(delivery, sentAt, outcome);
   }

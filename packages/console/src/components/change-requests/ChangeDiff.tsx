@@ -6,6 +6,7 @@ import type { ReleaseGuard } from '../release-plan/types';
 import { percentageOf } from '../targeting/PercentageControl';
 import { describeCondition } from '../targeting/sentence';
 import { asConfiguration, type ConfigurationDocument, type DocumentRule } from './configuration';
+import { queryKeys } from '../../api/query-keys';
 
 /**
  * One change of a request's diff as the API reads it: what the target is now (`before`, null when
@@ -65,13 +66,18 @@ export function ChangeDiff(props: {
   change: Change;
   entry: DiffEntry | undefined;
   segments: readonly Segment[];
+  /**
+   * Whether the request was applied: its diff is then what it changed, kept as it was when
+   * applied (a later change to the target is no conflict of it).
+   */
+  applied?: boolean;
 }) {
   const { org, project, entry } = props;
   const change = props.change as ChangeFields;
   const flagKey = change.flagKey ?? '';
   // The flag's variations give their names ("Off" for the key "false"); the page reads it anyway.
   const flag = useQuery({
-    queryKey: ['flag', org, project, flagKey, 'detail'],
+    queryKey: queryKeys.flagDetail(org, project, flagKey),
     enabled: (change.kind === 'flag' || change.kind === 'releasePlan') && flagKey !== '',
     queryFn: () =>
       unwrap(
@@ -81,7 +87,14 @@ export function ChangeDiff(props: {
       ),
   });
   const names: Names = {
-    variation: (key) => flag.data?.variations.find((v) => v.key === key)?.name ?? key,
+    variation: (key) => {
+      const variation = flag.data?.variations.find((v) => v.key === key);
+      const name = variation?.name ?? key;
+      // A Json, String or Number flag's variations are read by their values, not "v1 → v2".
+      return flag.data?.type === 'Boolean' || variation?.value == null
+        ? name
+        : `${name}: ${variation.value}`;
+    },
     segment: (key) => props.segments.find((s) => s.key === key)?.name ?? key,
   };
   const heading = `Change ${props.index + 1}: ${changeTarget(props.change)}`;
@@ -97,7 +110,7 @@ export function ChangeDiff(props: {
   return (
     <section className="change" aria-label={heading}>
       <h3>{heading}</h3>
-      {entry?.conflict && (
+      {entry?.conflict && !props.applied && (
         <p className="conflict" role="note">
           <strong>Conflict:</strong>{' '}
           {before === null

@@ -13,6 +13,7 @@ import { documentOf } from './configuration';
 import type { PendingChanges } from './pending';
 import { changeRequestPath } from './paths';
 import { utcOfLocal } from './when';
+import { queryKeys } from '../../api/query-keys';
 
 /**
  * The head of a protected environment's targeting (design record 043): the policy in words, the
@@ -126,7 +127,7 @@ function RequestReview(props: {
     },
     onSuccess: (created) => {
       props.onDiscard();
-      void queryClient.invalidateQueries({ queryKey: ['change-requests', org, project] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.changeRequests(org, project) });
       navigate(changeRequestPath(org, project, created.number));
     },
   });

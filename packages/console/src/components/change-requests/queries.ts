@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
+import { queryKeys } from '../../api/query-keys';
 
 /** The most requests to review the navigation counts; more reads as "99+". */
 export const COUNTED = 100;
@@ -11,7 +12,7 @@ export const COUNTED = 100;
  */
 export function useToReview(org: string, project: string) {
   return useQuery({
-    queryKey: ['change-requests', org, project, 'to-review-count'],
+    queryKey: queryKeys.toReview(org, project),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/change-requests', {

@@ -1,9 +1,9 @@
 import { Button } from '@radix-ui/themes';
-import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../../api/client';
 import { forgetToken } from '../../api/token';
 import { Field } from '../Field';
+import { useFormMutation } from '../useFormMutation';
 
 /**
  * E-mail and password sign-in (`POST /auth/password`): the server sets the session cookie, and
@@ -12,7 +12,7 @@ import { Field } from '../Field';
 export function PasswordForm(props: { submitLabel: string; onSignedIn: () => void }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const signIn = useMutation({
+  const signIn = useFormMutation({
     mutationFn: async () => {
       forgetToken();
       await unwrap(api.POST('/auth/password', { body: { email, password } }));

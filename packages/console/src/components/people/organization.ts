@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
+import { queryKeys } from '../../api/query-keys';
 
 /** Where the project a person was in is remembered, so organization pages keep it in the frame. */
 export function lastProjectKey(org: string): string {
@@ -9,7 +10,7 @@ export function lastProjectKey(org: string): string {
 /** The organization with its `_actions` (who may manage members, settings…), shared by pages. */
 export function useOrganization(org: string) {
   return useQuery({
-    queryKey: ['org', org],
+    queryKey: queryKeys.org(org),
     queryFn: () => unwrap(api.GET('/api/v1/orgs/{org}', { params: { path: { org } } })),
   });
 }
@@ -17,7 +18,7 @@ export function useOrganization(org: string) {
 /** The organization's projects, for allowlists (ids) and names. */
 export function useProjects(org: string) {
   return useQuery({
-    queryKey: ['projects', org],
+    queryKey: queryKeys.projects(org),
     queryFn: () => unwrap(api.GET('/api/v1/orgs/{org}/projects', { params: { path: { org } } })),
   });
 }

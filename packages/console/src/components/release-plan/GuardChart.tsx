@@ -37,13 +37,22 @@ export default function GuardChart(props: { samples: StatisticSample[]; threshol
         legend: { show: false },
         // The statistic is a likelihood ratio: it grows by factors, so its axis is logarithmic.
         scales: {
+          // The readings' own span (seconds apart while the page is open): with one reading,
+          // uPlot's automatic range would pad a single time by years.
+          x: {
+            time: true,
+            range: (_self, min, max) =>
+              max - min < 60 ? [min - 5, Math.max(max, min + 55)] : [min, max],
+          },
           y: {
             // uPlot's Distr is an ambient const enum, which isolatedModules cannot read: 3 is
             // Logarithmic.
             // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-assignment
             distr: 3,
             log: 10,
-            range: (_self, min, max) => [Math.min(0.1, min), Math.max(threshold * 10, max * 10)],
+            // From below 1 (no evidence) to a little above the larger of the threshold and the
+            // highest reading: a decade of headroom made 16 million read as 100 million.
+            range: (_self, min, max) => [Math.min(0.5, min), Math.max(threshold, max) * 2],
           },
         },
         axes: [

@@ -3,8 +3,9 @@ import { lazy, Suspense, useEffect, useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Flag } from '../../api/types';
 import type { StatisticSample } from './GuardChart';
-import { figure, rateWords } from './figures';
+import { rateWords, verdictWords } from './figures';
 import type { ReleaseGuard, ReleasePlan } from './types';
+import { queryKeys } from '../../api/query-keys';
 
 // uPlot loads with a guarded plan only.
 const GuardChart = lazy(() => import('./GuardChart'));
@@ -31,7 +32,7 @@ export function GuardPanel(props: {
   const { org, project, flag, environment, plan, guard, targetName } = props;
   const flagKey = flag.key ?? flag.id;
   const report = useQuery({
-    queryKey: ['flag', org, project, flagKey, 'release-plan-guard', environment],
+    queryKey: queryKeys.releasePlanGuard(org, project, flagKey, environment),
     refetchInterval: plan.state === 'active' ? GUARD_POLL_MS : false,
     queryFn: () =>
       unwrap(
@@ -99,9 +100,7 @@ export function GuardPanel(props: {
           <p aria-live="polite">
             {waiting
               ? `Waiting for ${guard.minimumUsers.toLocaleString()} exposed users on each side.`
-              : `Statistic ${figure(data.statistic)} against a threshold of ${figure(data.threshold)}${
-                  data.regressionDetected ? ': a regression' : ''
-                }.`}
+              : `${data.regressionDetected ? 'A regression: ' : ''}${verdictWords(data, guard, targetName)}`}
           </p>
           {samples.length > 0 && (
             <figure aria-label="The statistic against its threshold">
@@ -109,8 +108,8 @@ export function GuardPanel(props: {
                 <GuardChart samples={samples} threshold={data.threshold} />
               </Suspense>
               <figcaption className="hint">
-                The statistic at each reading since this page opened; the release stops where it
-                reaches the threshold.
+                The statistic at each reading since this page opened ({spanWords(samples)}); the
+                release stops where it reaches the threshold.
               </figcaption>
             </figure>
           )}
@@ -118,4 +117,16 @@ export function GuardPanel(props: {
       )}
     </section>
   );
+}
+
+/** The time the readings span, in words: "one reading", "readings over 35 seconds". */
+function spanWords(samples: readonly StatisticSample[]): string {
+  const first = samples[0];
+  const last = samples.at(-1);
+  if (!first || !last || samples.length === 1) return 'one reading so far';
+  const seconds = Math.round((last.atMs - first.atMs) / 1000);
+  if (seconds < 120) return `${samples.length} readings over ${seconds} seconds`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 120) return `${samples.length} readings over ${minutes} minutes`;
+  return `${samples.length} readings over ${Math.round(minutes / 60)} hours`;
 }

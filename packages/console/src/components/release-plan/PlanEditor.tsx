@@ -1,7 +1,7 @@
 import { Button } from '@radix-ui/themes';
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { useLocation } from 'wouter';
+import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../../api/client';
 import type { Flag, FlagEnvironment } from '../../api/types';
 import { changeRequestPath } from '../change-requests/paths';
@@ -16,6 +16,7 @@ import {
   type WaitUnit,
 } from './time';
 import type { ReleaseGuard, ReleasePlan } from './types';
+import { queryKeys } from '../../api/query-keys';
 
 /** A step as typed: the text of its fields, kept as typed until the API answers. */
 interface DraftStep {
@@ -68,9 +69,17 @@ export function PlanEditor(props: {
     configuration?.strategy === 'SingleVariation'
       ? flag.variations.find((v) => v.id === configuration.defaultVariationId)
       : undefined;
+  // A Boolean flag is released by raising On; another flag towards a variation not served now.
   const [variation, setVariation] = useState(
-    () => flag.variations.find((v) => v.id !== serving?.id)?.key ?? flag.variations[0]?.key ?? '',
+    () =>
+      (flag.type === 'Boolean'
+        ? flag.variations.find((v) => v.value === 'true')?.key
+        : flag.variations.find((v) => v.id !== serving?.id)?.key) ??
+      flag.variations[0]?.key ??
+      '',
   );
+  const target = flag.variations.find((v) => (v.key ?? v.id) === variation);
+  const servedAlready = serving !== undefined && target?.id === serving.id;
   const [steps, setSteps] = useState<DraftStep[]>(() =>
     FIRST_STEPS.map((step, id) => ({ ...step, id })),
   );
@@ -111,7 +120,7 @@ export function PlanEditor(props: {
         ),
       ),
     onSuccess: async (started) => {
-      await queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] });
+      await queryClient.invalidateQueries({ queryKey: queryKeys.flag(org, project, flagKey) });
       props.onStarted?.(started);
     },
   });
@@ -130,7 +139,7 @@ export function PlanEditor(props: {
         }),
       ),
     onSuccess: async (created) => {
-      await queryClient.invalidateQueries({ queryKey: ['change-requests', org, project] });
+      await queryClient.invalidateQueries({ queryKey: queryKeys.changeRequests(org, project) });
       navigate(changeRequestPath(org, project, created.number));
     },
   });
@@ -170,12 +179,16 @@ export function PlanEditor(props: {
           </select>
         )}
       </Labelled>
-      <p className="hint">
-        {serving
-          ? `Everyone else keeps getting ${variationName(serving.id)}, the default serve now.`
-          : 'Everyone else keeps getting what the default serve gives now.'}{' '}
-        A person in {variationName(variation)} at one step stays in it at the next.
-      </p>
+      <ReleaseExplanation
+        org={org}
+        project={project}
+        flagKey={flagKey}
+        environment={environment}
+        target={variationName(variation)}
+        serving={serving ? variationName(serving.id) : null}
+        servedAlready={servedAlready}
+        rollout={configuration !== undefined && configuration.strategy !== 'SingleVariation'}
+      />
 
       <fieldset>
         <legend>Steps</legend>
@@ -348,9 +361,57 @@ export function PlanEditor(props: {
           {save.message}
         </p>
       )}
-      <Button type="submit" disabled={save.isPending}>
+      <Button type="submit" disabled={save.isPending || servedAlready}>
         {props.reviewed ? 'Request review of release plan' : 'Start release plan'}
       </Button>
     </form>
+  );
+}
+
+/**
+ * What the plan does, in the words of the targeting ("When no rule matches, serve", the default
+ * serve), following the chosen target; or, when the target is what no-match already serves, what
+ * to do first (issue 43: a new Boolean flag serves On when no rule matches).
+ */
+function ReleaseExplanation(props: {
+  org: string;
+  project: string;
+  flagKey: string;
+  environment: string;
+  target: string;
+  serving: string | null;
+  servedAlready: boolean;
+  rollout: boolean;
+}) {
+  const { target, serving } = props;
+  const targeting = (
+    // The flag page's own address (pages/FlagPage's flagPath, which imports this module).
+    <Link
+      href={`/orgs/${props.org}/projects/${props.project}/flags/${props.flagKey}/targeting?env=${encodeURIComponent(props.environment)}`}
+    >
+      Targeting
+    </Link>
+  );
+  if (props.rollout)
+    return (
+      <p className="hint" role="note">
+        First set &ldquo;When no rule matches, serve&rdquo; to one variation on {targeting}: a
+        release plan moves people from one variation to {target}, not from a percentage rollout.
+      </p>
+    );
+  if (props.servedAlready)
+    return (
+      <p className="hint" role="note">
+        When no rule matches, this flag serves {target} already, so there is nothing to release.
+        First set &ldquo;When no rule matches, serve&rdquo; to the variation people get today on{' '}
+        {targeting} (for a new Boolean flag, Off), then plan the release of {target} here.
+      </p>
+    );
+  return (
+    <p className="hint" role="note">
+      Step by step, a growing share of the people no rule matches get {target}; the others keep
+      getting {serving ?? 'the default serve'}, what &ldquo;When no rule matches&rdquo; serves now.
+      A person who gets {target} at one step keeps it at the next.
+    </p>
   );
 }

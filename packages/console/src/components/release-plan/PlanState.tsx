@@ -1,12 +1,14 @@
 import { Button, Callout } from '@radix-ui/themes';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
 import type { Flag } from '../../api/types';
 import { ConfirmButton } from '../ConfirmButton';
-import { figure, rateWords } from './figures';
+import { rateWords, verdictWords } from './figures';
 import { GuardPanel } from './GuardPanel';
 import { addDuration, durationWords, formatTime, viewerTimeZone } from './time';
 import type { ReleasePlan } from './types';
+import { queryKeys } from '../../api/query-keys';
+import { useFormMutation } from '../useFormMutation';
 
 /** The plan's state in words, as the contract names it. */
 export const STATE_WORDS: Record<ReleasePlan['state'], string> = {
@@ -27,12 +29,11 @@ export function stopReason(
 ): string {
   const { regression, guard } = plan;
   if (regression && guard) {
-    const statistic = `statistic ${figure(regression.statistic)} ≥ threshold ${figure(regression.threshold)}`;
     return (
       `the guard found a regression of ${guard.metric}: ${rateWords(regression.target.rate)} of ` +
       `${regression.target.exposedUsers.toLocaleString()} users on ${targetName} against ` +
       `${rateWords(regression.rest.rate)} of ${regression.rest.exposedUsers.toLocaleString()} ` +
-      `for the rest (${statistic}), ${formatTime(regression.detectedAt)}.`
+      `for the rest, ${formatTime(regression.detectedAt)}. ${verdictWords(regression, guard, targetName)}`
     );
   }
   return plan.pausedReason ?? recorded ?? '';
@@ -49,7 +50,7 @@ function useRollbackReason(
   plan: ReleasePlan,
 ): string | undefined {
   const history = useQuery({
-    queryKey: ['history', org, project, flagKey, 'rollback', plan.id],
+    queryKey: queryKeys.rollback(org, project, flagKey, plan.id),
     enabled: plan.state === 'rolledBack' && !plan.regression,
     queryFn: () =>
       unwrap(
@@ -105,9 +106,9 @@ export function PlanState(props: {
   const targetName = target?.name ?? target?.key ?? plan.variation;
   const recordedReason = useRollbackReason(org, project, flagKey, plan);
   const refresh = () =>
-    queryClient.invalidateQueries({ queryKey: ['flag', org, project, flagKey] });
+    queryClient.invalidateQueries({ queryKey: queryKeys.flag(org, project, flagKey) });
 
-  const act = useMutation({
+  const act = useFormMutation({
     mutationFn: (action: 'pause' | 'resume' | 'rollback') =>
       unwrap(
         action === 'pause'

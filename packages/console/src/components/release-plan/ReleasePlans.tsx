@@ -7,6 +7,7 @@ import type { Environment, Flag, FlagEnvironment } from '../../api/types';
 import { useToReview } from '../change-requests/queries';
 import { PlanEditor } from './PlanEditor';
 import { PlanState } from './PlanState';
+import { queryKeys } from '../../api/query-keys';
 
 /** How often a running plan is read again while the page is open, besides live updates (ms). */
 const PLAN_POLL_MS = 5_000;
@@ -75,8 +76,21 @@ function EnvironmentReleasePlan(props: {
   const flagKey = flag.key ?? flag.id;
   const [drafting, setDrafting] = useState(false);
   const [warnings, setWarnings] = useState<string[]>([]);
+  // Which environments have a plan: the plan is asked for only where there is one, so that an
+  // environment without answers no 404 (issue 43).
+  const plans = useQuery({
+    queryKey: queryKeys.releasePlans(org, project, flagKey),
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/release-plans', {
+          params: { path: { org, project, flag: flagKey } },
+        }),
+      ),
+  });
+  const hasPlan = plans.data?.some((listed) => listed.environmentKey === environment) ?? false;
   const plan = useQuery({
-    queryKey: ['flag', org, project, flagKey, 'release-plan', environment],
+    queryKey: queryKeys.releasePlan(org, project, flagKey, environment),
+    enabled: hasPlan,
     refetchInterval: (query) => (query.state.data?.state === 'active' ? PLAN_POLL_MS : false),
     queryFn: async () => {
       try {
@@ -87,7 +101,7 @@ function EnvironmentReleasePlan(props: {
           ),
         );
       } catch (error) {
-        // No plan yet in this environment.
+        // Deleted since the list was read.
         if (error instanceof ApiProblem && error.status === 404) return null;
         throw error;
       }
@@ -99,9 +113,12 @@ function EnvironmentReleasePlan(props: {
     ? (proposals.data?._actions['create']?.allowed ?? false)
     : (configuration?._actions['update']?.allowed ?? false);
 
+  if (plans.isError) return <p role="alert">{plans.error.message}</p>;
   if (plan.isError) return <p role="alert">{plan.error.message}</p>;
-  if (plan.data === undefined) return <p role="status">Loading…</p>;
-  const running = plan.data?.state === 'active' || plan.data?.state === 'paused';
+  // Undefined while loading; null when this environment has no plan.
+  const current = hasPlan ? plan.data : plans.data === undefined ? undefined : null;
+  if (current === undefined) return <p role="status">Loading…</p>;
+  const running = current?.state === 'active' || current?.state === 'paused';
   return (
     <div className="release-plan">
       {warnings.length > 0 && (
@@ -111,18 +128,18 @@ function EnvironmentReleasePlan(props: {
           ))}
         </Callout.Root>
       )}
-      {plan.data && (
+      {current && (
         <PlanState
           org={org}
           project={project}
           flag={flag}
           environment={environment}
-          plan={plan.data}
+          plan={current}
           onNewPlan={() => setDrafting(true)}
         />
       )}
       {!running &&
-        (plan.data === null || drafting) &&
+        (current === null || drafting) &&
         (canEdit ? (
           <PlanEditor
             org={org}
@@ -137,7 +154,7 @@ function EnvironmentReleasePlan(props: {
             }}
           />
         ) : (
-          plan.data === null && <p>No release plan in {environment}.</p>
+          current === null && <p>No release plan in {environment}.</p>
         ))}
     </div>
   );

@@ -26,8 +26,14 @@ export function PercentageControl(props: {
   onChange: (value: string) => void;
   hint?: string | undefined;
   error?: string | null | undefined;
+  /**
+   * What an empty field means (a rule's rollout: 100, everyone); the slider then sits there and
+   * the field says so, rather than the slider reading 0%.
+   */
+  emptyMeans?: number;
 }) {
-  const { label, sliderLabel, value, onChange } = props;
+  const { label, sliderLabel, value, onChange, emptyMeans } = props;
+  const empty = value.trim() === '' && emptyMeans !== undefined;
   return (
     <div className="rollout-row">
       <Slider.Root
@@ -35,7 +41,7 @@ export function PercentageControl(props: {
         min={0}
         max={100}
         step={0.001}
-        value={[Number(value) || 0]}
+        value={[empty ? emptyMeans : Number(value) || 0]}
         onValueChange={([next]) => onChange(String(next ?? 0))}
       >
         <Slider.Track className="slider-track">
@@ -54,6 +60,7 @@ export function PercentageControl(props: {
             aria-describedby={describedBy}
             aria-invalid={Boolean(props.error)}
             value={value}
+            placeholder={empty ? `${emptyMeans} (all)` : undefined}
             onChange={(event) => onChange(event.target.value)}
           />
         )}

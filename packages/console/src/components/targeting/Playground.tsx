@@ -1,10 +1,10 @@
-import { useMutation } from '@tanstack/react-query';
 import { Button, TextArea, TextField } from '@radix-ui/themes';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { Labelled } from '../Field';
 import { describeRule } from './sentence';
+import { useFormMutation } from '../useFormMutation';
 
 /**
  * "What would this context get, and why" (journey 4): evaluates a context against the
@@ -24,7 +24,7 @@ export function Playground(props: {
   const [attributes, setAttributes] = useState('{\n  "country": "DE"\n}');
   const [syntax, setSyntax] = useState<string | null>(null);
 
-  const evaluate = useMutation({
+  const evaluate = useFormMutation({
     mutationFn: (context: { userId?: string; attributes?: Record<string, unknown> }) =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/evaluate', {
@@ -41,10 +41,13 @@ export function Playground(props: {
       parsed = attributes.trim() ? JSON.parse(attributes) : {};
     } catch (error) {
       setSyntax(`Not JSON: ${(error as Error).message}`);
+      // The last result answered other attributes: it no longer explains what is typed.
+      evaluate.reset();
       return;
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       setSyntax('Attributes are a JSON object: {"name": value, …}');
+      evaluate.reset();
       return;
     }
     setSyntax(null);
@@ -57,6 +60,7 @@ export function Playground(props: {
   const result = evaluate.data;
   const ruleIndex = result?.ruleId ? rules.findIndex((rule) => rule.id === result.ruleId) : -1;
   const rule = rules[ruleIndex];
+  const served = flag.variations.find((v) => v.key === result?.variation);
 
   return (
     <section aria-labelledby={`playground-${environment}`}>
@@ -96,7 +100,12 @@ export function Playground(props: {
         <dl className="explanation" aria-label="Evaluation result">
           <dt>Variation</dt>
           <dd>
+            {served?.name && served.name !== served.key ? `${served.name} ` : ''}
             <code>{result.variation ?? '—'}</code>
+          </dd>
+          <dt>Value</dt>
+          <dd>
+            <code>{result.value === undefined ? '—' : JSON.stringify(result.value)}</code>
           </dd>
           <dt>Reason</dt>
           <dd>{result.reason}</dd>

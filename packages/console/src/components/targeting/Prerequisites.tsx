@@ -5,6 +5,7 @@ import type { Flag, FlagEnvironment } from '../../api/types';
 import { Labelled } from '../Field';
 import { useFormMutation } from '../useFormMutation';
 import { useTargetingWrites } from './writes';
+import { queryKeys } from '../../api/query-keys';
 
 interface Draft {
   prerequisiteFlagKey: string;
@@ -34,7 +35,7 @@ export function Prerequisites(props: {
   );
   const writes = useTargetingWrites();
   const flags = useQuery({
-    queryKey: ['flags', org, project, 'prerequisite-choices'],
+    queryKey: queryKeys.prerequisiteChoices(org, project),
     // Read when a prerequisite is shown or being added, not for every targeting page.
     enabled: drafts.length > 0,
     queryFn: () =>
@@ -119,7 +120,7 @@ function PrerequisiteRow(props: {
   const number = props.index + 1;
   const chosen = draft.prerequisiteFlagKey;
   const detail = useQuery({
-    queryKey: ['flag', org, project, chosen, 'detail'],
+    queryKey: queryKeys.flagDetail(org, project, chosen),
     enabled: chosen !== '',
     queryFn: () =>
       unwrap(

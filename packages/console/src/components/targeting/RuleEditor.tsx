@@ -172,6 +172,7 @@ export function RuleEditor(props: {
         hint="Of the matching contexts, this share (to 0.001%) gets the variation; empty: all"
         error={problemAt('rolloutWeight') ?? problemAt('rolloutPercentage')}
         value={draft.rollout}
+        emptyMeans={100}
         onChange={(rollout) => setDraft({ ...draft, rollout })}
       />
     </FormDialog>

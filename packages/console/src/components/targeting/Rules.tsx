@@ -1,11 +1,11 @@
 import { Button } from '@radix-ui/themes';
-import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import type { Flag, Rule, Segment } from '../../api/types';
 import { percentageOf } from './PercentageControl';
 import { RuleEditor } from './RuleEditor';
 import { describeRule } from './sentence';
 import { useTargetingWrites } from './writes';
+import { useFormMutation } from '../useFormMutation';
 
 /**
  * The environment's targeting rules in evaluation order (journey 3): drag a rule, or use its
@@ -26,10 +26,10 @@ export function Rules(props: {
     return variation?.name ?? variation?.key ?? id;
   };
 
-  const reorder = useMutation({
+  const reorder = useFormMutation({
     mutationFn: (ruleIds: string[]) => writes.reorderRules(ruleIds),
   });
-  const remove = useMutation({
+  const remove = useFormMutation({
     mutationFn: ({ rule, label }: { rule: Rule; label: string }) => writes.deleteRule(rule, label),
   });
 

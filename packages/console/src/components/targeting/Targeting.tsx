@@ -15,6 +15,8 @@ import {
   useDirectWrites,
   type TargetingWrites,
 } from './writes';
+import { useSegments } from '../../api/segments';
+import { queryKeys } from '../../api/query-keys';
 
 /**
  * A flag's targeting, one tab per environment: default serve, rules and the playground. The
@@ -70,7 +72,7 @@ function EnvironmentTargeting(props: {
   const env = props.environment.key ?? props.environment.id;
   const flagKey = flag.key ?? flag.id;
   const rules = useQuery({
-    queryKey: ['flag', org, project, flagKey, 'rules', env],
+    queryKey: queryKeys.flagRules(org, project, flagKey, env),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/rules', {
@@ -78,15 +80,7 @@ function EnvironmentTargeting(props: {
         }),
       ),
   });
-  const segments = useQuery({
-    queryKey: ['segments', org, project],
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/orgs/{org}/projects/{project}/segments', {
-          params: { path: { org, project }, query: { limit: 200 } },
-        }),
-      ),
-  });
+  const segments = useSegments(org, project);
   const protectedHere = props.environment.changeRequests.required;
   // Whether the caller may propose: the navigation's count query says it already.
   const proposals = useToReview(org, project);

@@ -4,6 +4,7 @@ import { api, unwrap } from '../../api/client';
 import type { paths } from '../../api/schema';
 import type { Rule } from '../../api/types';
 import type { PendingChanges } from '../change-requests/pending';
+import { queryKeys } from '../../api/query-keys';
 
 type EnvironmentPath = '/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}';
 type Body<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
@@ -55,8 +56,10 @@ export function useDirectWrites(path: Place): TargetingWrites {
   const queryClient = useQueryClient();
   const refresh = () =>
     Promise.all([
-      queryClient.invalidateQueries({ queryKey: ['flag', path.org, path.project, path.flag] }),
-      queryClient.invalidateQueries({ queryKey: ['flags', path.org, path.project] }),
+      queryClient.invalidateQueries({
+        queryKey: queryKeys.flag(path.org, path.project, path.flag),
+      }),
+      queryClient.invalidateQueries({ queryKey: queryKeys.flags(path.org, path.project) }),
     ]);
   const then = <T>(call: Promise<T>) =>
     call.finally(() => {

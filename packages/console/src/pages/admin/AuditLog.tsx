@@ -4,6 +4,7 @@ import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../../api/client';
 import { Labelled } from '../../components/Field';
 import { AuditEntries } from '../../components/History';
+import { queryKeys } from '../../api/query-keys';
 
 /** Resource kinds as the audit log's `type` prefixes name them. */
 const RESOURCES = [
@@ -36,7 +37,7 @@ export function AuditLog({ org }: { org: string }) {
   const [to, setTo] = useState('');
   const [cursors, setCursors] = useState<string[]>([]);
   const members = useQuery({
-    queryKey: ['members', org],
+    queryKey: queryKeys.members(org),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/members', { params: { path: { org }, query: { limit: 200 } } }),
@@ -52,7 +53,7 @@ export function AuditLog({ org }: { org: string }) {
     ...(cursors.length ? { cursor: cursors[cursors.length - 1] } : {}),
   };
   const log = useQuery({
-    queryKey: ['audit-log', org, query],
+    queryKey: queryKeys.auditLog(org, query),
     queryFn: () =>
       unwrap(api.GET('/api/v1/orgs/{org}/audit-log', { params: { path: { org }, query } })),
   });

@@ -1,9 +1,10 @@
 import { Button } from '@radix-ui/themes';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { Environment } from '../../api/types';
 import { ActionsTableHead } from '../../components/ActionsTableHead';
+import { ApprovalWarning } from '../../components/change-requests/ApprovalWarning';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { Field, Labelled } from '../../components/Field';
 import { useOrganization } from '../../components/people/organization';
@@ -11,6 +12,7 @@ import { KeyNameFields } from '../../components/KeyNameFields';
 import { FormDialog } from '../../components/FormDialog';
 import { useFormMutation } from '../../components/useFormMutation';
 import { useResourceActions } from '../../components/useResourceActions';
+import { queryKeys } from '../../api/query-keys';
 
 interface Draft {
   key: string;
@@ -30,7 +32,7 @@ interface Draft {
 export function Environments({ org, project }: { org: string; project: string }) {
   const queryClient = useQueryClient();
   const environments = useQuery({
-    queryKey: ['environments', org, project],
+    queryKey: queryKeys.environments(org, project),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/environments', {
@@ -39,7 +41,7 @@ export function Environments({ org, project }: { org: string; project: string })
       ),
   });
   const items = environments.data?.items ?? [];
-  const reorder = useMutation({
+  const reorder = useFormMutation({
     mutationFn: async (order: Environment[]) => {
       for (const [index, environment] of order.entries()) {
         if (environment.sortOrder === index) continue;
@@ -51,7 +53,8 @@ export function Environments({ org, project }: { org: string; project: string })
         );
       }
     },
-    onSettled: () => queryClient.invalidateQueries({ queryKey: ['environments', org, project] }),
+    onSettled: () =>
+      queryClient.invalidateQueries({ queryKey: queryKeys.environments(org, project) }),
   });
 
   function move(index: number, by: -1 | 1) {
@@ -114,7 +117,7 @@ function EnvironmentRow(props: {
   const { org, project, environment } = props;
   const name = environment.name ?? environment.key ?? environment.id;
   const path = { org, project, env: environment.id };
-  const can = useResourceActions(['environment', org, project, environment.id], () =>
+  const can = useResourceActions(queryKeys.environmentActions(org, project, environment.id), () =>
     unwrap(
       api.GET('/api/v1/orgs/{org}/projects/{project}/environments/{env}', {
         params: { path },
@@ -231,7 +234,7 @@ function EnvironmentDialog(props: {
           );
     },
     onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: ['environments', org, project] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.environments(org, project) });
     },
   });
   return (
@@ -300,6 +303,7 @@ function EnvironmentDialog(props: {
               </select>
             )}
           </Labelled>
+          {draft.reviewRequired && <ApprovalWarning org={org} approvals={draft.approvals} />}
           <label className="check">
             <input
               type="checkbox"
@@ -324,14 +328,15 @@ function DeleteEnvironment(props: { org: string; project: string; environment: E
   const { org, project, environment } = props;
   const name = environment.name ?? environment.key ?? environment.id;
   const queryClient = useQueryClient();
-  const remove = useMutation({
+  const remove = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.DELETE('/api/v1/orgs/{org}/projects/{project}/environments/{env}', {
           params: { path: { org, project, env: environment.id } },
         }),
       ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['environments', org, project] }),
+    onSuccess: () =>
+      queryClient.invalidateQueries({ queryKey: queryKeys.environments(org, project) }),
   });
   return (
     <>

@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { RelayKey } from '../../api/types';
@@ -8,6 +8,7 @@ import { FormDialog } from '../../components/FormDialog';
 import { CreatedKey, RevokeKey } from '../../components/KeyActions';
 import { usePlace } from '../../components/Shell';
 import { useFormMutation } from '../../components/useFormMutation';
+import { queryKeys } from '../../api/query-keys';
 
 /**
  * Relay keys of the organization (Admin; design record 045): a relay (`vexil relay`) follows this
@@ -16,7 +17,7 @@ import { useFormMutation } from '../../components/useFormMutation';
  */
 export function RelayKeys({ org, project }: { org: string; project: string }) {
   const keys = useQuery({
-    queryKey: ['relay-keys', org],
+    queryKey: queryKeys.relayKeys(org),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/relay-keys', {
@@ -25,7 +26,7 @@ export function RelayKeys({ org, project }: { org: string; project: string }) {
       ),
   });
   const projects = useQuery({
-    queryKey: ['projects', org],
+    queryKey: queryKeys.projects(org),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects', {
@@ -76,14 +77,14 @@ function RelayKeyRow(props: {
 }) {
   const { org, relayKey } = props;
   const queryClient = useQueryClient();
-  const revoke = useMutation({
+  const revoke = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.DELETE('/api/v1/orgs/{org}/relay-keys/{relayKeyId}', {
           params: { path: { org, relayKeyId: relayKey.id } },
         }),
       ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['relay-keys', org] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.relayKeys(org) }),
   });
   return (
     <tr>
@@ -128,7 +129,7 @@ function CreateRelayKey(props: { org: string; project: { id: string; key: string
           },
         }),
       ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['relay-keys', org] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.relayKeys(org) }),
   });
   const toggleEnvironment = (key: string, on: boolean) =>
     setEnvironments((chosen) => (on ? [...chosen, key] : chosen.filter((k) => k !== key)));

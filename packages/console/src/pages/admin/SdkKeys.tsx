@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { SdkKey } from '../../api/types';
@@ -9,6 +9,7 @@ import { CreatedKey, RevokeKey } from '../../components/KeyActions';
 import { usePlace } from '../../components/Shell';
 import { useFormMutation } from '../../components/useFormMutation';
 import { useResourceActions } from '../../components/useResourceActions';
+import { queryKeys } from '../../api/query-keys';
 
 /**
  * Journey 7, SDK keys of the environment chosen in the header: create (the key is shown once,
@@ -19,7 +20,7 @@ export function SdkKeys({ org, project }: { org: string; project: string }) {
   const env = place.environment;
   const environment = place.environments.find((e) => e.key === env);
   const keys = useQuery({
-    queryKey: ['sdk-keys', org, project, env],
+    queryKey: queryKeys.sdkKeys(org, project, env),
     enabled: env !== null,
     queryFn: () =>
       unwrap(
@@ -39,9 +40,10 @@ export function SdkKeys({ org, project }: { org: string; project: string }) {
         )}
       </div>
       <p className="hint">
-        Server keys (<code>vxl_srv_…</code>) download the whole configuration; client keys (
-        <code>vxl_cli_…</code>) evaluate client-visible flags only. Choose another environment in
-        the header.
+        Server keys (<code>vxl_srv_…</code>) download the whole configuration. Client keys (
+        <code>vxl_cli_…</code>) see only the flags visible to client-side SDKs (a flag&apos;s
+        Settings, &ldquo;Visible to client-side SDKs&rdquo;); any other flag answers as missing.
+        Choose another environment in the navigation.
       </p>
       {keys.error && <p role="alert">{keys.error.message}</p>}
       <table>
@@ -65,21 +67,22 @@ function SdkKeyRow(props: { org: string; project: string; env: string; sdkKey: S
   const { org, project, env, sdkKey } = props;
   const path = { org, project, env, keyId: sdkKey.id };
   const queryClient = useQueryClient();
-  const can = useResourceActions(['sdk-key', org, project, env, sdkKey.id], () =>
+  const can = useResourceActions(queryKeys.sdkKeyActions(org, project, env, sdkKey.id), () =>
     unwrap(
       api.GET('/api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys/{keyId}', {
         params: { path },
       }),
     ),
   );
-  const revoke = useMutation({
+  const revoke = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.DELETE('/api/v1/orgs/{org}/projects/{project}/environments/{env}/sdk-keys/{keyId}', {
           params: { path },
         }),
       ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['sdk-keys', org, project, env] }),
+    onSuccess: () =>
+      queryClient.invalidateQueries({ queryKey: queryKeys.sdkKeys(org, project, env) }),
   });
   return (
     <tr>
@@ -122,7 +125,8 @@ function CreateSdkKey(props: {
           body: { name: name.trim(), type },
         }),
       ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['sdk-keys', org, project, env] }),
+    onSuccess: () =>
+      queryClient.invalidateQueries({ queryKey: queryKeys.sdkKeys(org, project, env) }),
   });
   return (
     <FormDialog

@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../../api/client';
@@ -15,18 +15,12 @@ import {
   type DraftGroup,
 } from '../../components/targeting/ConditionGroup';
 import { useFormMutation } from '../../components/useFormMutation';
+import { useSegments } from '../../api/segments';
+import { queryKeys } from '../../api/query-keys';
 
 /** Journey 7, segments: the project's user segments and "New segment". */
 export function Segments({ org, project }: { org: string; project: string }) {
-  const segments = useQuery({
-    queryKey: ['segments', org, project],
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/orgs/{org}/projects/{project}/segments', {
-          params: { path: { org, project }, query: { limit: 200 } },
-        }),
-      ),
-  });
+  const segments = useSegments(org, project);
   const items = segments.data?.items ?? [];
   return (
     <>
@@ -86,14 +80,14 @@ export function SegmentPage(props: { org: string; project: string; segment: stri
   const [, navigate] = useLocation();
   const queryClient = useQueryClient();
   const segment = useQuery({
-    queryKey: ['segment', org, project, props.segment],
+    queryKey: queryKeys.segment(org, project, props.segment),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/segments/{segment}', { params: { path } }),
       ),
   });
   const usage = useQuery({
-    queryKey: ['segment-usage', org, project, props.segment],
+    queryKey: queryKeys.segmentUsage(org, project, props.segment),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/segments/{segment}/usage', {
@@ -101,7 +95,7 @@ export function SegmentPage(props: { org: string; project: string; segment: stri
         }),
       ),
   });
-  const remove = useMutation({
+  const remove = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.DELETE('/api/v1/orgs/{org}/projects/{project}/segments/{segment}', {
@@ -109,7 +103,7 @@ export function SegmentPage(props: { org: string; project: string; segment: stri
         }),
       ),
     onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: ['segments', org, project] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.segments(org, project) });
       navigate(`/orgs/${org}/projects/${project}/segments`);
     },
   });
@@ -158,8 +152,8 @@ export function SegmentPage(props: { org: string; project: string; segment: stri
               <Link href={`/orgs/${org}/projects/${project}/flags/${user.flagKey}`}>
                 {user.flagName ?? user.flagKey}
               </Link>{' '}
-              in {user.environmentName ?? user.environmentKey}{' '}
-              <span className="hint">(rule {user.ruleId})</span>
+              in {user.environmentName ?? user.environmentKey}, rule {user.rulePosition}
+              {user.ruleDescription ? `: ${user.ruleDescription}` : ''}
             </li>
           ))}
         </ul>
@@ -217,8 +211,8 @@ function SegmentDialog(props: { org: string; project: string; segment?: Segment 
           );
     },
     onSuccess: (saved) => {
-      void queryClient.invalidateQueries({ queryKey: ['segments', org, project] });
-      void queryClient.invalidateQueries({ queryKey: ['segment', org, project] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.segments(org, project) });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.segment(org, project) });
       if (segment && saved.key !== segment.key)
         navigate(`/orgs/${org}/projects/${project}/segments/${saved.key}`, { replace: true });
     },
@@ -233,7 +227,12 @@ function SegmentDialog(props: { org: string; project: string; segment?: Segment 
       confirmLabel={segment ? 'Save segment' : 'Create segment'}
       onOpen={() => setDraft(draftOf(segment))}
     >
-      <KeyNameFields draft={draft} onChange={setDraft} problemAt={save.problemAt} />
+      <KeyNameFields
+        draft={draft}
+        onChange={setDraft}
+        problemAt={save.problemAt}
+        keyFromName={!segment}
+      />
       <fieldset className="group">
         <legend>Conditions</legend>
         <ConditionGroupEditor

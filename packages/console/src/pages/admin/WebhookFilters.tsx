@@ -1,6 +1,7 @@
 import { useQueries, useQuery } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
 import { api, unwrap } from '../../api/client';
+import { queryKeys } from '../../api/query-keys';
 
 /** A subscription's filters as edited: each list empty means "all". */
 export interface FilterDraft {
@@ -25,13 +26,13 @@ export function WebhookFilters(props: {
 }) {
   const { org, value, onChange, problemAt } = props;
   const eventTypes = useQuery({
-    queryKey: ['webhook-event-types', org],
+    queryKey: queryKeys.webhookEventTypes(org),
     refetchInterval: false,
     queryFn: () =>
       unwrap(api.GET('/api/v1/orgs/{org}/webhooks/event-types', { params: { path: { org } } })),
   });
   const projects = useQuery({
-    queryKey: ['projects', org],
+    queryKey: queryKeys.projects(org),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects', {
@@ -42,7 +43,7 @@ export function WebhookFilters(props: {
   const projectList = projects.data?.items ?? [];
   const environments = useQueries({
     queries: projectList.map((project) => ({
-      queryKey: ['environments', org, project.key],
+      queryKey: queryKeys.environments(org, project.key),
       queryFn: () =>
         unwrap(
           api.GET('/api/v1/orgs/{org}/projects/{project}/environments', {
@@ -127,9 +128,15 @@ function groupByResource(types: string[]): [string, string[]][] {
   return [...groups];
 }
 
-/** `sdk_key` → "Sdk key": a resource name as a heading. */
+/** Initialisms that a resource's name keeps in capitals ("SDK key", not "Sdk key"). */
+const INITIALISMS = new Set(['sdk', 'api', 'sso', 'mcp', 'id']);
+
+/** `sdk_key` → "SDK key", `change_request` → "Change request": a resource name as a heading. */
 function resourceName(resource: string): string {
-  const words = resource.replace(/_/g, ' ');
+  const words = resource
+    .split('_')
+    .map((word) => (INITIALISMS.has(word) ? word.toUpperCase() : word))
+    .join(' ');
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
@@ -166,7 +173,7 @@ function EventTypeGroup(props: {
             )
           }
         />
-        Every {name.toLowerCase()} event
+        Every {INITIALISMS.has(resource.split('_')[0] ?? '') ? name : name.toLowerCase()} event
       </label>
       {types.map((type) => (
         <label key={type} className="check">

@@ -1,4 +1,4 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import { AlertDialog, Button } from '@radix-ui/themes';
 import { useState } from 'react';
 import { Link, useLocation } from 'wouter';
@@ -8,6 +8,8 @@ import { ActionsTableHead } from '../../components/ActionsTableHead';
 import { DialogActions } from '../../components/DialogActions';
 import { SecretOnce } from '../../components/SecretOnce';
 import { WebhookDialog, WebhookStatus } from './Webhooks';
+import { queryKeys } from '../../api/query-keys';
+import { useFormMutation } from '../../components/useFormMutation';
 
 /**
  * One webhook subscription: its filters, enable/disable (with the reason when the service
@@ -20,31 +22,31 @@ export function WebhookPage(props: { org: string; project: string; id: string })
   const queryClient = useQueryClient();
   const [, navigate] = useLocation();
   const webhook = useQuery({
-    queryKey: ['webhook', org, id],
+    queryKey: queryKeys.webhook(org, id),
     queryFn: () => unwrap(api.GET('/api/v1/orgs/{org}/webhooks/{id}', { params: { path } })),
   });
-  const refresh = () => queryClient.invalidateQueries({ queryKey: ['webhook', org, id] });
-  const setEnabled = useMutation({
+  const refresh = () => queryClient.invalidateQueries({ queryKey: queryKeys.webhook(org, id) });
+  const setEnabled = useFormMutation({
     mutationFn: (enabled: boolean) =>
       unwrap(
         api.PATCH('/api/v1/orgs/{org}/webhooks/{id}', { params: { path }, body: { enabled } }),
       ),
     onSettled: refresh,
   });
-  const test = useMutation({
+  const test = useFormMutation({
     mutationFn: () =>
       unwrap(api.POST('/api/v1/orgs/{org}/webhooks/{id}/test', { params: { path } })),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['deliveries', org, id] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.deliveries(org, id) }),
   });
-  const remove = useMutation({
+  const remove = useFormMutation({
     mutationFn: () => unwrap(api.DELETE('/api/v1/orgs/{org}/webhooks/{id}', { params: { path } })),
     onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: ['webhooks', org] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.webhooks(org) });
       navigate(`/orgs/${org}/projects/${project}/webhooks`);
     },
   });
   const projects = useQuery({
-    queryKey: ['projects', org],
+    queryKey: queryKeys.projects(org),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects', {
@@ -154,14 +156,14 @@ function Secrets(props: {
 }) {
   const { org, id } = props;
   const [retireError, setRetireError] = useState<string | null>(null);
-  const rotate = useMutation({
+  const rotate = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/webhooks/{id}/secrets', { params: { path: { org, id } } }),
       ),
     onSettled: props.onChange,
   });
-  const retire = useMutation({
+  const retire = useFormMutation({
     mutationFn: (secretId: string) =>
       unwrap(
         api.DELETE('/api/v1/orgs/{org}/webhooks/{id}/secrets/{secretId}', {
@@ -243,7 +245,7 @@ function Secrets(props: {
 
 function Deliveries({ org, id }: { org: string; id: string }) {
   const deliveries = useQuery({
-    queryKey: ['deliveries', org, id],
+    queryKey: queryKeys.deliveries(org, id),
     // Attempts are the delivery worker's, not management changes, so the event stream does not
     // carry them: the log is read again every second while a delivery is under way, else every 5 s.
     refetchInterval: (query) =>
@@ -277,7 +279,7 @@ function DeliveryEntry(props: { org: string; id: string; delivery: Delivery }) {
   const queryClient = useQueryClient();
   const detail = useQuery({
     // Read again only when the log shows the delivery changed (a new attempt, a new status).
-    queryKey: ['delivery', org, id, delivery.id, delivery.attemptCount, delivery.status],
+    queryKey: queryKeys.delivery(org, id, delivery.id, delivery.attemptCount, delivery.status),
     refetchInterval: false,
     placeholderData: keepPreviousData,
     queryFn: () =>
@@ -285,24 +287,26 @@ function DeliveryEntry(props: { org: string; id: string; delivery: Delivery }) {
         api.GET('/api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}', { params: { path } }),
       ),
   });
-  const redeliver = useMutation({
+  const redeliver = useFormMutation({
     mutationFn: () =>
       unwrap(
         api.POST('/api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}/redeliver', {
           params: { path },
         }),
       ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['deliveries', org, id] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.deliveries(org, id) }),
   });
   const attempts = detail.data?.attempts ?? [];
-  const label = `${delivery.eventType} delivery of ${new Date(delivery.createdAt).toLocaleString()}`;
+  const created = new Date(delivery.createdAt).toLocaleString();
+  const label = `${delivery.eventType} delivery of ${created}`;
   return (
     <li aria-label={label}>
       <p>
         <strong>{delivery.status === 'DeadLettered' ? 'Dead-lettered' : delivery.status}</strong>{' '}
         <code>{delivery.eventType}</code>{' '}
         <span className="hint">
-          {label}, {delivery.attemptCount} {delivery.attemptCount === 1 ? 'attempt' : 'attempts'}
+          created {created}, {delivery.attemptCount}{' '}
+          {delivery.attemptCount === 1 ? 'attempt' : 'attempts'}
           {delivery.status === 'Pending' && delivery.attemptCount > 0
             ? `, next at ${new Date(delivery.nextAttemptAt).toLocaleTimeString()}`
             : ''}

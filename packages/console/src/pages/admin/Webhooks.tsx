@@ -8,11 +8,12 @@ import { FormDialog } from '../../components/FormDialog';
 import { SecretOnce } from '../../components/SecretOnce';
 import { useFormMutation } from '../../components/useFormMutation';
 import { WebhookFilters, type FilterDraft } from './WebhookFilters';
+import { queryKeys } from '../../api/query-keys';
 
 /** Journey 7, webhooks: the organization's subscriptions and "New webhook" (Admin). */
 export function Webhooks({ org, project }: { org: string; project: string }) {
   const webhooks = useQuery({
-    queryKey: ['webhooks', org],
+    queryKey: queryKeys.webhooks(org),
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/webhooks', {
@@ -111,8 +112,8 @@ export function WebhookDialog(props: { org: string; project: string; webhook?: W
       return unwrap(api.POST('/api/v1/orgs/{org}/webhooks', { params: { path: { org } }, body }));
     },
     onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: ['webhooks', org] });
-      void queryClient.invalidateQueries({ queryKey: ['webhook', org] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.webhooks(org) });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.webhook(org) });
     },
   });
   return (

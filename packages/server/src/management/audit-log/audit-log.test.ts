@@ -10,7 +10,6 @@ import {
   type TestVexil,
   testWebhookSettings,
 } from '../../test-support/harness.js';
-import { TEST_EVENT_ENTITY_ID } from './routes.js';
 
 const HOUR = 60 * 60 * 1000;
 
@@ -22,6 +21,8 @@ describe.each(testDialects())('audit log on %s', (dialect) => {
   let projectId: string;
   let productionId: string;
   let flagId: string;
+  let hookId: string;
+  let testEventId: string;
   const log = '/api/v1/orgs/acme/audit-log';
   const web = '/api/v1/orgs/acme/projects/web';
 
@@ -59,6 +60,8 @@ describe.each(testDialects())('audit log on %s', (dialect) => {
       token: org.token,
     });
     expect(test.status, test.text).toBe(202);
+    hookId = hook.body.id;
+    testEventId = test.body.webhookEventId;
     await createOrg(vexil, 'other');
   });
   afterAll(() => vexil.close());
@@ -85,17 +88,66 @@ describe.each(testDialects())('audit log on %s', (dialect) => {
     expect(toggle.id).toEqual(expect.any(String));
   });
 
-  it('leaves out webhook test events', async () => {
+  it('leaves out webhook test events, which name an entity id of their own', async () => {
     const response = await call(vexil, 'GET', `${log}?limit=200`, { token: org.token });
-    const entityIds = response.body.items.map((item: { entity: { id: string } }) => item.entity.id);
-    expect(entityIds).not.toContain(TEST_EVENT_ENTITY_ID);
-    // …though the test event was written to the outbox, with the nil entity as its mark.
+    const ids = response.body.items.map((item: { id: string }) => item.id);
+    expect(ids).not.toContain(testEventId);
+    // …though the test event was written to the outbox, naming an id that is not the nil uuid.
     const stored = await vexil.services.db
       .selectFrom('webhook_events')
       .select('payload')
-      .where('organization_id', '=', org.orgId)
-      .execute();
-    expect(stored.some((row) => row.payload.includes(TEST_EVENT_ENTITY_ID))).toBe(true);
+      .where('id', '=', testEventId)
+      .executeTakeFirstOrThrow();
+    const entity = (JSON.parse(stored.payload) as { entity: { id: string } }).entity;
+    expect(entity.id).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
+  });
+
+  it('records creating, changing and deleting a webhook subscription and its signing secrets', async () => {
+    const hooks = '/api/v1/orgs/acme/webhooks';
+    const owner = { token: org.token };
+    const changed = await call(vexil, 'PATCH', `${hooks}/${hookId}`, {
+      ...owner,
+      body: { name: 'Renamed hook', eventTypes: ['flag.toggled'] },
+    });
+    expect(changed.status, changed.text).toBe(200);
+    const added = await call(vexil, 'POST', `${hooks}/${hookId}/secrets`, owner);
+    expect(added.status, added.text).toBe(201);
+    const retired = await call(
+      vexil,
+      'DELETE',
+      `${hooks}/${hookId}/secrets/${added.body.secretId}`,
+      owner,
+    );
+    expect(retired.status, retired.text).toBe(204);
+    expect((await call(vexil, 'DELETE', `${hooks}/${hookId}`, owner)).status).toBe(204);
+    const response = await call(vexil, 'GET', `${log}?type=webhook.&limit=200`, owner);
+    expect(response.status, response.text).toBe(200);
+    const items = [...response.body.items].reverse() as {
+      type: string;
+      entity: { id: string };
+      child?: { id: string };
+      changes: unknown[];
+      actor: { userId: string };
+    }[];
+    expect(items.map((item) => item.type)).toEqual([
+      'webhook.created',
+      'webhook.secret.created',
+      'webhook.updated',
+      'webhook.secret.created',
+      'webhook.secret.retired',
+      'webhook.deleted',
+    ]);
+    expect(items.every((item) => item.entity.id === hookId)).toBe(true);
+    expect(items[2]!.changes).toEqual([
+      { property: 'name', from: 'Hook', to: 'Renamed hook' },
+      { property: 'eventTypes', from: '[]', to: '["flag.toggled"]' },
+    ]);
+    expect(items[4]!.child).toEqual({ type: 'webhook_secret', id: added.body.secretId });
+    // Audited, never delivered: no subscription receives what is done to subscriptions.
+    const types = await call(vexil, 'GET', `${hooks}/event-types`, owner);
+    expect(types.body).not.toContain('webhook.created');
   });
 
   it('filters by exact type and by prefix', async () => {

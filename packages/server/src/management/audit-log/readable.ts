@@ -1,6 +1,8 @@
 import type { Services } from '../../services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Ids inside a recorded value (a rollout's JSON names its variations by id). */
+const UUIDS = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
 /** A recorded change as the audit log and a flag's history show it. */
 export interface ReadableChange {
@@ -26,9 +28,10 @@ export async function withKeys<T extends { changes: ReadableChange[] }>(
   const ids = [
     ...new Set(
       items.flatMap((item) =>
-        item.changes
-          .flatMap((change) => [change.from, change.to])
-          .filter((v) => UUID.test(v ?? '')),
+        item.changes.flatMap((change) => [
+          ...(change.from?.match(UUIDS) ?? []),
+          ...(change.to?.match(UUIDS) ?? []),
+        ]),
       ),
     ),
   ] as string[];
@@ -56,7 +59,8 @@ export async function withKeys<T extends { changes: ReadableChange[] }>(
     ),
   ]);
   const keys = new Map(found.flat().map((row) => [row.id, row.key]));
-  const keyOf = (value: string | null) => (value === null ? undefined : keys.get(value));
+  const keyOf = (value: string | null) =>
+    value === null ? undefined : UUID.test(value) ? keys.get(value) : inWords(value, keys);
   return items.map((item) => ({
     ...item,
     changes: item.changes.map((change) => {
@@ -69,4 +73,33 @@ export async function withKeys<T extends { changes: ReadableChange[] }>(
       };
     }),
   }));
+}
+
+/**
+ * A recorded value holding ids in words: a rollout (`[{"variationId":…,"weight":1000},…]`, as
+ * release plans and default-serve changes record it) as "true 1%, false 99%" by variation key;
+ * undefined for a value without known ids.
+ */
+function inWords(value: string, keys: ReadonlyMap<string, string>): string | undefined {
+  const ids = value.match(UUIDS);
+  if (!ids?.some((id) => keys.has(id))) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (
+      Array.isArray(parsed) &&
+      parsed.every(
+        (w: unknown) =>
+          typeof w === 'object' &&
+          w !== null &&
+          typeof (w as { variationId?: unknown }).variationId === 'string' &&
+          typeof (w as { weight?: unknown }).weight === 'number',
+      )
+    )
+      return (parsed as { variationId: string; weight: number }[])
+        .map((w) => `${keys.get(w.variationId) ?? w.variationId} ${w.weight / 1000}%`)
+        .join(', ');
+  } catch {
+    // Not JSON: the ids are named where they stand.
+  }
+  return value.replace(UUIDS, (id) => keys.get(id) ?? id);
 }

@@ -3,21 +3,15 @@ import { Type, type Static } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { Dialect } from '../../db/database.js';
 import type { WebhookEventsTable } from '../../db/schema.js';
-import { EVENT_TYPES, type EventPayload } from '../../events/types.js';
+import { AUDIT_ONLY_EVENT_TYPES, EVENT_TYPES, type EventPayload } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 
-import { MAX_PAGE_SIZE, PageQuery, paginate, pagedSchema } from '../pagination.js';
-import type { OrgAccess } from '../access.js';
-import { mayReadInSql } from '../reach.js';
+import { MAX_PAGE_SIZE, PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
+import type { OrgAccess } from '../../api/access.js';
+import { mayReadInSql } from '../../api/reach.js';
 import { withKeys } from './readable.js';
-import { scopedRoutes } from '../scope.js';
-
-/**
- * The entity id of the synthetic event `POST /webhooks/{id}/test` writes (webhooks/delivery-routes.ts):
- * it names no real flag, so it marks the row as a test that must stay out of the audit log.
- */
-export const TEST_EVENT_ENTITY_ID = '00000000-0000-0000-0000-000000000000';
+import { scopedRoutes } from '../../api/scope.js';
 
 const EntityRefSchema = Type.Object({ type: Type.String(), id: Type.String() });
 
@@ -87,7 +81,7 @@ const AuditLogQuery = Type.Object({
  * @throws ApiError `validation_failed` on `type` when it names no event type.
  */
 function typesMatching(filter: string): string[] {
-  const types = EVENT_TYPES.filter((type) =>
+  const types = [...EVENT_TYPES, ...AUDIT_ONLY_EVENT_TYPES].filter((type) =>
     filter.endsWith('.') ? type.startsWith(filter) : type === filter,
   );
   if (types.length === 0)
@@ -151,7 +145,9 @@ async function readAuditLog(
     .selectAll()
     .where('organization_id', '=', access.org.id)
     .where(mayReadInSql(access, 'project_id'))
-    .where(member(['entity', 'id']), '!=', TEST_EVENT_ENTITY_ID);
+    // The synthetic event of `POST /webhooks/{id}/test` is the only `flag.toggled` without a
+    // project (webhooks/delivery-routes.ts): it stays out of the audit log.
+    .where((eb) => eb.or([eb('type', '!=', 'flag.toggled'), eb('project_id', 'is not', null)]));
   if (type) query = query.where('type', 'in', typesMatching(type));
   if (projectId) query = query.where('project_id', '=', projectId);
   if (environmentId) query = query.where('environment_id', '=', environmentId);

@@ -1,42 +1,10 @@
 import type { Selectable } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Mutation } from '../../db/mutate.js';
-import type { EnvironmentsTable, ProjectsTable } from '../../db/schema.js';
+import type { EnvironmentsTable } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import type { KeyedRef } from '../../events/types.js';
-import type { Services } from '../../services.js';
-import { isUuid, notFound, type OrgAccess } from '../access.js';
 import { defaultOffVariation, initialConfiguration } from '../flags/configuration.js';
-
-/**
- * Resolves `{env}` (key or id) inside a project.
- * @throws ApiError 404 with near keys in `did_you_mean`.
- */
-export async function requireEnvironment(
-  services: Services,
-  access: OrgAccess,
-  project: ProjectsTable,
-  envRef: string,
-): Promise<Selectable<EnvironmentsTable>> {
-  const environment = await services.db
-    .selectFrom('environments')
-    .selectAll()
-    .where('project_id', '=', project.id)
-    .where(isUuid(envRef) ? 'id' : 'key', '=', envRef)
-    .executeTakeFirst();
-  if (environment) return environment;
-  const keys = await services.db
-    .selectFrom('environments')
-    .select('key')
-    .where('project_id', '=', project.id)
-    .execute();
-  throw notFound(
-    'Environment',
-    envRef,
-    keys.map((row) => row.key),
-    { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/environments` },
-  );
-}
 
 /**
  * Inserts an environment, gives every flag of the project its initial (disabled) configuration

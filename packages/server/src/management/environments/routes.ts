@@ -7,11 +7,11 @@ import type { Services } from '../../services.js';
 import { removeFromSubscriptionFilters } from '../../webhooks/filters.js';
 import { hasRole } from '../../auth/roles.js';
 import { ApiError } from '../../http/errors.js';
-import { mutateAs } from '../access.js';
-import { ActionsSchema, actionsFor } from '../actions.js';
-import { ColorSchema, KeySchema, NameSchema, Uuid } from '../fields.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { scopedRoutes } from '../scope.js';
+import { mutateAs } from '../../api/access.js';
+import { ActionsSchema, actionsFor } from '../../api/actions.js';
+import { ColorSchema, KeySchema, NameSchema, Uuid } from '../../api/fields.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
+import { scopedRoutes } from '../../api/scope.js';
 import { insertEnvironment, updateEnvironment } from './queries.js';
 
 const EnvironmentItem = Type.Object({

@@ -22,6 +22,7 @@ export function initialConfiguration(
     rollout: '[]',
     prerequisites: '[]',
     revision: 1,
+    version: 1,
     updated_at: now,
   };
 }
@@ -64,20 +65,6 @@ export function checkVariationValue(type: FlagsTable['type'], value: string, fie
       return;
     case 'String':
       return;
-  }
-}
-
-/** The typed value SDKs receive for a stored variation value. */
-export function typedValue(type: FlagsTable['type'], value: string): unknown {
-  switch (type) {
-    case 'Boolean':
-      return value === 'true';
-    case 'Number':
-      return Number(value);
-    case 'Json':
-      return JSON.parse(value) as unknown;
-    case 'String':
-      return value;
   }
 }
 

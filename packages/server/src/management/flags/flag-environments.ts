@@ -5,24 +5,24 @@ import type { App } from '../../http/app-instance.js';
 import type { EnvironmentsTable, FlagEnvironmentsTable, Role } from '../../db/schema.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs } from '../access.js';
-import { actionsFor } from '../actions.js';
-import { Uuid } from '../fields.js';
+import { mutateAs } from '../../api/access.js';
+import { actionsFor } from '../../api/actions.js';
+import { Uuid } from '../../api/fields.js';
 import { checkNotArchived } from './configuration.js';
 import {
   readFlagEnvironment,
   configurationFields,
   setFlagEnabled,
   writeFlagConfiguration,
-  type FlagRow,
 } from './queries.js';
+import type { FlagRow } from '../../api/path-resources.js';
 import {
   FlagEnvironmentResponse,
   PrerequisitesSchema,
   RolloutSchema,
   STRATEGIES,
 } from './schemas.js';
-import { scopedRoutes } from '../scope.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
 const FlagEnvParams = Type.Object({

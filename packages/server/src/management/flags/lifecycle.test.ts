@@ -314,12 +314,14 @@ describe.each(testDialects())('removal candidates on %s', (dialect) => {
         reason: expect.stringMatching(/^Stuck rolled back/),
         treatment: false,
         status: 'Stale',
+        codeReferences: null,
       },
       {
         key: 'rolled-out',
         reason: expect.stringMatching(/^Stuck rolled out: serves "true" to everyone in production/),
         treatment: true,
         status: 'Stale',
+        codeReferences: null,
       },
     ]);
     // The flag list filters by the same status.

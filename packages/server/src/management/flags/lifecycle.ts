@@ -3,13 +3,14 @@ import type { App } from '../../http/app-instance.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { lastEvaluatedByEnvironment, readFlagUsage } from '../../usage/queries.js';
-import { mutateAs } from '../access.js';
-import { actionsFor, ActionsSchema } from '../actions.js';
-import { Timestamp, Uuid } from '../fields.js';
-import { DEFAULT_PAGE_SIZE, PageQuery, pagedSchema } from '../pagination.js';
+import { mutateAs } from '../../api/access.js';
+import { actionsFor, ActionsSchema } from '../../api/actions.js';
+import { Timestamp, Uuid } from '../../api/fields.js';
+import { DEFAULT_PAGE_SIZE, PageQuery, pagedSchema } from '../../api/pagination.js';
 import { setFlagArchived } from './queries.js';
 import { findRemovalCandidates } from './removal-candidates.js';
-import { scopedRoutes } from '../scope.js';
+import { scopedRoutes } from '../../api/scope.js';
+import { refuseWhileReferenced, withCodeReferences } from '../code-refs/lifecycle.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
 const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
@@ -39,6 +40,8 @@ const RemovalCandidateSchema = Type.Object({
   reason: Type.String(),
   treatment: Type.Boolean(),
   status: Type.Enum(['Stale', 'Dead']),
+  /** References on default branches; null: no repository scanned (flag-cleanup contract §2). */
+  codeReferences: Type.Union([Type.Integer(), Type.Null()]),
 });
 
 /** `7 days`, `36 hours`: how configuration periods read in messages. */
@@ -77,19 +80,23 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
         params: ProjectParams,
         querystring: Type.Intersect([
           PageQuery,
-          Type.Object({ staleness: Type.Optional(Type.String({ maxLength: 20 })) }),
+          Type.Object({
+            staleness: Type.Optional(Type.String({ maxLength: 20 })),
+            references: Type.Optional(Type.Enum(['none', 'some'])),
+          }),
         ]),
         response: { 200: pagedSchema(RemovalCandidateSchema) },
       },
     },
     async ({ project, ...access }, request) => {
-      const { staleness, limit = DEFAULT_PAGE_SIZE, cursor } = request.query;
+      const { staleness, references, limit = DEFAULT_PAGE_SIZE, cursor } = request.query;
       // Spec rule 9: omitted or unrecognised values mean `dead`.
-      const all = await findRemovalCandidates(
+      const candidates = await findRemovalCandidates(
         services,
         project.id,
         staleness?.toLowerCase() === 'stale' ? 'stale' : 'dead',
       );
+      const all = await withCodeReferences(services, project.id, candidates, references);
       let after = '';
       if (cursor) {
         after = Buffer.from(cursor, 'base64url').toString('utf8');
@@ -174,6 +181,7 @@ export function registerLifecycleRoutes(app: App, services: Services): void {
     },
     async ({ project, flag, ...access }, request, reply) => {
       if (flag.is_archived === 1) return reply.status(204).send();
+      if (!request.query.force) await refuseWhileReferenced(services, { project, flag, ...access });
       if (!request.query.force) {
         const { archiveGuardWindowMs } = services.config.lifecycle;
         const environments = await projectEnvironments(services, project.id);

@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 import type { FlagsTable, Schema } from '../../db/schema.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import type { ProjectScope } from '../scope.js';
+import type { ProjectScope } from '../../api/scope.js';
 import { findRemovalCandidates } from './removal-candidates.js';
 import { FlagTypeSchema } from './schemas.js';
 

@@ -4,7 +4,7 @@ import type { App } from '../../http/app-instance.js';
 import type { SnapshotStore } from '../../evaluation/snapshots.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { scopedRoutes } from '../scope.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 const EvaluationContextSchema = Type.Object(
   {

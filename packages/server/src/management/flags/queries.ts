@@ -3,13 +3,7 @@ import type { FlagMetadata } from '@vexil/engine';
 import type { Selectable } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Mutation, WriteKind } from '../../db/mutate.js';
-import type {
-  FlagEnvironmentsTable,
-  FlagsTable,
-  ProjectsTable,
-  Role,
-  VariationsTable,
-} from '../../db/schema.js';
+import type { FlagEnvironmentsTable, FlagsTable, Role, VariationsTable } from '../../db/schema.js';
 import { conflictOn } from '../../db/unique.js';
 import {
   diffProperties,
@@ -19,42 +13,10 @@ import {
 } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { invalidField } from '../../http/errors.js';
-import { isUuid, notFound, type OrgAccess } from '../access.js';
-import { actionsFor } from '../actions.js';
+import type { FlagRow } from '../../api/path-resources.js';
+import { actionsFor } from '../../api/actions.js';
 import { initialConfiguration } from './configuration.js';
 import { changesFallthroughOrState, pauseActivePlan } from '../release-plans/queries.js';
-
-export type FlagRow = Selectable<FlagsTable>;
-
-/**
- * Resolves `{flag}` (key or id) inside a project, archived flags included.
- * @throws ApiError 404 with near keys in `did_you_mean`.
- */
-export async function requireFlag(
-  services: Services,
-  access: OrgAccess,
-  project: ProjectsTable,
-  flagRef: string,
-): Promise<FlagRow> {
-  const flag = await services.db
-    .selectFrom('flags')
-    .selectAll()
-    .where('project_id', '=', project.id)
-    .where(isUuid(flagRef) ? 'id' : 'key', '=', flagRef)
-    .executeTakeFirst();
-  if (flag) return flag;
-  const keys = await services.db
-    .selectFrom('flags')
-    .select('key')
-    .where('project_id', '=', project.id)
-    .execute();
-  throw notFound(
-    'Flag',
-    flagRef,
-    keys.map((row) => row.key),
-    { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/flags` },
-  );
-}
 
 /** A flag's configuration in one environment (every flag has one in every environment). */
 export function readFlagEnvironment(

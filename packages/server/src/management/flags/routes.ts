@@ -4,8 +4,8 @@ import type { Mutation } from '../../db/mutate.js';
 import { diffProperties } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, type OrgAccess } from '../access.js';
-import { actionsFor } from '../actions.js';
+import { mutateAs, type OrgAccess } from '../../api/access.js';
+import { actionsFor } from '../../api/actions.js';
 import {
   DescriptionSchema,
   KeySchema,
@@ -13,9 +13,9 @@ import {
   Timestamp,
   Uuid,
   WebLinkSchema,
-} from '../fields.js';
-import { deleteUnlessReferenced } from '../deletion.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+} from '../../api/fields.js';
+import { deleteUnlessReferenced } from '../../api/deletion.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
 import { checkVariationValue, defaultOffVariation } from './configuration.js';
 import {
   expiryReference,
@@ -27,8 +27,9 @@ import {
   updateFlag,
 } from './queries.js';
 import { FlagListItem, FlagMetadataSchema, FlagResponse, FlagTypeSchema } from './schemas.js';
-import { scopedRoutes } from '../scope.js';
-import { keyOrNameContains, SearchText } from '../search.js';
+import { scopedRoutes } from '../../api/scope.js';
+import { keyOrNameContains, SearchText } from '../../api/search.js';
+import { countsOnDefaultBranches } from '../code-refs/queries.js';
 import { applyFlagListFilters, FlagListFilters, flagListOrder } from './list-filters.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
@@ -201,7 +202,7 @@ export function registerFlagRoutes(app: App, services: Services): void {
         querystring: Type.Intersect([
           PageQuery,
           Type.Object({
-            tag: Type.Optional(Type.String()),
+            tag: Type.Optional(Type.String({ maxLength: 64 })),
             archived: Type.Optional(Type.Boolean()),
             q: Type.Optional(SearchText),
             expired: Type.Optional(Type.Boolean()),
@@ -241,8 +242,17 @@ export function registerFlagRoutes(app: App, services: Services): void {
         services,
         rows.map((row) => row.id),
       );
+      const references = await countsOnDefaultBranches(
+        services,
+        project.id,
+        rows.map((row) => row.key),
+      );
       const items = rows
-        .map((row) => ({ ...flagListItem(row, expiryAt), environments: states.get(row.id) ?? [] }))
+        .map((row) => ({
+          ...flagListItem(row, expiryAt),
+          environments: states.get(row.id) ?? [],
+          codeReferences: references && (references.get(row.key) ?? 0),
+        }))
         // The LIKE above narrows; this makes the tag match exact.
         .filter((item) => !tag || item.tags.includes(tag));
       return {

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { ActionsSchema } from '../actions.js';
-import { NullableString, Timestamp, Uuid } from '../fields.js';
+import { ActionsSchema } from '../../api/actions.js';
+import { NullableString, Timestamp, Uuid } from '../../api/fields.js';
 
 export const FLAG_TYPES = ['Boolean', 'String', 'Number', 'Json'] as const;
 export const FlagTypeSchema = Type.Enum(FLAG_TYPES);
@@ -61,6 +61,8 @@ export const FlagListItem = Type.Object({
   environments: Type.Array(
     Type.Object({ environmentKey: Type.String(), isEnabled: Type.Boolean() }),
   ),
+  /** References on the repositories' default branches; null: no repository scanned (flag-cleanup §2). */
+  codeReferences: Type.Union([Type.Integer(), Type.Null()]),
 });
 
 /** Flag detail (spec: `PublicFlagResponse`). */

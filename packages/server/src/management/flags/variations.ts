@@ -4,19 +4,14 @@ import type { Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, notFound } from '../access.js';
-import { actionsFor } from '../actions.js';
-import { DescriptionSchema, KeySchema } from '../fields.js';
+import { mutateAs, notFound } from '../../api/access.js';
+import { actionsFor } from '../../api/actions.js';
+import { DescriptionSchema, KeySchema } from '../../api/fields.js';
 import { checkVariationValue } from './configuration.js';
-import {
-  deleteVariation,
-  insertVariation,
-  updateVariation,
-  variationItem,
-  type FlagRow,
-} from './queries.js';
+import { deleteVariation, insertVariation, updateVariation, variationItem } from './queries.js';
+import type { FlagRow } from '../../api/path-resources.js';
 import { VariationResponse } from './schemas.js';
-import { scopedRoutes } from '../scope.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 const FlagParams = Type.Object({ org: Type.String(), project: Type.String(), flag: Type.String() });
 const VariationParams = Type.Object({

@@ -9,12 +9,13 @@ import { mutate } from '../../db/mutate.js';
 import type { InvitationsTable, Role } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { actorOf, checkProjectIds, mutateAs } from '../access.js';
-import { ActionsSchema, actionsFor } from '../actions.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { actorOf, checkProjectIds, mutateAs } from '../../api/access.js';
+import { ActionsSchema, actionsFor } from '../../api/actions.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
 import { checkOwnerChange } from '../members/owners.js';
-import { checkGrant, reachesInSql } from '../reach.js';
-import { scopedRoutes } from '../scope.js';
+import { checkGrant, reachesInSql } from '../../api/reach.js';
+import { scopedRoutes } from '../../api/scope.js';
+import { registerInvitationPreviewRoute } from './preview.js';
 
 const InvitationSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
@@ -51,6 +52,7 @@ function acceptUrl(services: Services, token: string): string {
  */
 export function registerInvitationRoutes(app: App, services: Services): void {
   const route = scopedRoutes(app, services);
+  registerInvitationPreviewRoute(app, services);
   route.post(
     '/orgs/:org/invitations',
     'Admin',

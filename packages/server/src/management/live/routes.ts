@@ -4,9 +4,9 @@ import type { App } from '../../http/app-instance.js';
 import { openEventStream, PING, sseFrame } from '../../evaluation/streaming.js';
 import type { LiveChange, LiveFeed } from '../../events/live-feed.js';
 import type { Services } from '../../services.js';
-import type { OrgAccess } from '../access.js';
-import { mayRead } from '../reach.js';
-import { scopedRoutes } from '../scope.js';
+import type { OrgAccess } from '../../api/access.js';
+import { mayRead } from '../../api/reach.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 /**
  * How long one stream lives before the server ends it (ms). The client reconnects at once and is

@@ -4,7 +4,7 @@ import { endSessions } from '../../auth/sessions.js';
 import type { App } from '../../http/app-instance.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { scopedRoutes } from '../scope.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 /**
  * `POST /api/v1/me/password`: a person changes their own password (design record 034). The

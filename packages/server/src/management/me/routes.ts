@@ -4,9 +4,9 @@ import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
 import { issueToken, tokenSummary } from '../../auth/tokens.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
 import { TokenCreatedSchema, TokenSummarySchema, futureDate } from '../service-tokens/schemas.js';
-import { scopedRoutes } from '../scope.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 const MeResponse = Type.Object({
   type: Type.Union([Type.Literal('user'), Type.Literal('service_token')]),

@@ -2,8 +2,8 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { scopedRoutes } from '../scope.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 const SessionSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),

@@ -7,9 +7,9 @@ import type { Role, Schema } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { checkProjectIds, mutateAs, type OrgAccess } from '../access.js';
-import { ActionsSchema, actionsFor } from '../actions.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { checkProjectIds, mutateAs, type OrgAccess } from '../../api/access.js';
+import { ActionsSchema, actionsFor } from '../../api/actions.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
 import {
   checkGrant,
   checkNotOwnAccess,
@@ -17,8 +17,8 @@ import {
   reaches,
   sharesProjectsInSql,
   visibleProjects,
-} from '../reach.js';
-import { scopedRoutes } from '../scope.js';
+} from '../../api/reach.js';
+import { scopedRoutes } from '../../api/scope.js';
 import { checkOwnerChange, keepAnOwner } from './owners.js';
 
 const MemberSchema = Type.Object({

@@ -13,6 +13,11 @@ export interface BootstrapResult {
   alreadyOwner: boolean;
   org: { id: string; slug: string };
   user: { id: string; email: string };
+  /**
+   * When this run created the organization: the slugs of the instance's other organizations
+   * (empty on a fresh instance); null when the organization existed already.
+   */
+  otherOrgs: string[] | null;
 }
 
 /**
@@ -46,7 +51,10 @@ export async function bootstrap(
       .select(['id', 'slug'])
       .where('slug', '=', input.slug)
       .executeTakeFirst();
+    let otherOrgs: string[] | null = null;
     if (!org) {
+      const others = await trx.selectFrom('organizations').select('slug').orderBy('slug').execute();
+      otherOrgs = others.map((other) => other.slug);
       org = { id: uuid(), slug: input.slug };
       await trx
         .insertInto('organizations')
@@ -102,7 +110,8 @@ export async function bootstrap(
         .execute();
     }
     const alreadyOwner = membership?.role === 'Owner';
-    if (alreadyOwner && input.token !== true) return { token: null, alreadyOwner, org, user };
+    if (alreadyOwner && input.token !== true)
+      return { token: null, alreadyOwner, org, user, otherOrgs };
     const { token } = await issueToken(trx, {
       kind: 'personal',
       userId: user.id,
@@ -110,6 +119,6 @@ export async function bootstrap(
       expiresAt: null,
       now,
     });
-    return { token, alreadyOwner, org, user };
+    return { token, alreadyOwner, org, user, otherOrgs };
   });
 }

@@ -5,10 +5,10 @@ import type { OrganizationsTable, Plan, Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs } from '../access.js';
-import { ActionsSchema, actionsFor } from '../actions.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { scopedRoutes } from '../scope.js';
+import { mutateAs } from '../../api/access.js';
+import { ActionsSchema, actionsFor } from '../../api/actions.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 export const PLANS: readonly Plan[] = ['Solo', 'Team', 'Pro', 'Business', 'Enterprise'];
 

@@ -7,8 +7,8 @@ import { diffProperties } from '../../events/types.js';
 import { invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
 import { removeFromSubscriptionFilters } from '../../webhooks/filters.js';
-import { mutateAs, projectInScope } from '../access.js';
-import { ActionsSchema, actionsFor } from '../actions.js';
+import { mutateAs, projectInScope } from '../../api/access.js';
+import { ActionsSchema, actionsFor } from '../../api/actions.js';
 import { insertEnvironment } from '../environments/queries.js';
 import {
   ColorSchema,
@@ -17,9 +17,9 @@ import {
   NameSchema,
   Timestamp,
   Uuid,
-} from '../fields.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { scopedRoutes } from '../scope.js';
+} from '../../api/fields.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
+import { scopedRoutes } from '../../api/scope.js';
 import { insertProject } from './queries.js';
 
 const ProjectItem = Type.Object({

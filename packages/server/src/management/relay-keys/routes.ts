@@ -6,11 +6,11 @@ import type { RelayKeysTable } from '../../db/schema.js';
 import type { App } from '../../http/app-instance.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { checkProjectIds, mutateAs } from '../access.js';
-import { Timestamp, Uuid } from '../fields.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { activeCredentialsInSql, checkGrant } from '../reach.js';
-import { scopedRoutes } from '../scope.js';
+import { checkProjectIds, mutateAs } from '../../api/access.js';
+import { Timestamp, Uuid } from '../../api/fields.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
+import { activeCredentialsInSql, checkGrant } from '../../api/reach.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 const OrgParams = Type.Object({ org: Type.String() });
 
@@ -158,7 +158,7 @@ export function registerRelayKeyRoutes(app: App, services: Services): void {
             'not_found',
             `Relay key "${request.params.relayKeyId}" was not found.`,
           );
-        // Open feeds of this key, on every node, close once this commits (relay/feed-signals.ts).
+        // Open feeds of this key, on every node, close once this commits (relay-feed/feed-signals.ts).
         await m.emit({
           type: 'relay_key.revoked',
           entity: { type: 'relay_key', id: row.id, key: null },

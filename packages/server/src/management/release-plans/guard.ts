@@ -6,6 +6,7 @@ import type { Services } from '../../services.js';
 import type { Guard } from './plan-rules.js';
 import {
   emitPlanEvent,
+  pausePlan,
   planGuard,
   planTarget,
   RELEASE_PLAN_ACTOR,
@@ -161,23 +162,7 @@ async function actOnRegression(
         ],
       );
       if (guard.action === 'rollback') return rollbackPlan(m, plan, target, reason);
-      await m.trx
-        .updateTable('release_plans')
-        .set({ state: 'paused', next_step_at: null, paused_reason: reason, updated_at: m.now })
-        .where('id', '=', plan.id)
-        .execute();
-      await emitPlanEvent(
-        m,
-        target,
-        plan,
-        'release_plan.paused',
-        `Release plan of flag "${target.flag.key}" in "${target.environment.key}" paused: ${reason}`,
-        [
-          { property: 'State', from: 'active', to: 'paused' },
-          { property: 'Reason', from: null, to: reason },
-        ],
-      );
-      return true;
+      return pausePlan(m, plan, target, reason);
     },
   );
 }

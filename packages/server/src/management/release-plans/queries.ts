@@ -132,6 +132,22 @@ export async function pauseActivePlan(
     .where('state', '=', 'active')
     .executeTakeFirst();
   if (!plan) return false;
+  return pausePlan(m, plan, await planTarget(m.trx, plan), reason);
+}
+
+/**
+ * Pauses `plan` if it is still active (whoever got there first wins: a step, the guard, a
+ * person), recording why, and emits `release_plan.paused`; the one way every pause is made.
+ * @param summary what the event's description says after the plan's name
+ * @returns whether the plan was paused
+ */
+export async function pausePlan(
+  m: Mutation,
+  plan: Pick<PlanRow, 'id'>,
+  target: PlanTarget,
+  reason: string,
+  summary = `paused: ${reason}`,
+): Promise<boolean> {
   const { numUpdatedRows } = await m.trx
     .updateTable('release_plans')
     .set({ state: 'paused', next_step_at: null, paused_reason: reason, updated_at: m.now })
@@ -139,13 +155,12 @@ export async function pauseActivePlan(
     .where('state', '=', 'active')
     .executeTakeFirst();
   if (numUpdatedRows === 0n) return false;
-  const target = await planTarget(m.trx, plan);
   await emitPlanEvent(
     m,
     target,
     plan,
     'release_plan.paused',
-    `Release plan of flag "${target.flag.key}" in "${target.environment.key}" paused: ${reason}`,
+    `Release plan of flag "${target.flag.key}" in "${target.environment.key}" ${summary}`,
     [
       { property: 'State', from: 'active', to: 'paused' },
       { property: 'Reason', from: null, to: reason },

@@ -5,14 +5,17 @@ import type { Role } from '../../db/schema.js';
 import type { App } from '../../http/app-instance.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, notFound } from '../access.js';
-import { actionsFor } from '../actions.js';
+import { mutateAs, notFound } from '../../api/access.js';
+import { actionsFor } from '../../api/actions.js';
 import { checkNotArchived } from '../flags/configuration.js';
-import { readFlagEnvironment, type FlagRow } from '../flags/queries.js';
-import { scopedRoutes } from '../scope.js';
+import type { FlagRow } from '../../api/path-resources.js';
+import { readFlagEnvironment } from '../flags/queries.js';
+import { scopedRoutes } from '../../api/scope.js';
 import { readPlanGuard } from './guard.js';
+import { registerReleasePlanListRoute } from './plan-list.js';
 import {
   emitPlanEvent,
+  pausePlan,
   findPlan,
   planGuard,
   planSteps,
@@ -100,6 +103,7 @@ function wrongState(plan: PlanRow, action: string): ApiError {
 /** Release plans (spec: change requests, section 4) and their guards (section 5). */
 export function registerReleasePlanRoutes(app: App, services: Services): void {
   const route = scopedRoutes(app, services);
+  registerReleasePlanListRoute(app, services);
   const refreshGuards = () =>
     void services.usage.exposures?.refresh().catch((error: unknown) => {
       app.log.error({ err: error }, 'guarded release plans not read; the next flush retries');
@@ -215,27 +219,9 @@ export function registerReleasePlanRoutes(app: App, services: Services): void {
       },
     );
 
-  action('pause', async (m, plan, scope) => {
+  action('pause', (m, plan, scope) => {
     const reason = `paused by ${callerName(scope.caller)}`;
-    const { numUpdatedRows } = await m.trx
-      .updateTable('release_plans')
-      .set({ state: 'paused', next_step_at: null, paused_reason: reason, updated_at: m.now })
-      .where('id', '=', plan.id)
-      .where('state', '=', 'active')
-      .executeTakeFirst();
-    if (numUpdatedRows === 0n) return false;
-    await emitPlanEvent(
-      m,
-      targetOf(scope),
-      plan,
-      'release_plan.paused',
-      `Release plan of flag "${scope.flag.key}" in "${scope.environment.key}" ${reason}`,
-      [
-        { property: 'State', from: 'active', to: 'paused' },
-        { property: 'Reason', from: null, to: reason },
-      ],
-    );
-    return true;
+    return pausePlan(m, plan, targetOf(scope), reason, reason);
   });
   action('resume', (m, plan, scope) => resumePlan(m, plan, targetOf(scope), new Date(m.now)));
   action('rollback', (m, plan, scope) =>

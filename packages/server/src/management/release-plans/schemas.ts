@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
-import { ActionsSchema } from '../actions.js';
-import { NullableString, Timestamp } from '../fields.js';
+import { ActionsSchema } from '../../api/actions.js';
+import { NullableString, Timestamp } from '../../api/fields.js';
 import { MAX_STEPS } from './plan-rules.js';
 
 export const FlagEnvParams = Type.Object({

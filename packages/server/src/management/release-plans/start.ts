@@ -59,7 +59,10 @@ export function checkPlanInput(
       'The fallthrough is a percentage rollout; a release plan starts from a fallthrough serving one variation.',
     );
   if (configuration.default_variation_id === target.id)
-    throw invalidField(`${at}variation`, 'is what the fallthrough serves already');
+    throw invalidField(
+      `${at}variation`,
+      'is what this environment serves already when no rule matches (its default serve): set the default serve to the variation people get today first',
+    );
   return {
     variationId: target.id,
     previousVariationId: configuration.default_variation_id,

@@ -1,6 +1,7 @@
 import { mutate, type Mutation } from '../../db/mutate.js';
 import type { Services } from '../../services.js';
 import type { DueWork } from '../../schedules/due-work.js';
+import { inSpan } from '../../telemetry/spans.js';
 import { writeFlagConfiguration } from '../flags/queries.js';
 import { durationMs, percentageWeight, stepRollout } from './plan-rules.js';
 import {
@@ -238,16 +239,22 @@ export function releasePlanSteps(services: Services): DueWork {
         .execute();
       let advanced = 0;
       for (const plan of due) {
-        const target = await planTarget(services.db, plan);
-        const moved = await mutate(
-          services.db,
-          {
-            organizationId: target.organizationId,
-            actor: RELEASE_PLAN_ACTOR,
-            now,
-            events: services.events,
+        const moved = await inSpan(
+          'release_plan.step',
+          { 'vexil.release_plan.id': plan.id },
+          async () => {
+            const target = await planTarget(services.db, plan);
+            return mutate(
+              services.db,
+              {
+                organizationId: target.organizationId,
+                actor: RELEASE_PLAN_ACTOR,
+                now,
+                events: services.events,
+              },
+              (m) => advancePlan(m, plan, target, now),
+            );
           },
-          (m) => advancePlan(m, plan, target, now),
         );
         if (moved) advanced += 1;
       }

@@ -6,11 +6,11 @@ import { SHOWN_ONCE_WARNING, generateSecret, hashSecret } from '../../auth/secre
 import type { EnvironmentsTable, Role, SdkKeysTable } from '../../db/schema.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs } from '../access.js';
-import { ActionsSchema, actionsFor } from '../actions.js';
-import { Timestamp, Uuid } from '../fields.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { scopedRoutes } from '../scope.js';
+import { mutateAs } from '../../api/access.js';
+import { ActionsSchema, actionsFor } from '../../api/actions.js';
+import { Timestamp, Uuid } from '../../api/fields.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 const EnvParams = Type.Object({ org: Type.String(), project: Type.String(), env: Type.String() });
 const KeyParams = Type.Object({

@@ -5,11 +5,11 @@ import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
 import { issueToken, tokenSummary } from '../../auth/tokens.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { checkProjectIds, mutateAs } from '../access.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+import { checkProjectIds, mutateAs } from '../../api/access.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
 import { TokenCreatedSchema, TokenSummarySchema, futureDate } from './schemas.js';
-import { activeCredentialsInSql, checkGrant } from '../reach.js';
-import { scopedRoutes } from '../scope.js';
+import { activeCredentialsInSql, checkGrant } from '../../api/reach.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 const OrgParams = Type.Object({ org: Type.String() });
 

@@ -6,10 +6,10 @@ import type { SsoConnectionsTable } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs, type OrgAccess } from '../access.js';
-import { ActionsSchema, actionsFor } from '../actions.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { scopedRoutes } from '../scope.js';
+import { mutateAs, type OrgAccess } from '../../api/access.js';
+import { ActionsSchema, actionsFor } from '../../api/actions.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
+import { scopedRoutes } from '../../api/scope.js';
 
 const MEMBER_ROLES = ['Viewer', 'Member', 'Admin'] as const;
 const DOMAIN = '^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z]{2,63}$';

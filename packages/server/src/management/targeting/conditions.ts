@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { StoredCondition, StoredConditionGroup } from '../../db/schema.js';
 import { ApiError } from '../../http/errors.js';
-import { Uuid } from '../fields.js';
+import { Uuid } from '../../api/fields.js';
 
 /**
  * The condition shape shared by targeting rules and segments (spec: Condition), and its

@@ -5,7 +5,7 @@ import type { RulesTable } from '../../db/schema.js';
 import type { EventType, KeyedRef, PropertyChange } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import type { FlagRow } from '../flags/queries.js';
+import type { FlagRow } from '../../api/path-resources.js';
 import { FieldProblems } from './conditions.js';
 import type { RuleParams, RuleRow } from './rule-schemas.js';
 

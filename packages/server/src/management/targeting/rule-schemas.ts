@@ -2,8 +2,8 @@ import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import type { RulesTable, StoredConditionGroup } from '../../db/schema.js';
 import { invalidField } from '../../http/errors.js';
-import { ActionsSchema } from '../actions.js';
-import { DescriptionSchema, NullableString, Uuid } from '../fields.js';
+import { ActionsSchema } from '../../api/actions.js';
+import { DescriptionSchema, NullableString, Uuid } from '../../api/fields.js';
 import { ConditionGroupInputSchema, ConditionGroupResponse } from './conditions.js';
 
 /** A rule's rollout weight for everyone: 100% in thousandths of a percent. */

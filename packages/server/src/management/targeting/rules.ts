@@ -4,13 +4,14 @@ import type { Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import { ApiError } from '../../http/errors.js';
 import type { Services } from '../../services.js';
-import { mutateAs } from '../access.js';
-import { actionsFor } from '../actions.js';
+import { mutateAs } from '../../api/access.js';
+import { actionsFor } from '../../api/actions.js';
 import { checkNotArchived } from '../flags/configuration.js';
-import type { FlagRow } from '../flags/queries.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
-import { scopedRoutes, type FlagEnvironmentScope } from '../scope.js';
+import type { FlagRow } from '../../api/path-resources.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
+import { scopedRoutes, type FlagEnvironmentScope } from '../../api/scope.js';
 import { normalizeGroups, storedIds } from './conditions.js';
+import { ruleInWords } from './rule-words.js';
 import {
   checkReferences,
   deleteRule,
@@ -123,11 +124,24 @@ export function registerRuleRoutes(app: App, services: Services): void {
             condition_groups: JSON.stringify(groups),
           },
         );
+        const segment =
+          segmentId === null
+            ? undefined
+            : await m.trx
+                .selectFrom('segments')
+                .select('key')
+                .where('id', '=', segmentId)
+                .executeTakeFirst();
+        const rule = ruleInWords({
+          description: body.description ?? null,
+          segmentKey: segment?.key ?? null,
+          conditionGroups: groups,
+        });
         await recordRuleChange(
           m,
           'flag.rule.created',
           { project, environment, flag, ruleId: row.id },
-          `Rule ${row.priority} added to flag "${flag.key}" in "${environment.key}"`,
+          `Rule ${row.priority} added to flag "${flag.key}" in "${environment.key}": ${rule}`,
         );
         return row.id;
       });

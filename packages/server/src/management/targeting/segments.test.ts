@@ -197,7 +197,11 @@ describe.each(testDialects())('segments on %s', (dialect) => {
       `${base}/flags/new-checkout/environments/production/rules`,
       {
         token: org.token,
-        body: { variationId: flag.body.variations[0].id, userSegmentId: segment.id },
+        body: {
+          variationId: flag.body.variations[0].id,
+          userSegmentId: segment.id,
+          description: 'Beta testers first',
+        },
       },
     );
     expect(rule.status).toBe(201);
@@ -208,6 +212,9 @@ describe.each(testDialects())('segments on %s', (dialect) => {
     expect(usage.body.items).toEqual([
       {
         ruleId: rule.body.id,
+        // In words, as people name a rule (issue 43): its place and its description.
+        rulePosition: 1,
+        ruleDescription: 'Beta testers first',
         flagKey: 'new-checkout',
         flagName: flag.body.name,
         environmentKey: 'production',

@@ -10,8 +10,8 @@ import type {
 } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
 import type { Services } from '../../services.js';
-import { isUuid, mutateAs, notFound, type OrgAccess } from '../access.js';
-import { ActionsSchema, actionsFor } from '../actions.js';
+import { isUuid, mutateAs, notFound, type OrgAccess } from '../../api/access.js';
+import { ActionsSchema, actionsFor } from '../../api/actions.js';
 import {
   DescriptionSchema,
   KeySchema,
@@ -19,9 +19,9 @@ import {
   NullableString,
   Timestamp,
   Uuid,
-} from '../fields.js';
-import { deleteUnlessReferenced } from '../deletion.js';
-import { PageQuery, paginate, pagedSchema } from '../pagination.js';
+} from '../../api/fields.js';
+import { deleteUnlessReferenced } from '../../api/deletion.js';
+import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
 import {
   ConditionInputSchema,
   ConditionResponse,
@@ -30,8 +30,8 @@ import {
   normalizeConditions,
 } from './conditions.js';
 import { insertSegment, updateSegment } from './segment-queries.js';
-import { scopedRoutes } from '../scope.js';
-import { keyOrNameContains, SearchText } from '../search.js';
+import { scopedRoutes } from '../../api/scope.js';
+import { keyOrNameContains, SearchText } from '../../api/search.js';
 
 const ProjectParams = Type.Object({ org: Type.String(), project: Type.String() });
 const SegmentParams = Type.Object({
@@ -69,6 +69,9 @@ const SegmentUsage = Type.Object({
   items: Type.Array(
     Type.Object({
       ruleId: Uuid,
+      /** The rule's place in its flag's rules in that environment, from 1 ("Rule 2"). */
+      rulePosition: Type.Integer({ minimum: 1 }),
+      ruleDescription: NullableString,
       flagKey: Type.String(),
       flagName: NullableString,
       environmentKey: Type.String(),
@@ -123,8 +126,16 @@ function segmentUsers(db: Kysely<Schema>, segmentId: string) {
     .selectFrom('rules')
     .innerJoin('flags', 'flags.id', 'rules.flag_id')
     .innerJoin('environments', 'environments.id', 'rules.environment_id')
-    .select([
+    .select((eb) => [
       'rules.id',
+      'rules.description as ruleDescription',
+      eb
+        .selectFrom('rules as earlier')
+        .select((count) => count.fn.countAll<number>().as('n'))
+        .whereRef('earlier.flag_id', '=', 'rules.flag_id')
+        .whereRef('earlier.environment_id', '=', 'rules.environment_id')
+        .whereRef('earlier.priority', '<=', 'rules.priority')
+        .as('rulePosition'),
       'flags.key as flagKey',
       'flags.name as flagName',
       'environments.key as environmentKey',
@@ -254,6 +265,8 @@ export function registerSegmentRoutes(app: App, services: Services): void {
       return {
         items: users.map((user) => ({
           ruleId: user.id,
+          rulePosition: Number(user.rulePosition),
+          ruleDescription: user.ruleDescription,
           flagKey: user.flagKey,
           flagName: user.flagName,
           environmentKey: user.environmentKey,

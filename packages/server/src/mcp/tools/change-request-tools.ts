@@ -1,5 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import { CHANGE_REQUEST_STATES } from '../../db/schema.js';
 import { PROPOSAL_TOOL } from '../change-request-refusal.js';
 import { asTool } from '../management-client.js';
 import { OrgArgument, PageArguments, type ToolContext } from './tool-context.js';
@@ -65,7 +66,7 @@ const ChangeArgument = z
 
 /**
  * Change-request tools (contract, section 2; design record 042): list, read, propose and apply,
- * each a call to its HTTP twin in management/change-requests/. No review tool, on purpose.
+ * each a call to its HTTP twin in change-requests/. No review tool, on purpose.
  */
 export function registerChangeRequestTools(server: McpServer, context: ToolContext): void {
   const { client, schemas } = context;
@@ -87,18 +88,7 @@ export function registerChangeRequestTools(server: McpServer, context: ToolConte
       inputSchema: {
         org: OrgArgument,
         project: ProjectArgument,
-        state: z
-          .enum([
-            'draft',
-            'open',
-            'approved',
-            'scheduled',
-            'applied',
-            'rejected',
-            'cancelled',
-            'failed',
-          ])
-          .optional(),
+        state: z.enum(CHANGE_REQUEST_STATES).optional(),
         environment: z.string().min(1).optional().describe('Environment key or id.'),
         author: z.literal('me').optional().describe('Only requests you opened.'),
         ...PageArguments,

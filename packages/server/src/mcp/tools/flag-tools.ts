@@ -38,7 +38,7 @@ export function registerFlagTools(server: McpServer, context: ToolContext): void
       inputSchema: {
         org: OrgArgument,
         project: ProjectArgument,
-        tag: z.string().optional().describe('Only flags with this tag.'),
+        tag: z.string().max(64).optional().describe('Only flags with this tag.'),
         q: z.string().max(200).optional().describe('Search in keys and names.'),
         archived: z.boolean().optional().describe('List archived flags instead of active ones.'),
         ...PageArguments,
@@ -119,11 +119,18 @@ export function registerFlagTools(server: McpServer, context: ToolContext): void
     'list_removal_candidates',
     {
       description:
-        'Lists flags that look safe to remove from code (paged): `dead` (default) or `stale`.',
+        'Lists flags that look safe to remove from code (paged): `dead` (default) or `stale`, ' +
+        'each with `codeReferences` (references on default branches, null before any scan).',
       inputSchema: {
         org: OrgArgument,
         project: ProjectArgument,
         staleness: z.enum(['dead', 'stale']).optional(),
+        references: z
+          .enum(['none', 'some'])
+          .optional()
+          .describe(
+            '`none`: only those no default branch reads (safe to archive); `some`: still read.',
+          ),
         ...PageArguments,
       },
       outputSchema: schemas('GET', `${FLAGS}/removal-candidates`),
