@@ -53,6 +53,7 @@ async function snapshotOf(configuration: SdkConfiguration, visible: string[]): P
     environmentKey: configuration.environment!,
     flagDigests: writer.flagDigests,
     segments: configuration.segments,
+    flagStamps: undefined,
     clientSideKeys: new Set(visible),
     clientFlags,
     clientEntries: clientFlags.map(() => []),

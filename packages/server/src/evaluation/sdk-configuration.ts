@@ -18,6 +18,8 @@ export interface EnvironmentConfiguration {
   segments: SdkSegment[];
   /** Keys of the flags client SDKs may see, in key order. */
   clientSideKeys: string[];
+  /** Each flag's {@link flagStamp}, in document order. */
+  flagStamps: string[];
   projectId: string;
   organizationId: string;
 }
@@ -37,18 +39,53 @@ export interface ConfigurationSink {
   begin(environment: string, version: number): void;
   /** Then its flags, a page at a time in key order; the next page is read once this resolves. */
   addFlags(flags: readonly SdkFlag[]): Promise<void>;
+  /**
+   * In a read given a held configuration, in place of a flag whose stamp is the one held: the
+   * sink writes the flag as it held it.
+   */
+  keepFlag(key: string): Promise<void>;
 }
+
+/**
+ * What a read is given of the environment's configuration held from an earlier read, to read
+ * only the flags changed since (design record 061).
+ */
+export interface HeldConfiguration {
+  /** Each held flag's {@link flagStamp}, by key. */
+  flagStamps: ReadonlyMap<string, string>;
+  /** The held segments' keys. */
+  segmentKeys: readonly string[];
+}
+
+/**
+ * A flag's row and its version in the environment, `id@version`: two reads that find the same
+ * stamp find the same flag JSON, since every write to a flag's configuration moves its version
+ * there (design record 052) and a flag deleted and created again has another row.
+ */
+const flagStamp = (flag: { id: string; version: number }) => `${flag.id}@${flag.version}`;
+
+/**
+ * At most this many changed flags are read one by one; beyond, the whole environment is read in
+ * pages, which costs less per flag.
+ */
+const MOST_CHANGED_FLAGS = FLAGS_PER_PAGE;
 
 /**
  * Reads an environment's complete server-SDK configuration (spec: Server-SDK environment
  * configuration) in one read transaction, so that it is consistent with its `version`. The
  * environment and its flags (archived ones left out) go to `sink` as they are read; the rest is
  * returned. Returns undefined when the environment no longer exists.
+ *
+ * Given the configuration `held` from an earlier read, only the flags whose stamps differ are
+ * read; the sink keeps the others (design record 061). A change then costs the database one
+ * narrow query of the environment's flags instead of every flag's rows. Renamed segments, whose
+ * keys the flags' rules carry, and many changed flags make it a whole read.
  */
 export async function readEnvironmentConfiguration(
   db: Kysely<Schema>,
   environmentId: string,
   sink: ConfigurationSink,
+  held?: HeldConfiguration,
 ): Promise<EnvironmentConfiguration | undefined> {
   return db
     .transaction()
@@ -73,18 +110,13 @@ export async function readEnvironmentConfiguration(
         .where('project_id', '=', environment.project_id)
         .orderBy('key')
         .execute();
-      const clientSideKeys: string[] = [];
-      let after: string | null = null;
-      for (;;) {
-        const flags = await readFlagPage(trx, environmentId, after);
-        await sink.addFlags(flags.map((flag) => flag.sdkFlag));
-        for (const flag of flags) {
-          if (flag.clientSideVisible) clientSideKeys.push(flag.sdkFlag.key);
-        }
-        const last = flags.at(-1);
-        if (flags.length < FLAGS_PER_PAGE || !last) break;
-        after = last.sdkFlag.key;
-      }
+      const sameSegments =
+        held !== undefined &&
+        held.segmentKeys.length === segments.length &&
+        segments.every((segment, i) => segment.key === held.segmentKeys[i]);
+      const flags =
+        (sameSegments && (await readChangedFlags(trx, environmentId, sink, held.flagStamps))) ||
+        (await readAllFlags(trx, environmentId, sink));
       return {
         environment: environment.key,
         version: environment.version,
@@ -94,12 +126,82 @@ export async function readEnvironmentConfiguration(
           conditions: (JSON.parse(segment.conditions) as StoredCondition[]).map(sdkCondition),
           conditionLogic: segment.condition_logic,
         })),
-        clientSideKeys,
+        ...flags,
         projectId: environment.project_id,
         organizationId: environment.organization_id,
       };
     });
 }
+
+/** The flags' keys client SDKs may see and the flags' stamps, in document order. */
+interface FlagsRead {
+  clientSideKeys: string[];
+  flagStamps: string[];
+}
+
+/** Every flag of the environment, to `sink` a page at a time. */
+async function readAllFlags(
+  trx: Kysely<Schema>,
+  environmentId: string,
+  sink: ConfigurationSink,
+): Promise<FlagsRead> {
+  const read: FlagsRead = { clientSideKeys: [], flagStamps: [] };
+  let after: string | null = null;
+  for (;;) {
+    const flags = await readFlags(trx, environmentId, { after });
+    await sink.addFlags(flags.map((flag) => flag.sdkFlag));
+    for (const flag of flags) {
+      if (flag.clientSideVisible) read.clientSideKeys.push(flag.sdkFlag.key);
+      read.flagStamps.push(flag.stamp);
+    }
+    const last = flags.at(-1);
+    if (flags.length < FLAGS_PER_PAGE || !last) return read;
+    after = last.sdkFlag.key;
+  }
+}
+
+/**
+ * The flags whose stamps differ from `held`, to `sink`, and the others kept; undefined, with
+ * nothing sent to `sink`, when more than {@link MOST_CHANGED_FLAGS} differ.
+ */
+async function readChangedFlags(
+  trx: Kysely<Schema>,
+  environmentId: string,
+  sink: ConfigurationSink,
+  held: ReadonlyMap<string, string>,
+): Promise<FlagsRead | undefined> {
+  const rows = await environmentFlags(trx, environmentId)
+    .select(['flags.id', 'flags.key', 'flag_environments.version', 'flags.client_side_visible'])
+    .orderBy('flags.key')
+    .execute();
+  const changedKeys = rows.filter((row) => held.get(row.key) !== flagStamp(row)).map((r) => r.key);
+  if (changedKeys.length > MOST_CHANGED_FLAGS) return undefined;
+  const changed = new Map(
+    changedKeys.length === 0
+      ? []
+      : (await readFlags(trx, environmentId, { keys: changedKeys })).map((flag) => [
+          flag.sdkFlag.key,
+          flag.sdkFlag,
+        ]),
+  );
+  const read: FlagsRead = { clientSideKeys: [], flagStamps: [] };
+  for (const row of rows) {
+    const flag = changed.get(row.key);
+    if (flag) await sink.addFlags([flag]);
+    else await sink.keepFlag(row.key);
+    if (row.client_side_visible === 1) read.clientSideKeys.push(row.key);
+    read.flagStamps.push(flagStamp(row));
+  }
+  return read;
+}
+
+/** The environment's flags that are not archived, joined with their configuration there. */
+const environmentFlags = (trx: Kysely<Schema>, environmentId: string) =>
+  trx
+    .selectFrom('flags')
+    .innerJoin('flag_environments', 'flag_environments.flag_id', 'flags.id')
+    .where('flag_environments.environment_id', '=', environmentId)
+    .where('flags.is_archived', '=', 0);
 
 // Parsed JSON, read defensively: a condition stored without `negate` is not negated.
 const sdkCondition = ({
@@ -114,15 +216,16 @@ const sdkCondition = ({
   negate: negate ?? false,
 });
 
-/** Up to {@link FLAGS_PER_PAGE} flags of the environment with keys after `after`, in key order. */
-async function readFlagPage(
+/**
+ * The environment's flags named by `page`: up to {@link FLAGS_PER_PAGE} with keys after `after`,
+ * or those with the given keys; in key order.
+ */
+async function readFlags(
   trx: Kysely<Schema>,
   environmentId: string,
-  after: string | null,
-): Promise<{ sdkFlag: SdkFlag; clientSideVisible: boolean }[]> {
-  let query = trx
-    .selectFrom('flags')
-    .innerJoin('flag_environments', 'flag_environments.flag_id', 'flags.id')
+  page: { after: string | null } | { keys: readonly string[] },
+): Promise<{ sdkFlag: SdkFlag; clientSideVisible: boolean; stamp: string }[]> {
+  let query = environmentFlags(trx, environmentId)
     .select([
       'flags.id',
       'flags.key',
@@ -138,11 +241,12 @@ async function readFlagPage(
       'flag_environments.rollout',
       'flag_environments.prerequisites',
     ])
-    .where('flag_environments.environment_id', '=', environmentId)
-    .where('flags.is_archived', '=', 0)
-    .orderBy('flags.key')
-    .limit(FLAGS_PER_PAGE);
-  if (after !== null) query = query.where('flags.key', '>', after);
+    .orderBy('flags.key');
+  if ('keys' in page) query = query.where('flags.key', 'in', page.keys);
+  else {
+    query = query.limit(FLAGS_PER_PAGE);
+    if (page.after !== null) query = query.where('flags.key', '>', page.after);
+  }
   const flags = await query.execute();
   if (flags.length === 0) return [];
   const flagIds = flags.map((flag) => flag.id);
@@ -248,6 +352,10 @@ async function readFlagPage(
         ? { metadata: JSON.parse(flag.metadata) as SdkFlag['metadata'] }
         : {}),
     };
-    return { sdkFlag, clientSideVisible: flag.client_side_visible === 1 };
+    return {
+      sdkFlag,
+      clientSideVisible: flag.client_side_visible === 1,
+      stamp: flagStamp(flag),
+    };
   });
 }

@@ -15,6 +15,7 @@ import {
 } from './configuration-document.js';
 import {
   readEnvironmentConfiguration,
+  type ConfigurationSink,
   type EnvironmentConfiguration,
 } from './sdk-configuration.js';
 import { activeKeyHashes } from './sdk-keys.js';
@@ -48,6 +49,12 @@ export interface Snapshot {
   flagDigests: readonly string[];
   /** The document's segments, as in it. */
   segments: readonly SdkSegment[];
+  /**
+   * Each flag's stamp in the database (sdk-configuration.ts), by position in `compiled.flagKeys`:
+   * what the next read compares to read only the flags changed since. Only on snapshots read
+   * from the database.
+   */
+  flagStamps: readonly string[] | undefined;
   clientSideKeys: ReadonlySet<string>;
   /** The client-visible flags' positions in {@link compiled}, as the engine selects them. */
   clientFlags: readonly number[];
@@ -64,8 +71,11 @@ export interface Snapshot {
  * or what a relay has received from its upstream (design record 044).
  */
 export interface SnapshotReader {
-  /** The environment's configuration as a snapshot; undefined when the environment does not exist. */
-  read(environmentId: string): Promise<Snapshot | undefined>;
+  /**
+   * The environment's configuration as a snapshot; undefined when the environment does not
+   * exist. `previous` is the environment's last snapshot, which the reader may build on.
+   */
+  read(environmentId: string, previous?: Snapshot): Promise<Snapshot | undefined>;
   /** The environment's active SDK keys, for its copy on disk. */
   activeKeys(environmentId: string): Promise<CopiedKey[]>;
 }
@@ -73,7 +83,7 @@ export interface SnapshotReader {
 /** The {@link SnapshotReader} of a node with a database. */
 export function databaseSnapshots(db: Kysely<Schema>): SnapshotReader {
   return {
-    read: (environmentId) => readSnapshot(db, environmentId),
+    read: (environmentId, previous) => readSnapshot(db, environmentId, previous),
     activeKeys: (environmentId) => activeKeyHashes(db, environmentId),
   };
 }
@@ -208,7 +218,7 @@ export class SnapshotStore {
     const { copies } = this.options;
     let snapshot: Snapshot | undefined;
     try {
-      snapshot = await this.reader.read(environmentId);
+      snapshot = await this.reader.read(environmentId, this.lastGood.get(environmentId));
     } catch (error) {
       const lastGood = this.lastGood.get(environmentId) ?? (await this.restore(environmentId));
       if (!lastGood) throw error;
@@ -324,13 +334,33 @@ export async function patchedSnapshot(snapshot: Snapshot, patch: SnapshotPatch):
   );
 }
 
-/** Reads an environment's configuration from the database into a snapshot; undefined when gone. */
+/**
+ * Reads an environment's configuration from the database into a snapshot; undefined when gone.
+ * Given the environment's `previous` snapshot read from the database, reads only the flags
+ * changed since and writes the others' JSON as `previous` holds it (design record 061).
+ */
 async function readSnapshot(
   db: Kysely<Schema>,
   environmentId: string,
+  previous: Snapshot | undefined,
 ): Promise<Snapshot | undefined> {
   const writer = new ConfigurationDocumentWriter();
-  const loaded = await readEnvironmentConfiguration(db, environmentId, writer);
+  const sink: ConfigurationSink = {
+    begin: (environment, version) => writer.begin(environment, version),
+    addFlags: (flags) => writer.addFlags(flags),
+    keepFlag: (key) => {
+      const json = previous && flagDocument(previous, key);
+      if (!json) throw new Error(`flag ${key} kept but not held`);
+      return writer.addFlagJson(key, json.toString());
+    },
+  };
+  const stamps = previous?.flagStamps;
+  const held = previous &&
+    stamps && {
+      flagStamps: new Map(previous.compiled.flagKeys.map((key, i) => [key, stamps[i] ?? ''])),
+      segmentKeys: previous.segments.map((segment) => segment.key),
+    };
+  const loaded = await readEnvironmentConfiguration(db, environmentId, sink, held);
   if (!loaded) return undefined;
   const document = await writer.finish(loaded.segments);
   return compileSnapshot(environmentId, loaded, writer, document);
@@ -339,7 +369,7 @@ async function readSnapshot(
 /** A snapshot of a configuration held as `document`: flags compile when first evaluated. */
 function compileSnapshot(
   environmentId: string,
-  loaded: EnvironmentConfiguration,
+  loaded: Omit<EnvironmentConfiguration, 'flagStamps'> & { flagStamps?: string[] },
   { flagKeys, flagDigests }: ConfigurationDocumentWriter,
   document: ConfigurationDocument,
 ): Snapshot {
@@ -361,6 +391,7 @@ function compileSnapshot(
     environmentKey: loaded.environment,
     flagDigests,
     segments: loaded.segments,
+    flagStamps: loaded.flagStamps,
     clientSideKeys: new Set(loaded.clientSideKeys),
     clientFlags,
     clientEntries: clientFlags.map(() => []),
