@@ -25,7 +25,7 @@ const END = '<!-- architecture:end -->';
  * that points to a higher layer is counted (and the exceptions are named in design record 051).
  */
 const LAYERS = [
-  ['clock.ts', 'config.ts', 'services.ts', 'db', 'events', 'bus', 'mail', 'telemetry'],
+  ['clock.ts', 'config.ts', 'services.ts', 'db', 'events', 'mail', 'telemetry'],
   ['http'],
   ['auth'],
   ['api'],
@@ -34,7 +34,6 @@ const LAYERS = [
     'writes',
     'change-requests',
     'flags-as-code',
-    'credentials',
     'webhooks',
     'usage',
     'evaluation',
@@ -47,8 +46,10 @@ const LAYERS = [
     'console',
     'cluster',
     'code-refs',
+    // The node bus carries evaluation's changes, SDK key revocations and streams between processes.
+    'bus',
   ],
-  ['node', 'app.ts', 'cli.ts'],
+  ['node', 'cli.ts'],
 ];
 
 /** @param {string} file */

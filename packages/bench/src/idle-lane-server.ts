@@ -12,7 +12,7 @@
 import { createServer, type RequestListener } from 'node:http';
 import { Ajv } from 'ajv';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
-import { createVexil } from '@vexil/server/dist/app.js';
+import { createVexil } from '@vexil/server/dist/node/full-node.js';
 import { loadConfig } from '@vexil/server/dist/config.js';
 import { leanLane, type LeanRoute } from '@vexil/server/dist/evaluation/lean-lane.js';
 import { ServerEvaluateBody } from '@vexil/server/dist/evaluation/routes.js';

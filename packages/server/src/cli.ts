@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { createRequire } from 'node:module';
-import { createVexil, SERVICE_ROLES, type ServiceRole, type Vexil } from './app.js';
+import { createVexil, SERVICE_ROLES, type ServiceRole, type Vexil } from './node/full-node.js';
 import { systemClock } from './clock.js';
 import { runClusterPrimary, workerCount } from './cluster/primary.js';
 import { registerCodeRefsCommand } from './code-refs/command.js';
@@ -35,7 +35,7 @@ import {
 } from './ops/backup.js';
 import { bannerText, describeDatabase, nextSteps, type StartUp } from './ops/start-up-banner.js';
 import { RELAY_KEY_PREFIX } from './relay-feed/protocol.js';
-import { createRelayNode, type VexilRelay } from './relay/relay-node.js';
+import { createRelayNode, type VexilRelay } from './node/relay-node.js';
 import { startTelemetry } from './telemetry/tracing.js';
 
 // `../package.json` from both `src/` and `dist/`: the server package's own manifest.

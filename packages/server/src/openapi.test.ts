@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { createVexil } from './app.js';
+import { createVexil } from './node/full-node.js';
 import { testConfig } from './test-support/harness.js';
 
 const COMMITTED = new URL('../../../openapi.json', import.meta.url);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createVexil, type Vexil } from '../app.js';
+import { createVexil, type Vexil } from '../node/full-node.js';
 import {
   call,
   callOk,

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createVexil, type Vexil } from '../app.js';
+import { createVexil, type Vexil } from '../node/full-node.js';
 import {
   call,
   createOrg,

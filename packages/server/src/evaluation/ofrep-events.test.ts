@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRelayNode, type VexilRelay } from '../relay/relay-node.js';
+import { createRelayNode, type VexilRelay } from '../node/relay-node.js';
 import {
   call,
   callOk,

@@ -14,6 +14,7 @@ import { clientFlagsBody } from './client-flags.js';
 import type { LeanRoute } from './lean-lane.js';
 import { ProblemError, problemErrorHandler } from './problem.js';
 import type { SdkAuthenticator, SdkKeyType } from './sdk-authenticator.js';
+import type { SdkKeyResolver } from './sdk-keys.js';
 import { flagDocument, type SnapshotStore } from './snapshots.js';
 import { registerOfrepEvents } from './ofrep-events.js';
 import { registerStreamingApi, type StreamRelay } from './streaming.js';
@@ -28,6 +29,19 @@ const ClientResult = Type.Object({
 const ClientResponse = Type.Object({ flags: Type.Record(Type.String(), ClientResult) });
 
 /** Where app.ts mounts the evaluation API. */
+/**
+ * Where the evaluation role's configurations and SDK key grants come from (design record 044):
+ * the database (`node/database-source.ts`) or an upstream Vexil (`relay/upstream-source.ts`). Either
+ * way the role answers from in-memory snapshots, and a change reaches its streams through
+ * {@link SnapshotStore.onChange}.
+ */
+export interface EvaluationSource {
+  snapshots: SnapshotStore;
+  sdkKeys: SdkKeyResolver;
+  /** Reaches client streams held by the node's other processes (`identify`). */
+  streams: StreamRelay;
+}
+
 export const EVALUATION_PREFIX = '/v1';
 
 /** The body of `POST /v1/sdk/evaluate`. */

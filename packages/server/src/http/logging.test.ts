@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createVexil, type Vexil } from '../app.js';
+import { createVexil, type Vexil } from '../node/full-node.js';
 import { openDatabase } from '../db/database.js';
 import {
   call,

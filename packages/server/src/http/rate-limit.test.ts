@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createVexil } from '../app.js';
+import { createVexil } from '../node/full-node.js';
 import { openDatabase } from '../db/database.js';
 import {
   call,

@@ -6,7 +6,7 @@ import type { Database } from '../db/database.js';
 import { databaseSdkKeys, SdkKeyResolver } from '../evaluation/sdk-keys.js';
 import { SnapshotCopies } from '../evaluation/snapshot-copies.js';
 import { databaseSnapshots, SnapshotStore } from '../evaluation/snapshots.js';
-import type { EvaluationSource } from './evaluation-role.js';
+import type { EvaluationSource } from '../evaluation/routes.js';
 
 /** The database as the evaluation role's source, and the bus that keeps it current across nodes. */
 export interface DatabaseSource extends EvaluationSource {

@@ -9,28 +9,13 @@ import {
   evaluationAnswers,
   leanRoutes,
   registerEvaluationApi,
+  type EvaluationSource,
 } from '../evaluation/routes.js';
 import { SdkAuthenticator } from '../evaluation/sdk-authenticator.js';
-import type { SdkKeyResolver } from '../evaluation/sdk-keys.js';
-import type { SnapshotStore } from '../evaluation/snapshots.js';
-import type { StreamRelay } from '../evaluation/streaming.js';
 import type { App } from '../http/app-instance.js';
 import { BODY_LIMITS, limitBodies } from '../http/request-limits.js';
 import type { RequestDurations } from '../http/request-durations.js';
 import type { EvaluationServices } from '../services.js';
-
-/**
- * Where the evaluation role's configurations and SDK key grants come from (design record 044):
- * the database (`database-source.ts`) or an upstream Vexil (`relay/upstream-source.ts`). Either
- * way the role answers from in-memory snapshots, and a change reaches its streams through
- * {@link SnapshotStore.onChange}.
- */
-export interface EvaluationSource {
-  snapshots: SnapshotStore;
-  sdkKeys: SdkKeyResolver;
-  /** Reaches client streams held by the node's other processes (`identify`). */
-  streams: StreamRelay;
-}
 
 /** What the evaluation role needs from the node around it. */
 export interface EvaluationRoleOptions {

@@ -5,7 +5,7 @@ import type { LiveFeed } from '../events/live-feed.js';
 import type { App } from '../http/app-instance.js';
 import { managementErrorHandler } from '../http/envelope.js';
 import { databaseUnavailable } from '../http/errors.js';
-import { registerIdempotency } from '../http/idempotency.js';
+import { registerIdempotency } from '../api/idempotency.js';
 import { rejectNulCharacters } from '../http/nul-guard.js';
 import type { ManagementRateLimiter } from '../http/rate-limit.js';
 import { forbidStoring } from '../http/response-headers.js';

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createVexil } from '../app.js';
+import { createVexil } from '../node/full-node.js';
 import { hashSecret } from '../auth/secrets.js';
 import {
   call,

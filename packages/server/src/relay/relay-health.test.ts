@@ -14,7 +14,7 @@ import {
 } from '../test-support/harness.js';
 import { eventually } from '../test-support/processes.js';
 import { SwitchableProxy } from '../test-support/switchable-proxy.js';
-import { createRelayNode, type VexilRelay } from './relay-node.js';
+import { createRelayNode, type VexilRelay } from '../node/relay-node.js';
 
 /** How long a test waits for something that normally takes milliseconds (not a timing claim). */
 const WAIT_MS = 10_000;

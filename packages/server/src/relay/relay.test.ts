@@ -18,7 +18,7 @@ import {
 import { eventually } from '../test-support/processes.js';
 import { SseReader } from '../test-support/sse-reader.js';
 import { SwitchableProxy } from '../test-support/switchable-proxy.js';
-import { createRelayNode, type VexilRelay } from './relay-node.js';
+import { createRelayNode, type VexilRelay } from '../node/relay-node.js';
 
 const web = '/api/v1/orgs/acme/projects/web';
 /** How long a test waits for something that normally takes milliseconds (not a timing claim). */

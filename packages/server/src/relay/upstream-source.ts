@@ -9,7 +9,7 @@ import {
   type Snapshot,
 } from '../evaluation/snapshots.js';
 import type { StreamRelay } from '../evaluation/streaming.js';
-import type { EvaluationSource } from '../node/evaluation-role.js';
+import type { EvaluationSource } from '../evaluation/routes.js';
 import type {
   RelayEnvironmentEvent as FeedEnvironment,
   RelayPatchEvent,

@@ -16,7 +16,7 @@ import { OtlpReceiver, type ReceivedSpan } from '../test-support/otlp-receiver.j
 import { eventually } from '../test-support/processes.js';
 import { seedSdkFlags } from '../test-support/sdk-flags.js';
 import { WebhookReceiver } from '../test-support/webhook-receiver.js';
-import { createRelayNode } from '../relay/relay-node.js';
+import { createRelayNode } from '../node/relay-node.js';
 import { startTelemetry, type Telemetry } from './tracing.js';
 
 const project = '/api/v1/orgs/acme/projects/web';

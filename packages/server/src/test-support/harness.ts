@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { v7 } from 'uuid';
-import { createVexil, type Vexil } from '../app.js';
+import { createVexil, type Vexil } from '../node/full-node.js';
 import { generateSecret, hashSecret } from '../auth/secrets.js';
 import { issueToken } from '../auth/tokens.js';
 import type { Clock } from '../clock.js';

@@ -1,4 +1,4 @@
-import { createVexil } from '../app.js';
+import { createVexil } from '../node/full-node.js';
 import { testConfig } from './harness.js';
 
 export const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;

@@ -1,7 +1,7 @@
 import { Webhook as SvixWebhook } from 'svix';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createVexil } from '../app.js';
+import { createVexil } from '../node/full-node.js';
 import type { Config } from '../config.js';
 import { openDatabase, type Dialect } from '../db/database.js';
 import {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createVexil } from '../app.js';
+import { createVexil } from '../node/full-node.js';
 import { clientSecretBinding } from '../auth/oidc.js';
 import { ConfigError } from '../config.js';
 import { openDatabase } from '../db/database.js';

@@ -5,16 +5,16 @@ import type { Config } from '../config.js';
 import { SnapshotCopies } from '../evaluation/snapshot-copies.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { App } from '../http/app-instance.js';
-import { registerEvaluationRole } from '../node/evaluation-role.js';
-import { answerUnknownRoutes, createHttpApp } from '../node/http-app.js';
-import { NodeLife } from '../node/node-life.js';
+import { registerEvaluationRole } from './evaluation-role.js';
+import { answerUnknownRoutes, createHttpApp } from './http-app.js';
+import { NodeLife } from './node-life.js';
 import { registerNodeOpsRoutes, type NodeHealth } from '../ops/routes.js';
 import { UsageAggregator } from '../usage/aggregator.js';
 import { ExposureRecorder } from '../usage/exposures.js';
-import { registerDownstreamRoutes } from './downstream.js';
-import { UpstreamFollower, type UpstreamProblem } from './upstream-follower.js';
-import { UpstreamSource } from './upstream-source.js';
-import { UpstreamBackingOff, UpstreamUsageStore } from './upstream-usage.js';
+import { registerDownstreamRoutes } from '../relay/downstream.js';
+import { UpstreamFollower, type UpstreamProblem } from '../relay/upstream-follower.js';
+import { UpstreamSource } from '../relay/upstream-source.js';
+import { UpstreamBackingOff, UpstreamUsageStore } from '../relay/upstream-usage.js';
 
 /** A running relay (`vexil relay`, design record 044). */
 export interface VexilRelay {
