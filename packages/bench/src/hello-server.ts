@@ -11,8 +11,14 @@
  * Events response open, and `POST /broadcast` writes its body as one `put` event (with an
  * increasing id) to every open stream, then answers 204 — the same work Vexil's stream does
  * after a change, minus reading and serializing the configuration.
+ *
+ * Given a directory as a third argument, the `node:http` flavour also answers `POST /answer/<name>`
+ * with the bytes of the file `<name>` there once it has read the request's body: the ceiling of
+ * an evaluation route that sends those bytes (`bench:client-scale`).
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
 import Fastify from 'fastify';
 
 const HELLO = { hello: 'world' };
@@ -24,6 +30,13 @@ if (!Number.isInteger(port) || port <= 0 || !['fastify', 'node'].includes(flavou
   process.exit(1);
 }
 
+/** The answers of `POST /answer/<name>`, by name. */
+const answers = new Map<string, Buffer>();
+const answersDirectory = process.argv[4];
+if (answersDirectory !== undefined)
+  for (const name of readdirSync(answersDirectory))
+    answers.set(`/answer/${name}`, readFileSync(join(answersDirectory, name)));
+
 const streams = new Set<ServerResponse>();
 let version = 0;
 
@@ -32,6 +45,18 @@ function openStream(request: IncomingMessage, response: ServerResponse): void {
   response.write(`event: put\nid: ${version}\ndata: {}\n\n`);
   streams.add(response);
   request.once('close', () => streams.delete(response));
+}
+
+/** Reads the body, then sends `answer` as JSON, as an evaluation route does. */
+function sendAnswer(request: IncomingMessage, response: ServerResponse, answer: Buffer): void {
+  request.resume();
+  request.once('end', () => {
+    response.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': answer.length,
+    });
+    response.end(answer);
+  });
 }
 
 function broadcast(request: IncomingMessage, response: ServerResponse): void {
@@ -94,6 +119,8 @@ if (flavour === 'fastify') {
     if (request.url === '/stream') openStream(request, response);
     else if (request.url === '/broadcast' && request.method === 'POST')
       broadcast(request, response);
+    else if (answers.has(request.url ?? ''))
+      sendAnswer(request, response, answers.get(request.url ?? '') as Buffer);
     else {
       response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
       response.end(body);

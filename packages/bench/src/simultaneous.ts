@@ -34,7 +34,7 @@
  * Needs Linux (`taskset`, `/proc`), `wrk` and two cores. Prints every round, then for each pair
  * of routes the median over the pairs of processes.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -56,22 +56,16 @@ import {
 } from './seed.js';
 import { required } from './required.js';
 import { bootstrap, CLI, HELLO_SERVER, nodeEnvironment } from './service.js';
+import { measurePair, startPinned, type PinnedServer } from './pinned-pair.js';
 import { median } from './statistics.js';
-import { runWrk, type LoadScenario } from './wrk.js';
+import type { LoadScenario } from './wrk.js';
 
-const SERVER_CORE = 1;
-const LOAD_CORE = 0;
 /**
  * Fresh processes per measurement: one pair of processes keeps its ratio from round to round,
  * but two fresh pairs of the same builds differ by up to 20% (design record 029), so the
  * verdict is the median over several pairs of processes.
  */
 const PROCESS_PAIRS = Number(process.env.VEXIL_BENCH_PROCESS_PAIRS ?? 3);
-const ROUNDS = 3;
-const SECONDS = 5;
-const CONNECTIONS = 50;
-/** Linux reports process CPU time in clock ticks of 1/100 s. */
-const MICROSECONDS_PER_TICK = 10_000;
 /**
  * Node.js and V8 options for the Vexil processes (space-separated), to compare process modes
  * (design record 031): e.g. `--use-largepages=silent`, or fixed `--hash-seed` and `--random-seed`.
@@ -81,78 +75,6 @@ const NODE_FLAGS = (process.env.VEXIL_BENCH_NODE_FLAGS ?? '').split(' ').filter(
 const BASELINE_CLI = process.env.VEXIL_BENCH_BASELINE_CLI;
 /** The share of evaluations the current build records as OpenTelemetry events, if it traces. */
 const CURRENT_OTEL_SAMPLE = process.env.VEXIL_BENCH_CURRENT_OTEL_SAMPLE;
-
-/** A server pinned to {@link SERVER_CORE}, and where it answers. */
-interface PinnedServer {
-  service: Service;
-  baseUrl: string;
-}
-
-/** CPU time (user + system) used so far by process `pid`, in microseconds. */
-async function cpuMicroseconds(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * MICROSECONDS_PER_TICK;
-}
-
-function startPinned(args: string[], env: Record<string, string>, port: number): PinnedServer {
-  // taskset replaces itself with node, so the child's pid is the server's.
-  const service = startService(
-    'taskset',
-    ['-c', String(SERVER_CORE), process.execPath, ...args],
-    env,
-  );
-  return { service, baseUrl: `http://127.0.0.1:${port}` };
-}
-
-/**
- * One pair: the reference and Vexil loaded at once, {@link ROUNDS} times.
- * @param options.answersAreErrors the scenario answers 4xx by design, so wrk's error count is
- *   not checked
- * @param options.labels what the rounds call the reference and the measured server
- * @returns the medians of the measured server's throughput and CPU per request relative to the
- *   reference's (above 1: the measured server does less work per request)
- */
-async function measurePair(
-  name: string,
-  reference: { server: PinnedServer; scenario: LoadScenario },
-  vexil: { server: PinnedServer; scenario: LoadScenario },
-  scratchDir: string,
-  options: { answersAreErrors?: boolean; labels?: [string, string] } = {},
-): Promise<{ throughput: number; cpu: number }> {
-  const [referenceLabel, measuredLabel] = options.labels ?? ['bare', 'Vexil'];
-  const load = { connections: CONNECTIONS, scratchDir, cpu: LOAD_CORE };
-  const pids = [reference.server.service.child.pid ?? 0, vexil.server.service.child.pid ?? 0];
-  // Warm-up: both JITs compiled, the snapshot built.
-  await Promise.all([
-    runWrk(reference.server.baseUrl, reference.scenario, { ...load, durationSeconds: 2 }),
-    runWrk(vexil.server.baseUrl, vexil.scenario, { ...load, durationSeconds: 2 }),
-  ]);
-  const ratios: number[] = [];
-  const cpuRatios: number[] = [];
-  for (let round = 1; round <= ROUNDS; round++) {
-    const before = await Promise.all(pids.map(cpuMicroseconds));
-    const [bare, ours] = await Promise.all([
-      runWrk(reference.server.baseUrl, reference.scenario, { ...load, durationSeconds: SECONDS }),
-      runWrk(vexil.server.baseUrl, vexil.scenario, { ...load, durationSeconds: SECONDS }),
-    ]);
-    const after = await Promise.all(pids.map(cpuMicroseconds));
-    if (!options.answersAreErrors && (bare.errors > 0 || ours.errors > 0))
-      throw new Error(
-        `${name}: errors (${bare.errors} ${referenceLabel}, ${ours.errors} ${measuredLabel})`,
-      );
-    const bareCpu = ((after[0] ?? 0) - (before[0] ?? 0)) / bare.requests;
-    const ourCpu = ((after[1] ?? 0) - (before[1] ?? 0)) / ours.requests;
-    ratios.push(ours.requestsPerSecond / bare.requestsPerSecond);
-    cpuRatios.push(bareCpu / ourCpu);
-    console.log(
-      `${name}, round ${round}: ${referenceLabel} ${Math.round(bare.requestsPerSecond)} req/s ` +
-        `(${bareCpu.toFixed(1)} µs CPU each), ${measuredLabel} ` +
-        `${Math.round(ours.requestsPerSecond)} req/s ` +
-        `(${ourCpu.toFixed(1)} µs) → ratio ${(ratios.at(-1) ?? 0).toFixed(2)}`,
-    );
-  }
-  return { throughput: median(ratios), cpu: median(cpuRatios) };
-}
 
 const list = (values: number[]) => values.map((value) => value.toFixed(2)).join(', ');
 

@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import {
-  evaluateAll,
   evaluateFlag,
+  evaluateSelected,
+  selectFlags,
   flagMetadata,
   hasRolloutFallthrough,
   isStaticFlag,
@@ -100,7 +101,7 @@ function ofrepReason(snapshot: Snapshot, result: EvaluationResult): string {
 }
 
 /** Maps an engine result to OFREP (design records 009 and 020). */
-function toOfrep(snapshot: Snapshot, result: EvaluationResult): OfrepSuccess | OfrepFailure {
+export function toOfrep(snapshot: Snapshot, result: EvaluationResult): OfrepSuccess | OfrepFailure {
   const { key } = result;
   if (result.errorCode === 'FLAG_NOT_FOUND')
     return { key, errorCode: 'FLAG_NOT_FOUND', errorDetails: notFound(key).message };
@@ -135,6 +136,106 @@ function toOfrep(snapshot: Snapshot, result: EvaluationResult): OfrepSuccess | O
     reason: ofrepReason(snapshot, result),
     variant: result.variation,
     ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+  };
+}
+
+/**
+ * One outcome a flag has been served with in bulk answers, and its serialized entry: what
+ * {@link toOfrep} gives, as JSON with the comma that separates it from the entry before. A flag's
+ * entry depends only on the outcome (the value is the variation's), and a flag has few outcomes,
+ * so each is serialized once per snapshot (design record 062).
+ */
+interface OfrepEntry {
+  result: Pick<
+    EvaluationResult,
+    'variation' | 'reason' | 'ruleId' | 'prerequisiteKey' | 'errorCode'
+  >;
+  bytes: Buffer;
+  /** Whether the entry is an evaluation success, which counts as served. */
+  success: boolean;
+  /** 32 bits of a digest of {@link bytes}, twice: what the answer's ETag is mixed from. */
+  digest: [number, number];
+}
+
+/** Per snapshot, each flag's entries by position in the compiled environment. */
+const bulkEntries = new WeakMap<Snapshot, (OfrepEntry[] | undefined)[]>();
+/** Per snapshot, every flag's position: what a server key's bulk answer evaluates. */
+const everyFlag = new WeakMap<Snapshot, number[]>();
+
+function bulkEntry(snapshot: Snapshot, position: number, result: EvaluationResult): OfrepEntry {
+  let byFlag = bulkEntries.get(snapshot);
+  if (!byFlag) bulkEntries.set(snapshot, (byFlag = []));
+  const served = (byFlag[position] ??= []);
+  for (const entry of served) {
+    const held = entry.result;
+    if (
+      held.variation === result.variation &&
+      held.reason === result.reason &&
+      held.ruleId === result.ruleId &&
+      held.prerequisiteKey === result.prerequisiteKey &&
+      held.errorCode === result.errorCode
+    )
+      return entry;
+  }
+  const answer = toOfrep(snapshot, result);
+  const bytes = Buffer.from(`,${JSON.stringify(answer)}`);
+  const digest = hash('sha1', bytes, 'buffer');
+  const entry: OfrepEntry = {
+    result: {
+      variation: result.variation,
+      reason: result.reason,
+      ruleId: result.ruleId,
+      prerequisiteKey: result.prerequisiteKey,
+      errorCode: result.errorCode,
+    },
+    bytes,
+    success: !isFailure(answer),
+    digest: [digest.readUInt32LE(0), digest.readUInt32LE(4)],
+  };
+  served.push(entry);
+  return entry;
+}
+
+const BULK_START = Buffer.from('{"flags":[');
+
+/**
+ * The OFREP bulk answer for a context: `{"flags":[…],"eventStreams":…}`, each flag's cached
+ * entry copied into one buffer, the same bytes as `JSON.stringify` of the mapped results. Its
+ * ETag is mixed from the entries' digests and the event streams, so it changes exactly when
+ * the answer's bytes do, on every node alike, without hashing the answer per request.
+ */
+export function ofrepBulkAnswer(
+  snapshot: Snapshot,
+  positions: readonly number[],
+  context: EvaluationContext,
+  eventStreams: string,
+): { body: Buffer; etag: string; results: EvaluationResult[]; served: EvaluationResult[] } {
+  const results = evaluateSelected(snapshot.compiled, context, positions);
+  const entries = results.map((result, i) => bulkEntry(snapshot, positions[i] as number, result));
+  const end = Buffer.from(`],"eventStreams":${eventStreams}}`);
+  const streamsDigest = hash('sha1', eventStreams, 'buffer');
+  // Two 32-bit FNV-1a-style lanes over the entries' digests, in order.
+  let high = streamsDigest.readUInt32LE(0);
+  let low = streamsDigest.readUInt32LE(4);
+  let length = BULK_START.length + end.length - (entries.length > 0 ? 1 : 0);
+  for (const entry of entries) {
+    length += entry.bytes.length;
+    high = Math.imul(high ^ entry.digest[0], 0x01000193);
+    low = Math.imul(low ^ entry.digest[1], 0x5bd1e995);
+  }
+  const body = Buffer.allocUnsafe(length);
+  let at = BULK_START.copy(body, 0);
+  for (let i = 0; i < entries.length; i++)
+    at += (entries[i] as OfrepEntry).bytes.copy(body, at, i === 0 ? 1 : 0);
+  end.copy(body, at);
+  const tag = Buffer.alloc(8);
+  tag.writeUInt32LE(high >>> 0, 0);
+  tag.writeUInt32LE(low >>> 0, 4);
+  return {
+    body,
+    etag: `"${tag.toString('base64url')}"`,
+    results,
+    served: results.filter((_, i) => (entries[i] as OfrepEntry).success),
   };
 }
 
@@ -263,6 +364,8 @@ export function registerOfrepApi(
   async function authorize(request: FastifyRequest): Promise<{
     snapshot: Snapshot;
     visible: (flagKey: string) => boolean;
+    /** The positions of the flags the key sees, in configuration order. */
+    positions: () => readonly number[];
     eventStreams: () => OfrepEventStream[];
   }> {
     const apiKey = request.headers['x-api-key'];
@@ -272,26 +375,26 @@ export function registerOfrepApi(
     const clientKeys = snapshot.clientSideKeys;
     const visible =
       type === 'ServerSide' ? () => true : (flagKey: string) => clientKeys.has(flagKey);
+    const positions = () => {
+      if (type !== 'ServerSide') return snapshot.clientFlags;
+      let every = everyFlag.get(snapshot);
+      if (!every) everyFlag.set(snapshot, (every = selectFlags(snapshot.compiled)));
+      return every;
+    };
     const eventStreams = () => ofrepEventStreams(type, sdkKeyOf(credential ?? ''));
-    return { snapshot, visible, eventStreams };
+    return { snapshot, visible, positions, eventStreams };
   }
 
+  /** Counts served evaluations (results with a variation) unless the caller reports its own. */
   function recordServed(
     request: FastifyRequest,
     snapshot: Snapshot,
-    results: OfrepSuccess[],
+    results: readonly EvaluationResult[],
     context: EvaluationContext,
   ) {
     if (reportsOwnEvaluations(request)) return;
     const nowMs = services.clock.now().getTime();
-    for (const result of results)
-      services.usage.recordEvaluation(
-        snapshot.environmentId,
-        result.key,
-        result.variant,
-        nowMs,
-        context,
-      );
+    services.usage.recordEvaluations(snapshot.environmentId, results, nowMs, context);
   }
 
   app.post(
@@ -323,7 +426,7 @@ export function registerOfrepApi(
           response.errorDetails,
         );
       }
-      recordServed(request, snapshot, [response], context);
+      recordServed(request, snapshot, [result], context);
       return reply.type('application/json').send(response);
     },
   );
@@ -339,24 +442,20 @@ export function registerOfrepApi(
       },
     },
     async (request, reply) => {
-      const { snapshot, visible, eventStreams } = await authorize(request);
+      const { snapshot, positions, eventStreams } = await authorize(request);
       const context = request.body.context ?? {};
-      const results = evaluateAll(snapshot.compiled, context, visible);
-      if (evaluationEvents !== null)
-        evaluationEvents.record(request.headers, snapshot, context, () => Object.values(results));
-      const flags = Object.values(results).map((result) => toOfrep(snapshot, result));
       // OFREP event streams (ADR-0008, design record 052): where the provider hears of changes.
-      const body = JSON.stringify({ flags, eventStreams: eventStreams() });
-      // The ETag covers the answer itself, so it changes exactly when what this context sees does.
-      const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+      const { body, etag, results, served } = ofrepBulkAnswer(
+        snapshot,
+        positions(),
+        context,
+        JSON.stringify(eventStreams()),
+      );
+      if (evaluationEvents !== null)
+        evaluationEvents.record(request.headers, snapshot, context, () => results);
       void reply.header('etag', etag).header('cache-control', 'no-cache');
       if (matchesEtag(request.headers['if-none-match'], etag)) return reply.status(304).send();
-      recordServed(
-        request,
-        snapshot,
-        flags.filter((flag): flag is OfrepSuccess => !isFailure(flag)),
-        context,
-      );
+      recordServed(request, snapshot, served, context);
       return reply.type('application/json').send(body);
     },
   );

@@ -22,8 +22,8 @@ import { activeKeyHashes } from './sdk-keys.js';
 import type { CopiedConfiguration, CopiedKey, SnapshotCopies } from './snapshot-copies.js';
 
 /**
- * One outcome a client-visible flag has been served with, and its serialized `"key":{...}` entry
- * as UTF-8. A flag's entry depends only on its variation, reason and prerequisite (the value is
+ * One outcome a client-visible flag has been served with, and its serialized `,"key":{...}` entry
+ * as UTF-8 (with the comma that separates it from the entry before). A flag's entry depends only on its variation, reason and prerequisite (the value is
  * the variation's), and a flag has few of those, so each is serialized once per snapshot.
  */
 export interface ServedEntry {

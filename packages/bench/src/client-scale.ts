@@ -1,0 +1,230 @@
+/**
+ * `npm run bench:client-scale`: client evaluate and OFREP bulk evaluation as the flag set grows
+ * (issue 49), by the simultaneous method (pinned-pair.ts): each route of the full node and of a
+ * relay is loaded at the same moment as a bare `node:http` server that reads the body and sends
+ * the same bytes, both pinned to one core, `wrk` on the other.
+ *
+ * The configuration is the shape of Unleash Edge's published benchmark: Boolean flags, every one
+ * client-visible, each with one rule of two conditions (`country` in two values and `plan` in
+ * one), at 20, 350 and 2,000 flags (one project each). Every request carries another user, so no
+ * answer repeats. The ratio is Vexil's throughput over the bare server's; the issue's target at
+ * 350 flags is 0.4, on the full node and on the relay. Absolute figures are printed beside it
+ * (Edge publishes 6,900 requests/s on one CPU for its 350-flag set).
+ *
+ * `VEXIL_BENCH_CLIENT_SCALE_FLAGS` (e.g. `350`) measures fewer flag counts.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import process from 'node:process';
+import { sqliteDatabase } from './databases.js';
+import { measurePair, startPinned, type PinnedServer } from './pinned-pair.js';
+import { freePort, waitUntilAnswering, withCleanup } from './processes.js';
+import { createRelayKey } from './relay.js';
+import { ENVIRONMENT, forEachConcurrently, ManagementClient } from './seed.js';
+import { bootstrap, CLI, HELLO_SERVER, nodeEnvironment } from './service.js';
+import type { LoadScenario } from './wrk.js';
+
+const FLAG_COUNTS = (process.env.VEXIL_BENCH_CLIENT_SCALE_FLAGS ?? '20,350,2000')
+  .split(',')
+  .map(Number);
+const CONTEXTS = 500;
+const SEED_CONCURRENCY = 8;
+const COUNTRIES = ['NL', 'DE', 'FR', 'US', 'GB'];
+const PLANS = ['free', 'pro', 'enterprise'];
+
+/** One seeded project: its client key and its flag count. */
+interface ScaleProject {
+  flagCount: number;
+  clientKey: string;
+}
+
+/** Seeds project `scale-<n>` with `n` flags of the benchmark's shape, on in production. */
+async function seedProject(client: ManagementClient, flagCount: number): Promise<ScaleProject> {
+  const project = `/projects/scale-${flagCount}`;
+  await client.create('/projects', { key: `scale-${flagCount}`, name: `${flagCount} flags` });
+  const keys = Array.from({ length: flagCount }, (_, index) => `flag-${index}`);
+  await forEachConcurrently(keys, SEED_CONCURRENCY, async (key) => {
+    const flag = await client.create(`${project}/flags`, { key, clientSideVisible: true });
+    const variations = flag.variations as { id: string; key: string }[];
+    const on = variations.find((variation) => variation.key === 'true')?.id;
+    const environment = `${project}/flags/${key}/environments/${ENVIRONMENT}`;
+    await client.create(`${environment}/rules`, {
+      variationId: on,
+      conditionGroups: [
+        {
+          operator: 'And',
+          conditions: [
+            { attribute: 'country', operator: 'In', values: ['NL', 'DE'] },
+            { attribute: 'plan', operator: 'In', values: ['pro'] },
+          ],
+        },
+      ],
+    });
+    await client.create(`${environment}/toggle`, { enabled: true }, 204);
+  });
+  const clientKey = await client.create(`${project}/environments/${ENVIRONMENT}/sdk-keys`, {
+    name: 'bench client',
+    type: 'ClientSide',
+  });
+  return { flagCount, clientKey: String(clientKey.key) };
+}
+
+/** The users of the requests: each request another `userId`, attributes in rotation. */
+const users = Array.from({ length: CONTEXTS }, (_, index) => ({
+  country: COUNTRIES[index % COUNTRIES.length] ?? 'NL',
+  plan: PLANS[index % PLANS.length] ?? 'pro',
+  id: `user-${index}`,
+}));
+
+/** The two routes measured, as scenarios for Vexil (`baseUrl` is the node's or the relay's). */
+function routes(project: ScaleProject): { name: string; scenario: LoadScenario }[] {
+  const headers = { authorization: project.clientKey, 'content-type': 'application/json' };
+  return [
+    {
+      name: 'client evaluate',
+      scenario: {
+        method: 'POST',
+        path: '/v1/client/evaluate',
+        headers,
+        bodies: users.map(({ id, country, plan }) =>
+          JSON.stringify({ context: { userId: id, country, plan } }),
+        ),
+      },
+    },
+    {
+      name: 'OFREP bulk',
+      scenario: {
+        method: 'POST',
+        path: '/ofrep/v1/evaluate/flags',
+        headers,
+        bodies: users.map(({ id, country, plan }) =>
+          JSON.stringify({ context: { targetingKey: id, country, plan } }),
+        ),
+      },
+    },
+  ];
+}
+
+/** What `scenario`'s first request answers at `baseUrl`: the bytes the bare server will send. */
+async function answerBytes(baseUrl: string, scenario: LoadScenario): Promise<Buffer> {
+  const response = await fetch(`${baseUrl}${scenario.path}`, {
+    method: 'POST',
+    headers: scenario.headers,
+    body: scenario.bodies[0] ?? '',
+  });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  if (response.status !== 200)
+    throw new Error(`${scenario.path} answered ${response.status}: ${bytes.toString()}`);
+  return bytes;
+}
+
+interface Figure {
+  flagCount: number;
+  route: string;
+  server: 'full node' | 'relay';
+  answerBytes: number;
+  throughput: number;
+  cpu: number;
+  /** Vexil's CPU per request, in microseconds. */
+  cpuMicroseconds: number;
+}
+
+async function main(): Promise<void> {
+  const scratchDir = await mkdtemp(join(tmpdir(), 'vexil-client-scale-'));
+  const answersDir = join(scratchDir, 'answers');
+  const servers: PinnedServer[] = [];
+  await withCleanup(
+    async () => {
+      await Promise.all(servers.map((server) => server.service.stop()));
+      await rm(scratchDir, { recursive: true, force: true });
+    },
+    async () => {
+      const database = sqliteDatabase(scratchDir, 'client-scale');
+      const token = await bootstrap(database);
+      const nodePort = await freePort();
+      const node = startPinned(
+        [CLI, 'serve'],
+        { ...nodeEnvironment(database), VEXIL_PORT: String(nodePort) },
+        nodePort,
+      );
+      servers.push(node);
+      await waitUntilAnswering(`${node.baseUrl}/healthz`, node.service);
+      const client = new ManagementClient(node.baseUrl, token);
+      const projects: ScaleProject[] = [];
+      for (const flagCount of FLAG_COUNTS) projects.push(await seedProject(client, flagCount));
+      console.log(`seeded ${FLAG_COUNTS.join(', ')} flags`);
+
+      const relayPort = await freePort();
+      const relay = startPinned(
+        [CLI, 'relay', '--upstream', node.baseUrl, '--port', String(relayPort)],
+        {
+          VEXIL_RELAY_KEY: await createRelayKey(client),
+          VEXIL_HOST: '127.0.0.1',
+          VEXIL_LOG_LEVEL: 'warn',
+          VEXIL_RATE_LIMIT: '100000000',
+        },
+        relayPort,
+      );
+      servers.push(relay);
+      await waitUntilAnswering(`${relay.baseUrl}/readyz`, relay.service);
+
+      // The bare server's answers: the node's bytes for each route's first request.
+      await mkdir(answersDir);
+      for (const project of projects)
+        for (const route of routes(project))
+          await writeFile(
+            join(answersDir, `${project.flagCount}-${route.name.replace(' ', '-')}`),
+            await answerBytes(node.baseUrl, route.scenario),
+          );
+      const barePort = await freePort();
+      const bare = startPinned([HELLO_SERVER, String(barePort), 'node', answersDir], {}, barePort);
+      servers.push(bare);
+      await waitUntilAnswering(`${bare.baseUrl}/hello`, bare.service);
+
+      const figures: Figure[] = [];
+      for (const project of projects) {
+        for (const route of routes(project)) {
+          const answerName = `${project.flagCount}-${route.name.replace(' ', '-')}`;
+          const reference = {
+            server: bare,
+            scenario: { ...route.scenario, path: `/answer/${answerName}` },
+          };
+          const size = (await answerBytes(node.baseUrl, route.scenario)).length;
+          for (const [label, server] of [
+            ['full node', node],
+            ['relay', relay],
+          ] as const) {
+            const name = `${route.name}, ${project.flagCount} flags, ${label}`;
+            const measured = await measurePair(
+              name,
+              reference,
+              { server, scenario: route.scenario },
+              scratchDir,
+            );
+            figures.push({
+              flagCount: project.flagCount,
+              route: route.name,
+              server: label,
+              answerBytes: size,
+              ...measured,
+            });
+          }
+        }
+      }
+      // Requests per second of one core: what Vexil would answer alone on it.
+      console.log(
+        '\nflags  route            server     answer     throughput ratio  CPU ratio  req/s per core',
+      );
+      for (const figure of figures)
+        console.log(
+          `${String(figure.flagCount).padStart(5)}  ${figure.route.padEnd(15)}  ` +
+            `${figure.server.padEnd(9)}  ${(figure.answerBytes / 1024).toFixed(1).padStart(6)} KB` +
+            `  ${figure.throughput.toFixed(2).padStart(16)}  ${figure.cpu.toFixed(2).padStart(9)}` +
+            `  ${Math.round(1e6 / figure.cpuMicroseconds).toString().padStart(14)}`,
+        );
+    },
+  );
+}
+
+await main();
