@@ -7,6 +7,7 @@ import { parseJsonBody } from '../http/json-body.js';
 import { logRequest, logsDebug } from '../http/logging.js';
 import { checkJsonLimits } from '../http/request-limits.js';
 import { NO_SNIFF } from '../http/response-headers.js';
+import { compressedAnswer, COMPRESS_FROM_BYTES } from './answer-compression.js';
 import { BROWSER_CALL_HEADERS } from './cors.js';
 import { problemBody, problemFor } from './problem.js';
 
@@ -147,8 +148,12 @@ function validBody(route: LeanRoute, text: string): unknown {
   return body;
 }
 
-/** Sends a 200 JSON answer; returns its status. */
-function send(request: IncomingMessage, response: ServerResponse, body: string | Buffer): number {
+/**
+ * Sends a 200 JSON answer, compressed when it is large and the client accepts it; returns its
+ * status.
+ */
+function send(request: IncomingMessage, response: ServerResponse, answer: string | Buffer): number {
+  const { body, encoding } = compressedAnswer(request, answer);
   // A flat list of names and values is the cheapest form of headers for Node to write.
   const headers = [
     'content-type',
@@ -157,6 +162,8 @@ function send(request: IncomingMessage, response: ServerResponse, body: string |
     String(Buffer.byteLength(body)),
     ...NO_SNIFF,
   ];
+  if (answer.length >= COMPRESS_FROM_BYTES) headers.push('vary', 'accept-encoding');
+  if (encoding !== undefined) headers.push('content-encoding', encoding);
   if (request.headers.origin !== undefined) headers.push(...BROWSER_CALL_HEADERS);
   response.writeHead(200, headers);
   response.end(body);

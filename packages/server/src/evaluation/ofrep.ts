@@ -19,6 +19,7 @@ import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
 import { fieldProblems, validationSummary } from '../http/validation-messages.js';
 import type { EvaluationServices } from '../services.js';
 import { evaluationEvents } from '../telemetry/evaluation-events.js';
+import { compressedAnswer, COMPRESS_FROM_BYTES } from './answer-compression.js';
 import { ofrepEventStreams, type OfrepEventStream } from './ofrep-events.js';
 import {
   notAnSdkKeyDetail,
@@ -453,10 +454,16 @@ export function registerOfrepApi(
       );
       if (evaluationEvents !== null)
         evaluationEvents.record(request.headers, snapshot, context, () => results);
-      void reply.header('etag', etag).header('cache-control', 'no-cache');
-      if (matchesEtag(request.headers['if-none-match'], etag)) return reply.status(304).send();
+      void reply.header('cache-control', 'no-cache');
+      if (body.length >= COMPRESS_FROM_BYTES) void reply.header('vary', 'accept-encoding');
+      if (matchesEtag(request.headers['if-none-match'], etag))
+        return reply.header('etag', etag).status(304).send();
       recordServed(request, snapshot, served, context);
-      return reply.type('application/json').send(body);
+      const compressed = compressedAnswer(request.raw, body);
+      // A compressed answer is another representation: its ETag is the answer's, weak.
+      if (compressed.encoding === undefined) void reply.header('etag', etag);
+      else void reply.header('etag', `W/${etag}`).header('content-encoding', compressed.encoding);
+      return reply.type('application/json').send(compressed.body);
     },
   );
 }
