@@ -1,0 +1,110 @@
+/**
+ * `npm run bench:fragment-memory` (issue 49, design record 062): the memory the bulk answers'
+ * prepared fragments hold at 10,000 flags × 10 environments.
+ *
+ * Builds ten snapshots of 10,000 client-visible flags each (the shape of `bench:client-scale`:
+ * one two-condition rule, and every tenth flag a 50/50 rollout, so that a flag is served up to
+ * three outcomes), then answers client evaluate and OFREP bulk for varied contexts in every
+ * environment until each flag has been served every outcome it has. Reported: the V8 heap after
+ * a full collection before the answers and after, and the fragments held.
+ */
+import process from 'node:process';
+import type { EvaluationContext, SdkFlag } from '@vexil/engine';
+import { clientFlagsBody } from '@vexil/server/dist/evaluation/client-flags.js';
+import { ofrepBulkAnswer } from '@vexil/server/dist/evaluation/ofrep.js';
+import { snapshotFromCopy, type Snapshot } from '@vexil/server/dist/evaluation/snapshots.js';
+
+const FLAGS = 10_000;
+const ENVIRONMENTS = 10;
+const CONTEXTS = 40;
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('run with node --expose-gc');
+const heapMiB = () => {
+  gc();
+  return process.memoryUsage().heapUsed / 1024 / 1024;
+};
+
+const flag = (i: number): SdkFlag => ({
+  key: `flag-${i}`,
+  version: 1,
+  type: 'Boolean',
+  enabled: true,
+  variations: [
+    { key: 'true', value: true },
+    { key: 'false', value: false },
+  ],
+  rules: [
+    {
+      id: `rule-${i}`,
+      priority: 0,
+      conditionGroups: [
+        {
+          operator: 'And',
+          conditions: [
+            { attribute: 'country', operator: 'In', values: ['NL', 'DE'], negate: false },
+            { attribute: 'plan', operator: 'In', values: ['pro'], negate: false },
+          ],
+        },
+      ],
+      serve: { type: 'Fixed', variation: 'true' },
+    },
+  ],
+  fallthrough:
+    i % 10 === 0
+      ? {
+          type: 'Rollout',
+          variations: [
+            { key: 'true', weight: 50_000 },
+            { key: 'false', weight: 50_000 },
+          ],
+        }
+      : { type: 'Fixed', variation: 'false' },
+  offVariation: 'false',
+  prerequisites: [],
+});
+
+const flags = Array.from({ length: FLAGS }, (_, i) => flag(i));
+const snapshots: Snapshot[] = [];
+for (let e = 0; e < ENVIRONMENTS; e++)
+  snapshots.push(
+    await snapshotFromCopy({
+      environmentId: `environment-${e}`,
+      organizationId: 'org',
+      projectId: 'project',
+      clientSideKeys: flags.map((f) => f.key),
+      configuration: { environment: `environment-${e}`, version: 1, flags, segments: [] },
+    }),
+  );
+const contexts: EvaluationContext[] = Array.from({ length: CONTEXTS }, (_, i) => ({
+  userId: `user-${i}`,
+  targetingKey: `user-${i}`,
+  country: ['NL', 'FR'][i % 2],
+  plan: ['pro', 'free'][Math.floor(i / 2) % 2],
+}));
+// Compile every flag first, so the heap before holds the snapshots as they serve, fragments aside.
+for (const snapshot of snapshots) clientFlagsBody(snapshot, {}, null);
+for (const snapshot of snapshots) snapshot.clientEntries.forEach((entries) => (entries.length = 0));
+const before = heapMiB();
+const streams = JSON.stringify([]);
+for (const snapshot of snapshots)
+  for (const context of contexts) {
+    clientFlagsBody(snapshot, context, null);
+    ofrepBulkAnswer(snapshot, snapshot.clientFlags, context, streams);
+  }
+const after = heapMiB();
+const fragments = snapshots.reduce(
+  (sum, snapshot) => sum + snapshot.clientEntries.reduce((n, entries) => n + entries.length, 0),
+  0,
+);
+console.log(
+  JSON.stringify({
+    flags: FLAGS,
+    environments: ENVIRONMENTS,
+    heapBeforeMiB: Number(before.toFixed(1)),
+    heapAfterMiB: Number(after.toFixed(1)),
+    fragmentsMiB: Number((after - before).toFixed(1)),
+    clientFragments: fragments,
+    bytesPerFlagAndEnvironment: Math.round(((after - before) * 1024 * 1024) / FLAGS / ENVIRONMENTS),
+  }),
+);
