@@ -114,7 +114,7 @@ async function snapshotOf(configuration: SdkConfiguration, clientSide: string[])
     organizationId: 'org',
     projectId: 'project',
     clientSideKeys: clientSide,
-    configuration,
+    configuration: { ...configuration, environment: configuration.environment ?? 'production' },
   });
 }
 

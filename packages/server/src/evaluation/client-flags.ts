@@ -85,7 +85,7 @@ export function evaluateClientFlags(
  * The serialized entry of the `i`-th client-visible flag's result, cached in the snapshot:
  * `,"key":{…}`, with the comma that separates it from the entry before.
  */
-function servedEntry(snapshot: Snapshot, i: number, result: EvaluationResult): Buffer {
+function servedEntry(snapshot: Snapshot, i: number, result: EvaluationResult): ServedEntry {
   const served = snapshot.clientEntries[i] as ServedEntry[];
   // Compared by identity in the common case: variation keys are the compiled configuration's
   // strings and reasons are constants.
@@ -95,18 +95,18 @@ function servedEntry(snapshot: Snapshot, i: number, result: EvaluationResult): B
       entry.reason === result.reason &&
       entry.prerequisiteKey === result.prerequisiteKey
     )
-      return entry.bytes;
+      return entry;
   }
-  const bytes = Buffer.from(
-    `,${JSON.stringify(result.key)}:${JSON.stringify(clientResult(result))}`,
-  );
-  served.push({
+  const entry: ServedEntry = {
     variation: result.variation,
     reason: result.reason,
     prerequisiteKey: result.prerequisiteKey,
-    bytes,
-  });
-  return bytes;
+    ...snapshot.clientFragments.add(
+      `,${JSON.stringify(result.key)}:${JSON.stringify(clientResult(result))}`,
+    ),
+  };
+  served.push(entry);
+  return entry;
 }
 
 const BODY_START = Buffer.from('{"flags":{');
@@ -129,12 +129,13 @@ export function clientFlagsBody(
   const entries = results.map((result, i) => servedEntry(snapshot, i, result));
   // The first entry goes without its comma.
   let length = BODY_START.length + BODY_END.length - (entries.length > 0 ? 1 : 0);
-  for (const entry of entries) length += entry.length;
+  for (const entry of entries) length += entry.end - entry.start;
   const body = Buffer.allocUnsafe(length);
+  const fragments = snapshot.clientFragments;
   let at = BODY_START.copy(body, 0);
   for (let i = 0; i < entries.length; i++) {
-    const entry = entries[i] as Buffer;
-    at += entry.copy(body, at, i === 0 ? 1 : 0);
+    const { start, end } = entries[i] as ServedEntry;
+    at += fragments.copy(body, at, i === 0 ? start + 1 : start, end);
   }
   BODY_END.copy(body, at);
   return body;

@@ -20,6 +20,7 @@ import { fieldProblems, validationSummary } from '../http/validation-messages.js
 import type { EvaluationServices } from '../services.js';
 import { evaluationEvents } from '../telemetry/evaluation-events.js';
 import { compressedAnswer, COMPRESS_FROM_BYTES } from './answer-compression.js';
+import { FragmentArena } from './fragment-arena.js';
 import { ofrepEventStreams, type OfrepEventStream } from './ofrep-events.js';
 import {
   notAnSdkKeyDetail,
@@ -146,52 +147,65 @@ export function toOfrep(snapshot: Snapshot, result: EvaluationResult): OfrepSucc
  * entry depends only on the outcome (the value is the variation's), and a flag has few outcomes,
  * so each is serialized once per snapshot (design record 062).
  */
-interface OfrepEntry {
-  result: Pick<
-    EvaluationResult,
-    'variation' | 'reason' | 'ruleId' | 'prerequisiteKey' | 'errorCode'
-  >;
-  bytes: Buffer;
+interface OfrepEntry extends Pick<
+  EvaluationResult,
+  'variation' | 'reason' | 'ruleId' | 'prerequisiteKey' | 'errorCode'
+> {
+  /** Where the entry's bytes are in its snapshot's fragments. */
+  start: number;
+  end: number;
   /** Whether the entry is an evaluation success, which counts as served. */
   success: boolean;
-  /** 32 bits of a digest of {@link bytes}, twice: what the answer's ETag is mixed from. */
-  digest: [number, number];
+  /** 64 bits of a digest of its bytes, as two numbers: what the answer's ETag is mixed from. */
+  digestHigh: number;
+  digestLow: number;
 }
 
-/** Per snapshot, each flag's entries by position in the compiled environment. */
-const bulkEntries = new WeakMap<Snapshot, (OfrepEntry[] | undefined)[]>();
+/** Per snapshot, each flag's entries by position in the compiled environment, and their bytes. */
+const bulkEntriesBySnapshot = new WeakMap<
+  Snapshot,
+  { byFlag: (OfrepEntry[] | undefined)[]; fragments: FragmentArena }
+>();
 /** Per snapshot, every flag's position: what a server key's bulk answer evaluates. */
 const everyFlag = new WeakMap<Snapshot, number[]>();
 
-function bulkEntry(snapshot: Snapshot, position: number, result: EvaluationResult): OfrepEntry {
-  let byFlag = bulkEntries.get(snapshot);
-  if (!byFlag) bulkEntries.set(snapshot, (byFlag = []));
+function bulkEntries(snapshot: Snapshot) {
+  let held = bulkEntriesBySnapshot.get(snapshot);
+  if (!held)
+    bulkEntriesBySnapshot.set(snapshot, (held = { byFlag: [], fragments: new FragmentArena() }));
+  return held;
+}
+
+function bulkEntry(
+  { byFlag, fragments }: ReturnType<typeof bulkEntries>,
+  snapshot: Snapshot,
+  position: number,
+  result: EvaluationResult,
+): OfrepEntry {
   const served = (byFlag[position] ??= []);
   for (const entry of served) {
-    const held = entry.result;
     if (
-      held.variation === result.variation &&
-      held.reason === result.reason &&
-      held.ruleId === result.ruleId &&
-      held.prerequisiteKey === result.prerequisiteKey &&
-      held.errorCode === result.errorCode
+      entry.variation === result.variation &&
+      entry.reason === result.reason &&
+      entry.ruleId === result.ruleId &&
+      entry.prerequisiteKey === result.prerequisiteKey &&
+      entry.errorCode === result.errorCode
     )
       return entry;
   }
   const answer = toOfrep(snapshot, result);
-  const bytes = Buffer.from(`,${JSON.stringify(answer)}`);
-  const digest = hash('sha1', bytes, 'buffer');
+  const text = `,${JSON.stringify(answer)}`;
+  const digest = hash('sha1', text, 'buffer');
   const entry: OfrepEntry = {
-    result: {
-      variation: result.variation,
-      reason: result.reason,
-      ruleId: result.ruleId,
-      prerequisiteKey: result.prerequisiteKey,
-      errorCode: result.errorCode,
-    },
-    bytes,
+    variation: result.variation,
+    reason: result.reason,
+    ruleId: result.ruleId,
+    prerequisiteKey: result.prerequisiteKey,
+    errorCode: result.errorCode,
+    ...fragments.add(text),
     success: !isFailure(answer),
-    digest: [digest.readUInt32LE(0), digest.readUInt32LE(4)],
+    digestHigh: digest.readUInt32LE(0),
+    digestLow: digest.readUInt32LE(4),
   };
   served.push(entry);
   return entry;
@@ -212,7 +226,10 @@ export function ofrepBulkAnswer(
   eventStreams: string,
 ): { body: Buffer; etag: string; results: EvaluationResult[]; served: EvaluationResult[] } {
   const results = evaluateSelected(snapshot.compiled, context, positions);
-  const entries = results.map((result, i) => bulkEntry(snapshot, positions[i] as number, result));
+  const held = bulkEntries(snapshot);
+  const entries = results.map((result, i) =>
+    bulkEntry(held, snapshot, positions[i] as number, result),
+  );
   const end = Buffer.from(`],"eventStreams":${eventStreams}}`);
   const streamsDigest = hash('sha1', eventStreams, 'buffer');
   // Two 32-bit FNV-1a-style lanes over the entries' digests, in order.
@@ -220,14 +237,16 @@ export function ofrepBulkAnswer(
   let low = streamsDigest.readUInt32LE(4);
   let length = BULK_START.length + end.length - (entries.length > 0 ? 1 : 0);
   for (const entry of entries) {
-    length += entry.bytes.length;
-    high = Math.imul(high ^ entry.digest[0], 0x01000193);
-    low = Math.imul(low ^ entry.digest[1], 0x5bd1e995);
+    length += entry.end - entry.start;
+    high = Math.imul(high ^ entry.digestHigh, 0x01000193);
+    low = Math.imul(low ^ entry.digestLow, 0x5bd1e995);
   }
   const body = Buffer.allocUnsafe(length);
   let at = BULK_START.copy(body, 0);
-  for (let i = 0; i < entries.length; i++)
-    at += (entries[i] as OfrepEntry).bytes.copy(body, at, i === 0 ? 1 : 0);
+  for (let i = 0; i < entries.length; i++) {
+    const { start, end: fragmentEnd } = entries[i] as OfrepEntry;
+    at += held.fragments.copy(body, at, i === 0 ? start + 1 : start, fragmentEnd);
+  }
   end.copy(body, at);
   const tag = Buffer.alloc(8);
   tag.writeUInt32LE(high >>> 0, 0);

@@ -18,6 +18,7 @@ import {
   type ConfigurationSink,
   type EnvironmentConfiguration,
 } from './sdk-configuration.js';
+import { FragmentArena } from './fragment-arena.js';
 import { activeKeyHashes } from './sdk-keys.js';
 import type { CopiedConfiguration, CopiedKey, SnapshotCopies } from './snapshot-copies.js';
 
@@ -30,7 +31,9 @@ export interface ServedEntry {
   variation: string | null;
   reason: string;
   prerequisiteKey: string | undefined;
-  bytes: Buffer;
+  /** Where the entry's bytes are in the snapshot's {@link Snapshot.clientFragments}. */
+  start: number;
+  end: number;
 }
 
 /** One environment's configuration, compiled and serialized once per version. */
@@ -64,6 +67,8 @@ export interface Snapshot {
    * prerequisites.
    */
   clientEntries: ServedEntry[][];
+  /** The bytes of {@link clientEntries}. */
+  clientFragments: FragmentArena;
 }
 
 /**
@@ -395,6 +400,7 @@ function compileSnapshot(
     clientSideKeys: new Set(loaded.clientSideKeys),
     clientFlags,
     clientEntries: clientFlags.map(() => []),
+    clientFragments: new FragmentArena(),
   };
 }
 
