@@ -127,16 +127,5 @@ export function clientFlagsBody(
 ): Buffer {
   const results = evaluateClientSide(snapshot, context, usage, headers);
   const entries = results.map((result, i) => servedEntry(snapshot, i, result));
-  // The first entry goes without its comma.
-  let length = BODY_START.length + BODY_END.length - (entries.length > 0 ? 1 : 0);
-  for (const entry of entries) length += entry.end - entry.start;
-  const body = Buffer.allocUnsafe(length);
-  const fragments = snapshot.clientFragments;
-  let at = BODY_START.copy(body, 0);
-  for (let i = 0; i < entries.length; i++) {
-    const { start, end } = entries[i] as ServedEntry;
-    at += fragments.copy(body, at, i === 0 ? start + 1 : start, end);
-  }
-  BODY_END.copy(body, at);
-  return body;
+  return snapshot.clientFragments.join(BODY_START, entries, BODY_END);
 }

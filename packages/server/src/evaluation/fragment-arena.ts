@@ -20,8 +20,21 @@ export class FragmentArena {
     return { start, end: this.used };
   }
 
-  /** Copies the fragment `[start, end)` into `target` at `at`; returns its length. */
-  copy(target: Buffer, at: number, start: number, end: number): number {
-    return this.bytes.copy(target, at, start, end);
+  /**
+   * `head`, the `fragments` one after the other, then `tail`, in one buffer allocated at its
+   * length. Each fragment starts with the comma that separates it from the one before; the
+   * first goes without it.
+   */
+  join(head: Buffer, fragments: readonly { start: number; end: number }[], tail: Buffer): Buffer {
+    let length = head.length + tail.length - (fragments.length > 0 ? 1 : 0);
+    for (const { start, end } of fragments) length += end - start;
+    const joined = Buffer.allocUnsafe(length);
+    let at = head.copy(joined, 0);
+    for (let i = 0; i < fragments.length; i++) {
+      const { start, end } = fragments[i] as { start: number; end: number };
+      at += this.bytes.copy(joined, at, i === 0 ? start + 1 : start, end);
+    }
+    tail.copy(joined, at);
+    return joined;
   }
 }

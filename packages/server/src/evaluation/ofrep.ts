@@ -230,29 +230,23 @@ export function ofrepBulkAnswer(
   const entries = results.map((result, i) =>
     bulkEntry(held, snapshot, positions[i] as number, result),
   );
-  const end = Buffer.from(`],"eventStreams":${eventStreams}}`);
   const streamsDigest = hash('sha1', eventStreams, 'buffer');
   // Two 32-bit FNV-1a-style lanes over the entries' digests, in order.
   let high = streamsDigest.readUInt32LE(0);
   let low = streamsDigest.readUInt32LE(4);
-  let length = BULK_START.length + end.length - (entries.length > 0 ? 1 : 0);
   for (const entry of entries) {
-    length += entry.end - entry.start;
     high = Math.imul(high ^ entry.digestHigh, 0x01000193);
     low = Math.imul(low ^ entry.digestLow, 0x5bd1e995);
   }
-  const body = Buffer.allocUnsafe(length);
-  let at = BULK_START.copy(body, 0);
-  for (let i = 0; i < entries.length; i++) {
-    const { start, end: fragmentEnd } = entries[i] as OfrepEntry;
-    at += held.fragments.copy(body, at, i === 0 ? start + 1 : start, fragmentEnd);
-  }
-  end.copy(body, at);
   const tag = Buffer.alloc(8);
   tag.writeUInt32LE(high >>> 0, 0);
   tag.writeUInt32LE(low >>> 0, 4);
   return {
-    body,
+    body: held.fragments.join(
+      BULK_START,
+      entries,
+      Buffer.from(`],"eventStreams":${eventStreams}}`),
+    ),
     etag: `"${tag.toString('base64url')}"`,
     results,
     served: results.filter((_, i) => (entries[i] as OfrepEntry).success),
