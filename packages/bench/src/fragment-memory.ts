@@ -14,6 +14,7 @@ import type { EvaluationContext, SdkFlag } from '@vexil/engine';
 import { clientFlagsBody } from '@vexil/server/dist/evaluation/client-flags.js';
 import { ofrepBulkAnswer } from '@vexil/server/dist/evaluation/ofrep.js';
 import { snapshotFromCopy, type Snapshot } from '@vexil/server/dist/evaluation/snapshots.js';
+import { gitCommit, writeReport } from './report-file.js';
 
 const FLAGS = 10_000;
 const ENVIRONMENTS = 10;
@@ -100,14 +101,22 @@ const fragments = snapshots.reduce(
   (sum, snapshot) => sum + snapshot.clientEntries.reduce((n, entries) => n + entries.length, 0),
   0,
 );
+const perFlag = Math.round(((after - before) * 1024 * 1024) / FLAGS / ENVIRONMENTS);
 console.log(
-  JSON.stringify({
-    flags: FLAGS,
-    environments: ENVIRONMENTS,
-    heapBeforeMiB: Number(before.toFixed(1)),
-    heapAfterMiB: Number(after.toFixed(1)),
-    fragmentsMiB: Number((after - before).toFixed(1)),
-    clientFragments: fragments,
-    bytesPerFlagAndEnvironment: Math.round(((after - before) * 1024 * 1024) / FLAGS / ENVIRONMENTS),
+  await writeReport({
+    fragmentMemory: [
+      '## Memory of the bulk answers’ fragments (`npm run bench:fragment-memory`, issue 49)',
+      '',
+      `Commit ${gitCommit()}, ${new Date().toISOString()}.`,
+      '',
+      `${FLAGS.toLocaleString('en')} client-visible flags × ${ENVIRONMENTS} environments, every flag ` +
+        'served each of its outcomes (a rule match, a miss, and for every tenth flag either side of a ' +
+        `50/50 rollout) in client evaluate and OFREP bulk, over ${CONTEXTS} contexts: ` +
+        `${fragments.toLocaleString('en')} client fragments and as many OFREP ones.`,
+      '',
+      '| V8 heap and buffers, before | after | fragments | per flag and environment |',
+      '| --------------------------- | ----- | --------- | ------------------------ |',
+      `| ${before.toFixed(1)} MiB | ${after.toFixed(1)} MiB | **${(after - before).toFixed(1)} MiB** | ${perFlag} B |`,
+    ].join('\n'),
   }),
 );

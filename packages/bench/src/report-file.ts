@@ -11,7 +11,8 @@ export const REPORT_FILE = join(REPO_ROOT, 'docs/benchmarks.md');
  * The sections that benchmarks other than `npm run bench` write (`npm run bench:relay`, which
  * `npm run bench` runs too, `npm run bench:writes`, `npm run bench:console`,
  * `npm run bench:change-requests`, `npm run bench:guard`, `npm run bench:guarded`,
- * `npm run bench:ofrep-streams`, `npm run bench:code-refs`, which `npm run bench` runs too), in the order
+ * `npm run bench:ofrep-streams`, `npm run bench:code-refs`, `npm run bench:client-scale`,
+ * `npm run bench:fragment-memory`, which `npm run bench` runs too), in the order
  * they follow the main report; each stands between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
  */
 const SECTIONS = [
@@ -25,6 +26,8 @@ const SECTIONS = [
   'streamPatches',
   'streamSoak',
   'codeRefs',
+  'clientScale',
+  'fragmentMemory',
 ] as const;
 type Section = (typeof SECTIONS)[number];
 const start = (name: Section) => `<!-- bench:${name} -->`;

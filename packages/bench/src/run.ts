@@ -564,13 +564,15 @@ async function main(): Promise<void> {
  * The benchmarks that run as scripts of their own, in this run too: `vexil cleanup` on the sample
  * application (`bench:cleanup`), OpenTelemetry's cost paired by the simultaneous method, with
  * evaluation events at 1 % and at 100 % (`bench:telemetry`), per-flag changes on 1,000 server
- * streams for a minute and for ten (`bench:stream-patches`, `bench:stream-soak`) and 10,000
- * OFREP event streams on a relay (`bench:ofrep-streams`). They print their figures.
+ * streams for a minute and for ten (`bench:stream-patches`, `bench:stream-soak`), 10,000
+ * OFREP event streams on a relay (`bench:ofrep-streams`), client evaluate and OFREP bulk at 20,
+ * 350 and 2,000 flags against bare `node:http` (`bench:client-scale`) and the memory of their
+ * fragments (`bench:fragment-memory`). They print their figures.
  * @throws Error naming the script that failed
  */
 function runOwnProcessBenchmarks(): void {
   const here = fileURLToPath(new URL('.', import.meta.url));
-  const runs: [string, Record<string, string>][] = [
+  const runs: [string, Record<string, string>, string[]?][] = [
     ['cleanup-bench.js', {}],
     ...['0.01', '1'].map((sample): [string, Record<string, string>] => [
       'simultaneous.js',
@@ -579,9 +581,11 @@ function runOwnProcessBenchmarks(): void {
     ['stream-patches.js', {}],
     ['stream-patches.js', { VEXIL_BENCH_PATCH_SOAK: '1' }],
     ['ofrep-fan-out.js', {}],
+    ['client-scale.js', {}],
+    ['fragment-memory.js', {}, ['--expose-gc']],
   ];
-  for (const [script, env] of runs) {
-    const run = spawnSync(process.execPath, [join(here, script)], {
+  for (const [script, env, nodeOptions = []] of runs) {
+    const run = spawnSync(process.execPath, [...nodeOptions, join(here, script)], {
       stdio: 'inherit',
       env: { ...process.env, ...env },
     });
