@@ -29,7 +29,7 @@ const stillPending = () =>
 
 async function requireDelivery(
   services: Services,
-  access: OrgAccess,
+  scope: OrgAccess,
   subscriptionId: string,
   deliveryId: string,
 ) {
@@ -46,7 +46,7 @@ async function requireDelivery(
       nextActions: [
         {
           method: 'GET',
-          path: `/api/v1/orgs/${access.org.slug}/webhooks/${subscriptionId}/deliveries`,
+          path: `/api/v1/orgs/${scope.org.slug}/webhooks/${subscriptionId}/deliveries`,
         },
       ],
     });
@@ -62,19 +62,19 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
     '/orgs/:org/webhooks/:id/test',
     'Admin',
     { schema: { tags, params: WebhookParams, response: { 202: TestEventSchema } } },
-    async (access, request, reply) => {
-      const subscription = await requireSubscription(services, access, request.params.id);
+    async (scope, request, reply) => {
+      const subscription = await requireSubscription(services, scope, request.params.id);
       if (subscription.enabled !== 1)
         throw new ApiError('bad_request', 'The subscription is disabled; enable it first.');
       // Written directly rather than through the outbox: it goes to this subscription only.
-      const result = await mutateAs(services, access, async (m) => {
+      const result = await mutateAs(services, scope, async (m) => {
         const payload: EventPayload = {
           type: 'flag.toggled',
           occurredAt: m.now,
-          organizationId: access.org.id,
+          organizationId: scope.org.id,
           projectId: null,
           environmentId: null,
-          actor: actorOf(access.caller),
+          actor: actorOf(scope.caller),
           // An id of its own, naming no flag; no project marks it as a test (audit-log/routes.ts).
           entity: { type: 'flag', id: uuid() },
           changes: [{ property: 'IsEnabled', from: 'false', to: 'true' }],
@@ -86,7 +86,7 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
           .insertInto('webhook_events')
           .values({
             id: webhookEventId,
-            organization_id: access.org.id,
+            organization_id: scope.org.id,
             project_id: null,
             environment_id: null,
             type: payload.type,
@@ -124,8 +124,8 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(DeliverySchema) },
       },
     },
-    async (access, request) => {
-      const subscription = await requireSubscription(services, access, request.params.id);
+    async (scope, request) => {
+      const subscription = await requireSubscription(services, scope, request.params.id);
       // Ids are UUIDv7, so id order is creation order: most recent first.
       const { rows, nextCursor } = await paginate(
         services.db
@@ -159,11 +159,11 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
     '/orgs/:org/webhooks/:id/deliveries/:deliveryId',
     'Admin',
     { schema: { tags, params: DeliveryParams, response: { 200: DeliveryDetailSchema } } },
-    async (access, request) => {
-      const subscription = await requireSubscription(services, access, request.params.id);
+    async (scope, request) => {
+      const subscription = await requireSubscription(services, scope, request.params.id);
       const delivery = await requireDelivery(
         services,
-        access,
+        scope,
         subscription.id,
         request.params.deliveryId,
       );
@@ -191,11 +191,11 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
     '/orgs/:org/webhooks/:id/deliveries/:deliveryId/redeliver',
     'Admin',
     { schema: { tags, params: DeliveryParams } },
-    async (access, request, reply) => {
-      const subscription = await requireSubscription(services, access, request.params.id);
+    async (scope, request, reply) => {
+      const subscription = await requireSubscription(services, scope, request.params.id);
       const delivery = await requireDelivery(
         services,
-        access,
+        scope,
         subscription.id,
         request.params.deliveryId,
       );
@@ -219,7 +219,7 @@ export function registerDeliveryRoutes(app: App, services: Services): void {
           "The subscription's current filters no longer cover this delivery's event.",
         );
       // The retry schedule restarts: a fresh round of attempts, due now.
-      const restarted = await mutateAs(services, access, async (m) => {
+      const restarted = await mutateAs(services, scope, async (m) => {
         const won = await restartDelivery(m.trx, finished, m.now);
         if (won) m.afterCommit(services.onDeliveriesQueued);
         return won;

@@ -70,24 +70,24 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         response: { 201: WebhookCreatedSchema },
       },
     },
-    async (access, request, reply) => {
+    async (scope, request, reply) => {
       const body = request.body;
       await checkUrl(services, body.url);
-      const filters = await checkFilters(services, access, body, true);
+      const filters = await checkFilters(services, scope, body, true);
       const secret = generateWebhookSecret();
-      const id = await mutateAs(services, access, async (m) => {
-        await lockRow(m.trx, services.dialect, 'organizations', access.org.id);
-        const limit = SUBSCRIPTION_LIMITS[access.org.plan];
+      const id = await mutateAs(services, scope, async (m) => {
+        await lockRow(m.trx, services.dialect, 'organizations', scope.org.id);
+        const limit = SUBSCRIPTION_LIMITS[scope.org.plan];
         if (limit !== null) {
           const { count } = await m.trx
             .selectFrom('webhook_subscriptions')
             .select((eb) => eb.fn.countAll().as('count'))
-            .where('organization_id', '=', access.org.id)
+            .where('organization_id', '=', scope.org.id)
             .executeTakeFirstOrThrow();
           if (Number(count) >= limit)
             throw new ApiError(
               'plan_limit_reached',
-              `The ${access.org.plan} plan allows ${limit} webhook subscription${limit === 1 ? '' : 's'}.`,
+              `The ${scope.org.plan} plan allows ${limit} webhook subscription${limit === 1 ? '' : 's'}.`,
             );
         }
         const subscriptionId = uuid();
@@ -95,14 +95,14 @@ export function registerWebhookRoutes(app: App, services: Services): void {
           .insertInto('webhook_subscriptions')
           .values({
             id: subscriptionId,
-            organization_id: access.org.id,
+            organization_id: scope.org.id,
             name: body.name,
             url: body.url,
             provider: 'GenericHttp',
             event_types: JSON.stringify(filters.eventTypes ?? []),
             project_ids: JSON.stringify(filters.projectIds ?? []),
             environment_ids: JSON.stringify(filters.environmentIds ?? []),
-            project_scope: access.projectScope && JSON.stringify(access.projectScope),
+            project_scope: scope.projectScope && JSON.stringify(scope.projectScope),
             enabled: 1,
             disabled_reason: null,
             consecutive_failures: 0,
@@ -151,30 +151,30 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(WebhookItemSchema) },
       },
     },
-    async (access, request) => {
+    async (scope, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('webhook_subscriptions')
           .selectAll()
-          .where('organization_id', '=', access.org.id)
-          .where(reachesInSql(services.dialect, access, 'project_scope')),
+          .where('organization_id', '=', scope.org.id)
+          .where(reachesInSql(services.dialect, scope, 'project_scope')),
         request.query,
       );
       const items = await Promise.all(rows.map(readWebhook));
-      const limit = SUBSCRIPTION_LIMITS[access.org.plan];
+      const limit = SUBSCRIPTION_LIMITS[scope.org.plan];
       let blockedBy: string | null = null;
       if (limit !== null) {
         const { count } = await services.db
           .selectFrom('webhook_subscriptions')
           .select((eb) => eb.fn.countAll().as('count'))
-          .where('organization_id', '=', access.org.id)
+          .where('organization_id', '=', scope.org.id)
           .executeTakeFirstOrThrow();
-        if (Number(count) >= limit) blockedBy = `the ${access.org.plan} plan limit is reached`;
+        if (Number(count) >= limit) blockedBy = `the ${scope.org.plan} plan limit is reached`;
       }
       return {
         items,
         next_cursor: nextCursor,
-        _actions: actionsFor(access.role, { create: { role: 'Admin', blockedBy } }),
+        _actions: actionsFor(scope.role, { create: { role: 'Admin', blockedBy } }),
       };
     },
   );
@@ -183,9 +183,9 @@ export function registerWebhookRoutes(app: App, services: Services): void {
     '/orgs/:org/webhooks/:id',
     'Admin',
     { schema: { tags, params: WebhookParams, response: { 200: WebhookSchema } } },
-    async (access, request) => {
-      const row = await requireSubscription(services, access, request.params.id);
-      return { ...(await readWebhook(row)), _actions: webhookActions(access.role, row) };
+    async (scope, request) => {
+      const row = await requireSubscription(services, scope, request.params.id);
+      return { ...(await readWebhook(row)), _actions: webhookActions(scope.role, row) };
     },
   );
 
@@ -200,15 +200,15 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         response: { 200: WebhookSchema },
       },
     },
-    async (access, request) => {
-      const current = await requireSubscription(services, access, request.params.id);
+    async (scope, request) => {
+      const current = await requireSubscription(services, scope, request.params.id);
       const body = request.body;
       if (body.url !== undefined) await checkUrl(services, body.url);
-      const filters = await checkFilters(services, access, body, false);
+      const filters = await checkFilters(services, scope, body, false);
       // Enabling a disabled subscription starts a fresh failure count.
       const reenabled = body.enabled === true && current.enabled === 0;
       const disabled = body.enabled === false && current.enabled === 1;
-      const row = await mutateAs(services, access, async (m) => {
+      const row = await mutateAs(services, scope, async (m) => {
         const updated = await m.trx
           .updateTable('webhook_subscriptions')
           .set({
@@ -230,7 +230,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         if (event) await m.emit(event);
         return updated;
       });
-      return { ...(await readWebhook(row)), _actions: webhookActions(access.role, row) };
+      return { ...(await readWebhook(row)), _actions: webhookActions(scope.role, row) };
     },
   );
 
@@ -238,10 +238,10 @@ export function registerWebhookRoutes(app: App, services: Services): void {
     '/orgs/:org/webhooks/:id',
     'Admin',
     { schema: { tags, params: WebhookParams } },
-    async (access, request, reply) => {
-      const row = await requireSubscription(services, access, request.params.id);
+    async (scope, request, reply) => {
+      const row = await requireSubscription(services, scope, request.params.id);
       // Secrets, deliveries and attempts go with it (foreign keys cascade).
-      await mutateAs(services, access, async (m) => {
+      await mutateAs(services, scope, async (m) => {
         await m.trx.deleteFrom('webhook_subscriptions').where('id', '=', row.id).execute();
         await m.emit(subscriptionEvent('webhook.deleted', row));
       });
@@ -253,10 +253,10 @@ export function registerWebhookRoutes(app: App, services: Services): void {
     '/orgs/:org/webhooks/:id/secrets',
     'Admin',
     { schema: { tags, params: WebhookParams, response: { 201: SecretCreatedSchema } } },
-    async (access, request, reply) => {
-      const row = await requireSubscription(services, access, request.params.id);
+    async (scope, request, reply) => {
+      const row = await requireSubscription(services, scope, request.params.id);
       const secret = generateWebhookSecret();
-      const secretId = await mutateAs(services, access, async (m) => {
+      const secretId = await mutateAs(services, scope, async (m) => {
         await lockRow(m.trx, services.dialect, 'webhook_subscriptions', row.id);
         const active = await activeSecretSummaries(m.trx, row.id);
         if (active.length >= MAX_ACTIVE_SECRETS)
@@ -291,10 +291,10 @@ export function registerWebhookRoutes(app: App, services: Services): void {
         params: Type.Object({ org: Type.String(), id: Type.String(), secretId: Type.String() }),
       },
     },
-    async (access, request, reply) => {
-      const row = await requireSubscription(services, access, request.params.id);
+    async (scope, request, reply) => {
+      const row = await requireSubscription(services, scope, request.params.id);
       const { secretId } = request.params;
-      await mutateAs(services, access, async (m) => {
+      await mutateAs(services, scope, async (m) => {
         await lockRow(m.trx, services.dialect, 'webhook_subscriptions', row.id);
         const active = await activeSecretSummaries(m.trx, row.id);
         if (!active.some((secret) => secret.id === secretId))
@@ -307,7 +307,7 @@ export function registerWebhookRoutes(app: App, services: Services): void {
               nextActions: [
                 {
                   method: 'POST',
-                  path: `/api/v1/orgs/${access.org.slug}/webhooks/${row.id}/secrets`,
+                  path: `/api/v1/orgs/${scope.org.slug}/webhooks/${row.id}/secrets`,
                 },
               ],
             },

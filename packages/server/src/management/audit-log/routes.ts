@@ -132,7 +132,7 @@ type AuditFilters = Omit<Static<typeof AuditLogQuery>, 'limit' | 'cursor'>;
  */
 async function readAuditLog(
   services: Services,
-  access: OrgAccess,
+  scope: OrgAccess,
   filters: AuditFilters,
   page: { limit?: number | undefined; cursor?: string | undefined },
 ) {
@@ -143,8 +143,8 @@ async function readAuditLog(
   let query = services.db
     .selectFrom('webhook_events')
     .selectAll()
-    .where('organization_id', '=', access.org.id)
-    .where(mayReadInSql(access, 'project_id'))
+    .where('organization_id', '=', scope.org.id)
+    .where(mayReadInSql(scope, 'project_id'))
     // The synthetic event of `POST /webhooks/{id}/test` is the only `flag.toggled` without a
     // project (webhooks/delivery-routes.ts): it stays out of the audit log.
     .where((eb) => eb.or([eb('type', '!=', 'flag.toggled'), eb('project_id', 'is not', null)]));
@@ -167,7 +167,7 @@ async function readAuditLog(
     direction: 'desc',
   });
   return {
-    items: await withKeys(services, access.org.id, rows.map(auditItem)),
+    items: await withKeys(services, scope.org.id, rows.map(auditItem)),
     next_cursor: nextCursor,
     _actions: {},
   };
@@ -193,7 +193,7 @@ export function registerAuditLogRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(AuditEventSchema) },
       },
     },
-    (access, request) => readAuditLog(services, access, request.query, request.query),
+    (scope, request) => readAuditLog(services, scope, request.query, request.query),
   );
   route.get(
     '/orgs/:org/projects/:project/flags/:flag/history',
@@ -206,11 +206,11 @@ export function registerAuditLogRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(AuditEventSchema) },
       },
     },
-    (access, request) =>
+    (scope, request) =>
       readAuditLog(
         services,
-        access,
-        { projectId: access.project.id, entityId: access.flag.id },
+        scope,
+        { projectId: scope.project.id, entityId: scope.flag.id },
         request.query,
       ),
   );

@@ -83,21 +83,21 @@ export function registerInvitationRoutes(app: App, services: Services): void {
         },
       },
     },
-    async (access, request, reply) => {
+    async (scope, request, reply) => {
       const { role } = request.body;
       const email = request.body.email.toLowerCase();
-      checkOwnerChange(access.role, null, role);
+      checkOwnerChange(scope.role, null, role);
       const projectIds = request.body.projectIds ?? null;
-      checkGrant(access, { role, projectIds });
-      if (projectIds) await checkProjectIds(services, access, projectIds);
+      checkGrant(scope, { role, projectIds });
+      if (projectIds) await checkProjectIds(services, scope, projectIds);
       const token = generateSecret('vxl_inv');
       const now = services.clock.now();
-      const row = await mutateAs(services, access, async (m) => {
+      const row = await mutateAs(services, scope, async (m) => {
         const member = await m.trx
           .selectFrom('memberships')
           .innerJoin('users', 'users.id', 'memberships.user_id')
           .select('users.id')
-          .where('memberships.organization_id', '=', access.org.id)
+          .where('memberships.organization_id', '=', scope.org.id)
           .where('users.email', '=', email)
           .executeTakeFirst();
         if (member)
@@ -106,12 +106,12 @@ export function registerInvitationRoutes(app: App, services: Services): void {
           });
         const invitation: InvitationsTable = {
           id: uuid(),
-          organization_id: access.org.id,
+          organization_id: scope.org.id,
           email,
           role,
           project_ids: projectIds ? JSON.stringify(projectIds) : null,
           token_hash: hashSecret(token),
-          invited_by: access.caller.id,
+          invited_by: scope.caller.id,
           created_at: m.now,
           expires_at: new Date(
             now.getTime() + services.config.signIn.invitationLifetimeMs,
@@ -128,14 +128,13 @@ export function registerInvitationRoutes(app: App, services: Services): void {
         return invitation;
       });
       const url = acceptUrl(services, token);
-      const inviter =
-        access.caller.name ?? (access.caller.type === 'user' ? access.caller.email : '');
+      const inviter = scope.caller.name ?? (scope.caller.type === 'user' ? scope.caller.email : '');
       services.mailer?.send({
         about: `invitation ${row.id}`,
         to: email,
-        subject: `You are invited to ${access.org.name} on Vexil`,
+        subject: `You are invited to ${scope.org.name} on Vexil`,
         text: [
-          `${inviter} invited you to the organization ${access.org.name} on Vexil, as ${role}.`,
+          `${inviter} invited you to the organization ${scope.org.name} on Vexil, as ${role}.`,
           '',
           `Accept the invitation: ${url}`,
           '',
@@ -143,7 +142,7 @@ export function registerInvitationRoutes(app: App, services: Services): void {
         ].join('\n'),
       });
       return reply.status(201).send({
-        ...invitationBody(access.role, row),
+        ...invitationBody(scope.role, row),
         acceptUrl: url,
         emailed: services.mailer !== null,
       });
@@ -161,22 +160,22 @@ export function registerInvitationRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(InvitationSchema) },
       },
     },
-    async (access, request) => {
+    async (scope, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('invitations')
           .selectAll()
-          .where('organization_id', '=', access.org.id)
+          .where('organization_id', '=', scope.org.id)
           .where('accepted_at', 'is', null)
           .where('revoked_at', 'is', null)
           .where('expires_at', '>', services.clock.now().toISOString())
-          .where(reachesInSql(services.dialect, access, 'project_ids')),
+          .where(reachesInSql(services.dialect, scope, 'project_ids')),
         request.query,
       );
       return {
-        items: rows.map((row) => invitationBody(access.role, row)),
+        items: rows.map((row) => invitationBody(scope.role, row)),
         next_cursor: nextCursor,
-        _actions: actionsFor(access.role, { create: { role: 'Admin' } }),
+        _actions: actionsFor(scope.role, { create: { role: 'Admin' } }),
       };
     },
   );
@@ -187,21 +186,21 @@ export function registerInvitationRoutes(app: App, services: Services): void {
     {
       schema: { tags: ['members'], params: Type.Object({ org: Type.String(), id: Type.String() }) },
     },
-    async (access, request, reply) => {
-      await mutateAs(services, access, async (m) => {
+    async (scope, request, reply) => {
+      await mutateAs(services, scope, async (m) => {
         const row = await m.trx
           .updateTable('invitations')
           .set({ revoked_at: m.now })
           .where('id', '=', request.params.id)
-          .where('organization_id', '=', access.org.id)
+          .where('organization_id', '=', scope.org.id)
           .where('accepted_at', 'is', null)
           .where('revoked_at', 'is', null)
-          .where(reachesInSql(services.dialect, access, 'project_ids'))
+          .where(reachesInSql(services.dialect, scope, 'project_ids'))
           .returning(['id', 'email'])
           .executeTakeFirst();
         if (!row)
           throw new ApiError('not_found', `Invitation "${request.params.id}" was not found.`, {
-            nextActions: [{ method: 'GET', path: `/api/v1/orgs/${access.org.slug}/invitations` }],
+            nextActions: [{ method: 'GET', path: `/api/v1/orgs/${scope.org.slug}/invitations` }],
           });
         await m.emit({
           type: 'invitation.deleted',

@@ -15,8 +15,8 @@ import { scopedRoutes } from '../../api/scope.js';
 const STREAM_LIFETIME_MS = 10 * 60_000;
 
 /** Whether the caller may hear of `change`: its organization, and its project allowlist if any. */
-export function mayHear(access: OrgAccess, change: LiveChange): boolean {
-  return change.organizationId === access.org.id && mayRead(access, change.project?.id ?? null);
+export function mayHear(scope: OrgAccess, change: LiveChange): boolean {
+  return change.organizationId === scope.org.id && mayRead(scope, change.project?.id ?? null);
 }
 
 /**
@@ -50,12 +50,12 @@ export function registerLiveRoutes(app: App, services: Services, feed: LiveFeed)
         produces: ['text/event-stream'],
       },
     },
-    async (access, request, reply) => {
+    async (scope, request, reply) => {
       const response = openEventStream(reply);
       open.add(response);
       response.write(sseFrame('ready', '{}'));
       const unsubscribe = feed.subscribe((change) => {
-        if (mayHear(access, change) && !response.writableEnded)
+        if (mayHear(scope, change) && !response.writableEnded)
           response.write(sseFrame('change', JSON.stringify(change), change.id));
       });
       const heartbeat = setInterval(() => {

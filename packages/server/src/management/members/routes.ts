@@ -45,11 +45,7 @@ interface MemberRow {
 }
 
 /** The members the caller sees: with an allowlist, those who share one of its projects. */
-function memberQuery(
-  db: Kysely<Schema> | Transaction<Schema>,
-  dialect: Dialect,
-  access: OrgAccess,
-) {
+function memberQuery(db: Kysely<Schema> | Transaction<Schema>, dialect: Dialect, scope: OrgAccess) {
   return db
     .selectFrom('memberships')
     .innerJoin('users', 'users.id', 'memberships.user_id')
@@ -62,17 +58,17 @@ function memberQuery(
       'memberships.created_at',
       'users.last_seen_at',
     ])
-    .where('memberships.organization_id', '=', access.org.id)
-    .where(sharesProjectsInSql(dialect, access, 'memberships.project_ids'));
+    .where('memberships.organization_id', '=', scope.org.id)
+    .where(sharesProjectsInSql(dialect, scope, 'memberships.project_ids'));
 }
 
 const projectIdsOf = (row: { project_ids: string | null }) =>
   row.project_ids ? (JSON.parse(row.project_ids) as string[]) : null;
 
-function memberBody(access: OrgAccess, row: MemberRow) {
-  const ownerOnly = row.role === 'Owner' && access.role !== 'Owner';
-  const own = access.caller.id === row.id;
-  const beyond = !reaches(access, projectIdsOf(row));
+function memberBody(scope: OrgAccess, row: MemberRow) {
+  const ownerOnly = row.role === 'Owner' && scope.role !== 'Owner';
+  const own = scope.caller.id === row.id;
+  const beyond = !reaches(scope, projectIdsOf(row));
   const blockedBy = (verb: string) =>
     ownerOnly
       ? `only an Owner ${verb}s an Owner`
@@ -84,10 +80,10 @@ function memberBody(access: OrgAccess, row: MemberRow) {
     email: row.email,
     name: row.name,
     role: row.role,
-    projectIds: visibleProjects(access, projectIdsOf(row)),
+    projectIds: visibleProjects(scope, projectIdsOf(row)),
     createdAt: row.created_at,
     lastSeenAt: row.last_seen_at,
-    _actions: actionsFor(access.role, {
+    _actions: actionsFor(scope.role, {
       update: {
         role: 'Admin',
         blockedBy: own ? 'nobody changes their own role or allowlist' : blockedBy('change'),
@@ -100,15 +96,15 @@ function memberBody(access: OrgAccess, row: MemberRow) {
 async function findMember(
   db: Kysely<Schema> | Transaction<Schema>,
   dialect: Dialect,
-  access: OrgAccess,
+  scope: OrgAccess,
   userId: string,
 ) {
-  const row = await memberQuery(db, dialect, access)
+  const row = await memberQuery(db, dialect, scope)
     .where('memberships.user_id', '=', userId)
     .executeTakeFirst();
   if (!row)
     throw new ApiError('not_found', `Member "${userId}" was not found.`, {
-      nextActions: [{ method: 'GET', path: `/api/v1/orgs/${access.org.slug}/members` }],
+      nextActions: [{ method: 'GET', path: `/api/v1/orgs/${scope.org.slug}/members` }],
     });
   return row;
 }
@@ -127,18 +123,18 @@ export function registerMemberRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(MemberSchema) },
       },
     },
-    async (access, request) => {
+    async (scope, request) => {
       const { rows, nextCursor } = await paginate(
-        memberQuery(services.db, services.dialect, access),
+        memberQuery(services.db, services.dialect, scope),
         request.query,
         {
           idColumn: 'users.id',
         },
       );
       return {
-        items: rows.map((row) => memberBody(access, row)),
+        items: rows.map((row) => memberBody(scope, row)),
         next_cursor: nextCursor,
-        _actions: actionsFor(access.role, { invite: { role: 'Admin' } }),
+        _actions: actionsFor(scope.role, { invite: { role: 'Admin' } }),
       };
     },
   );
@@ -147,10 +143,10 @@ export function registerMemberRoutes(app: App, services: Services): void {
     '/orgs/:org/members/:userId',
     'Viewer',
     { schema: { tags: ['members'], params: MemberParams, response: { 200: MemberSchema } } },
-    async (access, request) =>
+    async (scope, request) =>
       memberBody(
-        access,
-        await findMember(services.db, services.dialect, access, request.params.userId),
+        scope,
+        await findMember(services.db, services.dialect, scope, request.params.userId),
       ),
   );
 
@@ -176,34 +172,34 @@ export function registerMemberRoutes(app: App, services: Services): void {
         response: { 200: MemberSchema },
       },
     },
-    async (access, request) => {
+    async (scope, request) => {
       const { userId } = request.params;
       const { role, projectIds } = request.body;
-      checkNotOwnAccess(access, userId);
-      if (projectIds !== undefined) checkGrant(access, { projectIds });
-      if (projectIds) await checkProjectIds(services, access, projectIds);
-      await mutateAs(services, access, async (m) => {
-        const before = await findMember(m.trx, services.dialect, access, userId);
+      checkNotOwnAccess(scope, userId);
+      if (projectIds !== undefined) checkGrant(scope, { projectIds });
+      if (projectIds) await checkProjectIds(services, scope, projectIds);
+      await mutateAs(services, scope, async (m) => {
+        const before = await findMember(m.trx, services.dialect, scope, userId);
         const after = {
           role: role ?? before.role,
           projectIds: projectIds !== undefined ? projectIds : projectIdsOf(before),
         };
-        checkOwnerChange(access.role, before.role, after.role);
+        checkOwnerChange(scope.role, before.role, after.role);
         checkWithinReach(
-          access,
+          scope,
           { role: before.role, projectIds: projectIdsOf(before) },
           'This member',
         );
-        checkGrant(access, after);
+        checkGrant(scope, after);
         if (before.role === 'Owner' && after.role !== 'Owner')
-          await keepAnOwner(m.trx, services.dialect, access.org.id, userId);
+          await keepAnOwner(m.trx, services.dialect, scope.org.id, userId);
         await m.trx
           .updateTable('memberships')
           .set({
             role: after.role,
             project_ids: after.projectIds ? JSON.stringify(after.projectIds) : null,
           })
-          .where('organization_id', '=', access.org.id)
+          .where('organization_id', '=', scope.org.id)
           .where('user_id', '=', userId)
           .execute();
         await m.emit({
@@ -213,7 +209,7 @@ export function registerMemberRoutes(app: App, services: Services): void {
           description: `Member ${before.email} updated`,
         });
       });
-      return memberBody(access, await findMember(services.db, services.dialect, access, userId));
+      return memberBody(scope, await findMember(services.db, services.dialect, scope, userId));
     },
   );
 
@@ -221,21 +217,21 @@ export function registerMemberRoutes(app: App, services: Services): void {
     '/orgs/:org/members/:userId',
     'Admin',
     { schema: { tags: ['members'], params: MemberParams } },
-    async (access, request, reply) => {
+    async (scope, request, reply) => {
       const { userId } = request.params;
-      await mutateAs(services, access, async (m) => {
-        const member = await findMember(m.trx, services.dialect, access, userId);
-        checkOwnerChange(access.role, member.role, null);
+      await mutateAs(services, scope, async (m) => {
+        const member = await findMember(m.trx, services.dialect, scope, userId);
+        checkOwnerChange(scope.role, member.role, null);
         checkWithinReach(
-          access,
+          scope,
           { role: member.role, projectIds: projectIdsOf(member) },
           'This member',
         );
         if (member.role === 'Owner')
-          await keepAnOwner(m.trx, services.dialect, access.org.id, userId);
+          await keepAnOwner(m.trx, services.dialect, scope.org.id, userId);
         await m.trx
           .deleteFrom('memberships')
-          .where('organization_id', '=', access.org.id)
+          .where('organization_id', '=', scope.org.id)
           .where('user_id', '=', userId)
           .execute();
         await m.emit({

@@ -96,8 +96,8 @@ export function registerOrgRoutes(app: App, services: Services): void {
         response: { 200: OrganizationResponse },
       },
     },
-    (access) => {
-      return { ...organizationItem(access.org), _actions: organizationActions(access.role) };
+    (scope) => {
+      return { ...organizationItem(scope.org), _actions: organizationActions(scope.role) };
     },
   );
 
@@ -123,8 +123,8 @@ export function registerOrgRoutes(app: App, services: Services): void {
         response: { 200: OrganizationResponse },
       },
     },
-    async (access, request) => {
-      const before = organizationItem(access.org);
+    async (scope, request) => {
+      const before = organizationItem(scope.org);
       const after = { ...before, ...request.body };
       if (after.ssoRequired && !after.ssoConnectionId) {
         throw invalidField('ssoConnectionId', 'is required while ssoRequired is true');
@@ -133,13 +133,13 @@ export function registerOrgRoutes(app: App, services: Services): void {
         const connection = await services.db
           .selectFrom('sso_connections')
           .select('id')
-          .where('organization_id', '=', access.org.id)
+          .where('organization_id', '=', scope.org.id)
           .where('id', '=', after.ssoConnectionId)
           .executeTakeFirst();
         if (!connection)
           throw invalidField('ssoConnectionId', "is not one of the organization's SSO connections");
       }
-      const row = await mutateAs(services, access, async (m) => {
+      const row = await mutateAs(services, scope, async (m) => {
         const updated = await m.trx
           .updateTable('organizations')
           .set({
@@ -149,18 +149,18 @@ export function registerOrgRoutes(app: App, services: Services): void {
             sso_connection_id: after.ssoConnectionId,
             updated_at: m.now,
           })
-          .where('id', '=', access.org.id)
+          .where('id', '=', scope.org.id)
           .returningAll()
           .executeTakeFirstOrThrow();
         await m.emit({
           type: 'organization.updated',
-          entity: { type: 'organization', id: access.org.id, key: updated.slug },
+          entity: { type: 'organization', id: scope.org.id, key: updated.slug },
           changes: diffProperties(before, organizationItem(updated)),
           description: `Organization "${updated.slug}" updated`,
         });
         return updated;
       });
-      return { ...organizationItem(row), _actions: organizationActions(access.role) };
+      return { ...organizationItem(row), _actions: organizationActions(scope.role) };
     },
   );
 }

@@ -98,7 +98,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
         response: { 201: ProjectResponse },
       },
     },
-    async (access, request, reply) => {
+    async (scope, request, reply) => {
       const body = request.body;
       const environments = body.environments ?? DEFAULT_ENVIRONMENTS;
       const seen = new Set<string>();
@@ -108,10 +108,10 @@ export function registerProjectRoutes(app: App, services: Services): void {
         }
         seen.add(environment.key);
       }
-      const row = await mutateAs(services, access, async (m) => {
+      const row = await mutateAs(services, scope, async (m) => {
         const project: ProjectsTable = {
           id: uuid(),
-          organization_id: access.org.id,
+          organization_id: scope.org.id,
           key: body.key,
           name: body.name,
           description: body.description ?? null,
@@ -131,7 +131,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
         }
         return project;
       });
-      return reply.status(201).send({ ...projectItem(row), _actions: projectActions(access.role) });
+      return reply.status(201).send({ ...projectItem(row), _actions: projectActions(scope.role) });
     },
   );
 
@@ -146,15 +146,15 @@ export function registerProjectRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(ProjectItem) },
       },
     },
-    async (access, request) => {
+    async (scope, request) => {
       const { rows, nextCursor } = await paginate(
-        services.db.selectFrom('projects').selectAll().where('organization_id', '=', access.org.id),
+        services.db.selectFrom('projects').selectAll().where('organization_id', '=', scope.org.id),
         request.query,
       );
       return {
-        items: rows.filter((row) => projectInScope(access, row.id)).map(projectItem),
+        items: rows.filter((row) => projectInScope(scope, row.id)).map(projectItem),
         next_cursor: nextCursor,
-        _actions: actionsFor(access.role, { create: { role: 'Admin' } }),
+        _actions: actionsFor(scope.role, { create: { role: 'Admin' } }),
       };
     },
   );
@@ -163,8 +163,8 @@ export function registerProjectRoutes(app: App, services: Services): void {
     '/orgs/:org/projects/:project',
     'Viewer',
     { schema: { tags: ['projects'], params: ProjectParams, response: { 200: ProjectResponse } } },
-    ({ project, ...access }) => {
-      return { ...projectItem(project), _actions: projectActions(access.role) };
+    ({ project, ...scope }) => {
+      return { ...projectItem(project), _actions: projectActions(scope.role) };
     },
   );
 
@@ -182,8 +182,8 @@ export function registerProjectRoutes(app: App, services: Services): void {
         response: { 200: ProjectResponse },
       },
     },
-    async ({ project, ...access }, request) => {
-      const row = await mutateAs(services, access, async (m) => {
+    async ({ project, ...scope }, request) => {
+      const row = await mutateAs(services, scope, async (m) => {
         const updated = await m.trx
           .updateTable('projects')
           .set({ ...request.body, updated_at: m.now })
@@ -202,7 +202,7 @@ export function registerProjectRoutes(app: App, services: Services): void {
         });
         return updated;
       });
-      return { ...projectItem(row), _actions: projectActions(access.role) };
+      return { ...projectItem(row), _actions: projectActions(scope.role) };
     },
   );
 
@@ -210,8 +210,8 @@ export function registerProjectRoutes(app: App, services: Services): void {
     '/orgs/:org/projects/:project',
     'Admin',
     { schema: { tags: ['projects'], params: ProjectParams } },
-    async ({ project, ...access }, _request, reply) => {
-      await mutateAs(services, access, async (m) => {
+    async ({ project, ...scope }, _request, reply) => {
+      await mutateAs(services, scope, async (m) => {
         // The event goes out first so that subscriptions this deletion disables still get it.
         await m.emit({
           type: 'project.deleted',

@@ -82,16 +82,16 @@ export function registerRelayKeyRoutes(app: App, services: Services): void {
         },
       },
     },
-    async (access, request, reply) => {
+    async (scope, request, reply) => {
       const projectIds = request.body.projectIds ?? null;
       const environmentKeys = request.body.environmentKeys ?? null;
-      checkGrant(access, { projectIds });
-      if (projectIds) await checkProjectIds(services, access, projectIds);
+      checkGrant(scope, { projectIds });
+      if (projectIds) await checkProjectIds(services, scope, projectIds);
       const key = generateSecret('vxr');
-      const row = await mutateAs(services, access, async (m) => {
+      const row = await mutateAs(services, scope, async (m) => {
         const created: RelayKeysTable = {
           id: uuid(),
-          organization_id: access.org.id,
+          organization_id: scope.org.id,
           name: request.body.name,
           key_hash: hashSecret(key),
           last_four: key.slice(-4),
@@ -123,12 +123,12 @@ export function registerRelayKeyRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(RelayKeyItem) },
       },
     },
-    async (access, request) => {
+    async (scope, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('relay_keys')
           .selectAll()
-          .where(activeCredentialsInSql(services.dialect, access)),
+          .where(activeCredentialsInSql(services.dialect, scope)),
         request.query,
       );
       return { items: rows.map(relayKeyItem), next_cursor: nextCursor, _actions: {} };
@@ -144,13 +144,13 @@ export function registerRelayKeyRoutes(app: App, services: Services): void {
         params: Type.Object({ org: Type.String(), relayKeyId: Type.String() }),
       },
     },
-    async (access, request, reply) => {
-      await mutateAs(services, access, async (m) => {
+    async (scope, request, reply) => {
+      await mutateAs(services, scope, async (m) => {
         const row = await m.trx
           .updateTable('relay_keys')
           .set({ revoked_at: m.now })
           .where('id', '=', request.params.relayKeyId)
-          .where(activeCredentialsInSql(services.dialect, access))
+          .where(activeCredentialsInSql(services.dialect, scope))
           .returning(['id', 'name'])
           .executeTakeFirst();
         if (!row)

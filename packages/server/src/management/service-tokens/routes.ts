@@ -42,17 +42,17 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
         response: { 201: TokenCreatedSchema },
       },
     },
-    async (access, request, reply) => {
+    async (scope, request, reply) => {
       const role = request.body.role;
       const projectIds = request.body.projectIds ?? null;
-      checkGrant(access, { role, projectIds });
-      if (projectIds) await checkProjectIds(services, access, projectIds);
+      checkGrant(scope, { role, projectIds });
+      if (projectIds) await checkProjectIds(services, scope, projectIds);
       const now = services.clock.now();
       const expiresAt = futureDate(request.body.expiresAt ?? null, now);
-      const { row, token } = await mutateAs(services, access, async (m) => {
+      const { row, token } = await mutateAs(services, scope, async (m) => {
         const issued = await issueToken(m.trx, {
           kind: 'service',
-          organizationId: access.org.id,
+          organizationId: scope.org.id,
           role,
           projectScope: projectIds,
           name: request.body.name,
@@ -81,13 +81,13 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
         response: { 200: pagedSchema(TokenSummarySchema) },
       },
     },
-    async (access, request) => {
+    async (scope, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('api_tokens')
           .selectAll()
           .where('kind', '=', 'service')
-          .where(activeCredentialsInSql(services.dialect, access)),
+          .where(activeCredentialsInSql(services.dialect, scope)),
         request.query,
       );
       return { items: rows.map(tokenSummary), next_cursor: nextCursor, _actions: {} };
@@ -103,14 +103,14 @@ export function registerServiceTokenRoutes(app: App, services: Services): void {
         params: Type.Object({ org: Type.String(), tokenId: Type.String() }),
       },
     },
-    async (access, request, reply) => {
-      await mutateAs(services, access, async (m) => {
+    async (scope, request, reply) => {
+      await mutateAs(services, scope, async (m) => {
         const row = await m.trx
           .updateTable('api_tokens')
           .set({ revoked_at: m.now })
           .where('id', '=', request.params.tokenId)
           .where('kind', '=', 'service')
-          .where(activeCredentialsInSql(services.dialect, access))
+          .where(activeCredentialsInSql(services.dialect, scope))
           .returning(['id', 'name'])
           .executeTakeFirst();
         if (!row)

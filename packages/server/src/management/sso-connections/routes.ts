@@ -61,19 +61,19 @@ function connectionSettings(row: SsoConnectionsTable) {
   };
 }
 
-function connectionBody(services: Services, access: OrgAccess, row: SsoConnectionsTable) {
+function connectionBody(services: Services, scope: OrgAccess, row: SsoConnectionsTable) {
   return {
     id: row.id,
     ...connectionSettings(row),
     callbackUrl: `${services.config.publicUrl}/auth/sso/callback`,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-    _actions: actionsFor(access.role, {
+    _actions: actionsFor(scope.role, {
       update: { role: 'Owner' },
       delete: {
         role: 'Owner',
         blockedBy:
-          access.org.sso_required === 1 && access.org.sso_connection_id === row.id
+          scope.org.sso_required === 1 && scope.org.sso_connection_id === row.id
             ? 'the organization requires sign-in through this connection'
             : null,
       },
@@ -94,16 +94,16 @@ function connectionEntity(row: SsoConnectionsTable) {
   return { type: 'sso_connection', id: row.id, key: null };
 }
 
-async function findConnection(services: Services, access: OrgAccess, id: string) {
+async function findConnection(services: Services, scope: OrgAccess, id: string) {
   const row = await services.db
     .selectFrom('sso_connections')
     .selectAll()
-    .where('organization_id', '=', access.org.id)
+    .where('organization_id', '=', scope.org.id)
     .where('id', '=', id)
     .executeTakeFirst();
   if (!row)
     throw new ApiError('not_found', `SSO connection "${id}" was not found.`, {
-      nextActions: [{ method: 'GET', path: `/api/v1/orgs/${access.org.slug}/sso-connections` }],
+      nextActions: [{ method: 'GET', path: `/api/v1/orgs/${scope.org.slug}/sso-connections` }],
     });
   return row;
 }
@@ -139,13 +139,13 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         response: { 201: ConnectionSchema },
       },
     },
-    async (access, request, reply) => {
+    async (scope, request, reply) => {
       await checkIssuer(services, request.body.issuer);
       const now = services.clock.now().toISOString();
       const id = uuid();
       const row: SsoConnectionsTable = {
         id,
-        organization_id: access.org.id,
+        organization_id: scope.org.id,
         name: request.body.name,
         issuer: request.body.issuer,
         client_id: request.body.clientId,
@@ -160,12 +160,12 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         created_at: now,
         updated_at: now,
       };
-      await mutateAs(services, access, async (m) => {
+      await mutateAs(services, scope, async (m) => {
         await m.trx.insertInto('sso_connections').values(row).execute();
         await m.trx
           .updateTable('organizations')
           .set({ sso_connection_id: id })
-          .where('id', '=', access.org.id)
+          .where('id', '=', scope.org.id)
           .where('sso_connection_id', 'is', null)
           .execute();
         await m.emit({
@@ -174,7 +174,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
           description: `SSO connection "${row.name}" (${row.issuer}) created`,
         });
       });
-      return reply.status(201).send(connectionBody(services, access, row));
+      return reply.status(201).send(connectionBody(services, scope, row));
     },
   );
 
@@ -189,18 +189,18 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         response: { 200: pagedSchema(ConnectionSchema) },
       },
     },
-    async (access, request) => {
+    async (scope, request) => {
       const { rows, nextCursor } = await paginate(
         services.db
           .selectFrom('sso_connections')
           .selectAll()
-          .where('organization_id', '=', access.org.id),
+          .where('organization_id', '=', scope.org.id),
         request.query,
       );
       return {
-        items: rows.map((row) => connectionBody(services, access, row)),
+        items: rows.map((row) => connectionBody(services, scope, row)),
         next_cursor: nextCursor,
-        _actions: actionsFor(access.role, { create: { role: 'Owner' } }),
+        _actions: actionsFor(scope.role, { create: { role: 'Owner' } }),
       };
     },
   );
@@ -209,8 +209,8 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
     '/orgs/:org/sso-connections/:id',
     'Owner',
     { schema: { tags: ['sso'], params: ConnectionParams, response: { 200: ConnectionSchema } } },
-    async (access, request) =>
-      connectionBody(services, access, await findConnection(services, access, request.params.id)),
+    async (scope, request) =>
+      connectionBody(services, scope, await findConnection(services, scope, request.params.id)),
   );
 
   route.patch(
@@ -237,8 +237,8 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         response: { 200: ConnectionSchema },
       },
     },
-    async (access, request) => {
-      const before = await findConnection(services, access, request.params.id);
+    async (scope, request) => {
+      const before = await findConnection(services, scope, request.params.id);
       const body = request.body;
       if (body.issuer !== undefined && body.issuer !== before.issuer)
         await checkIssuer(services, body.issuer);
@@ -265,7 +265,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
         enabled: body.enabled !== undefined ? (body.enabled ? 1 : 0) : before.enabled,
         updated_at: services.clock.now().toISOString(),
       };
-      await mutateAs(services, access, async (m) => {
+      await mutateAs(services, scope, async (m) => {
         await m.trx.updateTable('sso_connections').set(after).where('id', '=', before.id).execute();
         const changes = diffProperties(connectionSettings(before), connectionSettings(after));
         // The secret itself never appears in an event: only that it was replaced.
@@ -278,7 +278,7 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
           description: `SSO connection "${after.name}" updated`,
         });
       });
-      return connectionBody(services, access, after);
+      return connectionBody(services, scope, after);
     },
   );
 
@@ -286,18 +286,18 @@ export function registerSsoConnectionRoutes(app: App, services: Services): void 
     '/orgs/:org/sso-connections/:id',
     'Owner',
     { wholeOrganization: true, schema: { tags: ['sso'], params: ConnectionParams } },
-    async (access, request, reply) => {
-      const row = await findConnection(services, access, request.params.id);
-      if (access.org.sso_required === 1 && access.org.sso_connection_id === row.id)
+    async (scope, request, reply) => {
+      const row = await findConnection(services, scope, request.params.id);
+      if (scope.org.sso_required === 1 && scope.org.sso_connection_id === row.id)
         throw new ApiError(
           'conflict',
           'The organization requires sign-in through this connection: switch ssoRequired off or choose another connection first.',
         );
-      await mutateAs(services, access, async (m) => {
+      await mutateAs(services, scope, async (m) => {
         await m.trx
           .updateTable('organizations')
           .set({ sso_connection_id: null })
-          .where('id', '=', access.org.id)
+          .where('id', '=', scope.org.id)
           .where('sso_connection_id', '=', row.id)
           .execute();
         // Its sessions and links go with it (foreign keys); its tokens are revoked.
