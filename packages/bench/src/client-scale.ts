@@ -11,7 +11,8 @@
  * 350 flags is 0.4, on the full node and on the relay. Absolute figures are printed beside it
  * (Edge publishes 6,900 requests/s on one CPU for its 350-flag set).
  *
- * `VEXIL_BENCH_CLIENT_SCALE_FLAGS` (e.g. `350`) measures fewer flag counts.
+ * `VEXIL_BENCH_CLIENT_SCALE_FLAGS` (e.g. `350`) measures fewer flag counts, and
+ * `VEXIL_BENCH_NODE_FLAGS` passes Node.js options to the node and the relay (e.g. `--cpu-prof`).
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -29,6 +30,7 @@ import type { LoadScenario } from './wrk.js';
 const FLAG_COUNTS = (process.env.VEXIL_BENCH_CLIENT_SCALE_FLAGS ?? '20,350,2000')
   .split(',')
   .map(Number);
+const NODE_FLAGS = (process.env.VEXIL_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const CONTEXTS = 500;
 const SEED_CONCURRENCY = 8;
 const COUNTRIES = ['NL', 'DE', 'FR', 'US', 'GB'];
@@ -177,7 +179,7 @@ async function main(): Promise<void> {
       const token = await bootstrap(database);
       const nodePort = await freePort();
       const node = startPinned(
-        [CLI, 'serve'],
+        [...NODE_FLAGS, CLI, 'serve'],
         { ...nodeEnvironment(database), VEXIL_PORT: String(nodePort) },
         nodePort,
       );
@@ -190,7 +192,7 @@ async function main(): Promise<void> {
 
       const relayPort = await freePort();
       const relay = startPinned(
-        [CLI, 'relay', '--upstream', node.baseUrl, '--port', String(relayPort)],
+        [...NODE_FLAGS, CLI, 'relay', '--upstream', node.baseUrl, '--port', String(relayPort)],
         {
           VEXIL_RELAY_KEY: await createRelayKey(client),
           VEXIL_HOST: '127.0.0.1',

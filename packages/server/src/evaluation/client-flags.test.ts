@@ -6,7 +6,6 @@ import {
 } from '@vexil/engine';
 import { describe, expect, it } from 'vitest';
 import { clientFlagsBody, evaluateClientFlags } from './client-flags.js';
-import { FragmentArena } from './fragment-arena.js';
 import { ConfigurationDocumentWriter } from './configuration-document.js';
 import type { Snapshot } from './snapshots.js';
 
@@ -58,7 +57,6 @@ async function snapshotOf(configuration: SdkConfiguration, visible: string[]): P
     clientSideKeys: new Set(visible),
     clientFlags,
     clientEntries: clientFlags.map(() => []),
-    clientFragments: new FragmentArena(),
   };
 }
 

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { evaluateSelected, type EvaluationContext, type EvaluationResult } from '@vexil/engine';
 import { evaluationEvents } from '../telemetry/evaluation-events.js';
 import type { UsageAggregator } from '../usage/aggregator.js';
+import { joinFragments } from './fragments.js';
 import type { ServedEntry, Snapshot } from './snapshots.js';
 
 /** One flag in a client evaluation (spec: Client evaluation result). */
@@ -85,7 +86,7 @@ export function evaluateClientFlags(
  * The serialized entry of the `i`-th client-visible flag's result, cached in the snapshot:
  * `,"key":{…}`, with the comma that separates it from the entry before.
  */
-function servedEntry(snapshot: Snapshot, i: number, result: EvaluationResult): ServedEntry {
+function servedEntry(snapshot: Snapshot, i: number, result: EvaluationResult): Buffer {
   const served = snapshot.clientEntries[i] as ServedEntry[];
   // Compared by identity in the common case: variation keys are the compiled configuration's
   // strings and reasons are constants.
@@ -95,18 +96,18 @@ function servedEntry(snapshot: Snapshot, i: number, result: EvaluationResult): S
       entry.reason === result.reason &&
       entry.prerequisiteKey === result.prerequisiteKey
     )
-      return entry;
+      return entry.bytes;
   }
-  const entry: ServedEntry = {
+  const bytes = Buffer.from(
+    `,${JSON.stringify(result.key)}:${JSON.stringify(clientResult(result))}`,
+  );
+  served.push({
     variation: result.variation,
     reason: result.reason,
     prerequisiteKey: result.prerequisiteKey,
-    ...snapshot.clientFragments.add(
-      `,${JSON.stringify(result.key)}:${JSON.stringify(clientResult(result))}`,
-    ),
-  };
-  served.push(entry);
-  return entry;
+    bytes,
+  });
+  return bytes;
 }
 
 const BODY_START = Buffer.from('{"flags":{');
@@ -127,5 +128,5 @@ export function clientFlagsBody(
 ): Buffer {
   const results = evaluateClientSide(snapshot, context, usage, headers);
   const entries = results.map((result, i) => servedEntry(snapshot, i, result));
-  return snapshot.clientFragments.join(BODY_START, entries, BODY_END);
+  return joinFragments(BODY_START, entries, BODY_END);
 }

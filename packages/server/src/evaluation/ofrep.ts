@@ -20,7 +20,7 @@ import { fieldProblems, validationSummary } from '../http/validation-messages.js
 import type { EvaluationServices } from '../services.js';
 import { evaluationEvents } from '../telemetry/evaluation-events.js';
 import { compressedAnswer, COMPRESS_FROM_BYTES } from './answer-compression.js';
-import { FragmentArena } from './fragment-arena.js';
+import { joinFragments } from './fragments.js';
 import { ofrepEventStreams, type OfrepEventStream } from './ofrep-events.js';
 import {
   notAnSdkKeyDetail,
@@ -151,9 +151,7 @@ interface OfrepEntry extends Pick<
   EvaluationResult,
   'variation' | 'reason' | 'ruleId' | 'prerequisiteKey' | 'errorCode'
 > {
-  /** Where the entry's bytes are in its snapshot's fragments. */
-  start: number;
-  end: number;
+  bytes: Buffer;
   /** Whether the entry is an evaluation success, which counts as served. */
   success: boolean;
   /** 64 bits of a digest of its bytes, as two numbers: what the answer's ETag is mixed from. */
@@ -161,23 +159,19 @@ interface OfrepEntry extends Pick<
   digestLow: number;
 }
 
-/** Per snapshot, each flag's entries by position in the compiled environment, and their bytes. */
-const bulkEntriesBySnapshot = new WeakMap<
-  Snapshot,
-  { byFlag: (OfrepEntry[] | undefined)[]; fragments: FragmentArena }
->();
+/** Per snapshot, each flag's entries by position in the compiled environment. */
+const bulkEntriesBySnapshot = new WeakMap<Snapshot, (OfrepEntry[] | undefined)[]>();
 /** Per snapshot, every flag's position: what a server key's bulk answer evaluates. */
 const everyFlag = new WeakMap<Snapshot, number[]>();
 
-function bulkEntries(snapshot: Snapshot) {
-  let held = bulkEntriesBySnapshot.get(snapshot);
-  if (!held)
-    bulkEntriesBySnapshot.set(snapshot, (held = { byFlag: [], fragments: new FragmentArena() }));
-  return held;
+function bulkEntries(snapshot: Snapshot): (OfrepEntry[] | undefined)[] {
+  let byFlag = bulkEntriesBySnapshot.get(snapshot);
+  if (!byFlag) bulkEntriesBySnapshot.set(snapshot, (byFlag = []));
+  return byFlag;
 }
 
 function bulkEntry(
-  { byFlag, fragments }: ReturnType<typeof bulkEntries>,
+  byFlag: (OfrepEntry[] | undefined)[],
   snapshot: Snapshot,
   position: number,
   result: EvaluationResult,
@@ -202,7 +196,7 @@ function bulkEntry(
     ruleId: result.ruleId,
     prerequisiteKey: result.prerequisiteKey,
     errorCode: result.errorCode,
-    ...fragments.add(text),
+    bytes: Buffer.from(text),
     success: !isFailure(answer),
     digestHigh: digest.readUInt32LE(0),
     digestLow: digest.readUInt32LE(4),
@@ -242,9 +236,9 @@ export function ofrepBulkAnswer(
   tag.writeUInt32LE(high >>> 0, 0);
   tag.writeUInt32LE(low >>> 0, 4);
   return {
-    body: held.fragments.join(
+    body: joinFragments(
       BULK_START,
-      entries,
+      entries.map((entry) => entry.bytes),
       Buffer.from(`],"eventStreams":${eventStreams}}`),
     ),
     etag: `"${tag.toString('base64url')}"`,

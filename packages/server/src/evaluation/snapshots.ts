@@ -18,7 +18,6 @@ import {
   type ConfigurationSink,
   type EnvironmentConfiguration,
 } from './sdk-configuration.js';
-import { FragmentArena } from './fragment-arena.js';
 import { activeKeyHashes } from './sdk-keys.js';
 import type { CopiedConfiguration, CopiedKey, SnapshotCopies } from './snapshot-copies.js';
 
@@ -31,9 +30,7 @@ export interface ServedEntry {
   variation: string | null;
   reason: string;
   prerequisiteKey: string | undefined;
-  /** Where the entry's bytes are in the snapshot's {@link Snapshot.clientFragments}. */
-  start: number;
-  end: number;
+  bytes: Buffer;
 }
 
 /** One environment's configuration, compiled and serialized once per version. */
@@ -67,8 +64,6 @@ export interface Snapshot {
    * prerequisites.
    */
   clientEntries: ServedEntry[][];
-  /** The bytes of {@link clientEntries}. */
-  clientFragments: FragmentArena;
 }
 
 /**
@@ -400,7 +395,6 @@ function compileSnapshot(
     clientSideKeys: new Set(loaded.clientSideKeys),
     clientFlags,
     clientEntries: clientFlags.map(() => []),
-    clientFragments: new FragmentArena(),
   };
 }
 
