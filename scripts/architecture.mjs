@@ -25,7 +25,7 @@ const END = '<!-- architecture:end -->';
  * that points to a higher layer is counted (and the exceptions are named in design record 051).
  */
 const LAYERS = [
-  ['clock.ts', 'config.ts', 'services.ts', 'db', 'events', 'mail', 'telemetry'],
+  ['clock.ts', 'config.ts', 'errors.ts', 'services.ts', 'db', 'events', 'mail', 'telemetry'],
   ['http'],
   ['auth'],
   ['api'],
@@ -172,7 +172,6 @@ const KNOWN_MUTUAL = [
   'auth http',
   'auth services.ts',
   'db events',
-  'db http',
   'evaluation http',
   'services.ts usage',
   'services.ts webhooks',

@@ -11,7 +11,7 @@ import { registerCleanupCommand } from './code-refs/cleanup/command.js';
 import { ConfigError, loadConfig, parseUpstreamUrl, parseWorkers, type Config } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 import type { Plan } from './db/schema.js';
-import { ApiError } from './http/errors.js';
+import { ApiError } from './errors.js';
 import { applyDocument, type ApplyResult } from './writes/apply.js';
 import { flagsAsCodeOpener } from './change-requests/flags-as-code-opener.js';
 import { documentJsonSchema } from './writes/document.js';

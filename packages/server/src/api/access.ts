@@ -5,7 +5,7 @@ import { hasRole } from '../auth/roles.js';
 import { mutate, type Mutation } from '../db/mutate.js';
 import type { OrganizationsTable, ProjectsTable, Role } from '../db/schema.js';
 import type { Actor } from '../events/types.js';
-import { ApiError, invalidField } from '../http/errors.js';
+import { ApiError, invalidField } from '../errors.js';
 import type { Services } from '../services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

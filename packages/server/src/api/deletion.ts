@@ -1,6 +1,6 @@
 import type { Mutation } from '../db/mutate.js';
 import type { KeyedRef } from '../events/types.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 
 /** The project-level resources that other configuration refers to by key or id. */
 const DELETABLE = {

@@ -5,7 +5,7 @@ import { SESSION_COOKIE } from '../auth/sessions.js';
 import { deriveKey, seal, unseal } from '../auth/sealing.js';
 import { isUniqueViolation } from '../db/unique.js';
 import type { Services } from '../services.js';
-import { ApiError, invalidField } from '../http/errors.js';
+import { ApiError, invalidField } from '../errors.js';
 
 /** How long a completed request's response is replayed (design record 004). */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;

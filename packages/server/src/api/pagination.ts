@@ -1,6 +1,6 @@
 import type { SelectQueryBuilder } from 'kysely';
 import { Type, type Static } from 'typebox';
-import { invalidField } from '../http/errors.js';
+import { invalidField } from '../errors.js';
 
 /** Page size when `limit` is omitted, and its maximum (design record 001). */
 export const DEFAULT_PAGE_SIZE = 50;

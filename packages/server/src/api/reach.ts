@@ -2,7 +2,7 @@ import { sql, type Expression, type SqlBool } from 'kysely';
 import { hasRole } from '../auth/roles.js';
 import type { Dialect } from '../db/dialect.js';
 import type { Role } from '../db/schema.js';
-import { ApiError, invalidField } from '../http/errors.js';
+import { ApiError, invalidField } from '../errors.js';
 import type { OrgAccess } from './access.js';
 
 /**

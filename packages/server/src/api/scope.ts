@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Caller, UserCaller } from '../auth/caller.js';
 import type { EnvironmentsTable, ProjectsTable, Role } from '../db/schema.js';
 import type { App } from '../http/app-instance.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import type { Services } from '../services.js';
 import { callerOf, requireOrg, requireProject, type OrgAccess } from './access.js';
 import { requireWholeOrg } from './reach.js';

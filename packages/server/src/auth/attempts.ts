@@ -9,7 +9,7 @@ import {
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
 import type { Database } from '../db/database.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 
 /** A client IP may make this many times the per-address allowance (many people share one NAT). */
 const IP_ALLOWANCE = 10;

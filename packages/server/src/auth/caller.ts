@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Role, Schema } from '../db/schema.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import { hashSecret, isRelayKey, isSdkKey, secretKind, secretMatches } from './secrets.js';
 
 /** A personal access token or a browser session, acting as its user. */

@@ -1,7 +1,7 @@
 import { hash, verify } from '@node-rs/argon2';
 import type { ZxcvbnFactory } from '@zxcvbn-ts/core';
 import type { Config } from '../config.js';
-import { ApiError, invalidField } from '../http/errors.js';
+import { ApiError, invalidField } from '../errors.js';
 
 /**
  * Passwords (design record 022): Argon2id with the OWASP-recommended parameters (19 MiB, two

@@ -4,7 +4,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { v7 as uuid } from 'uuid';
 import type { Config } from '../config.js';
 import type { Schema, SessionsTable } from '../db/schema.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import type { UserCaller } from './caller.js';
 import { generateSecret, hashSecret, secretMatches } from './secrets.js';
 

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Mutation } from '../db/mutate.js';
 import type { ProjectsTable } from '../db/schema.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import { reconcileDocument } from '../writes/apply.js';
 import { DOCUMENT_VERSION } from '../writes/document.js';
 import {

@@ -1,5 +1,5 @@
 import { mutate, type Mutation } from '../db/mutate.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import type { Services } from '../services.js';
 import { writeChanges } from './changes.js';
 import type { Change } from './kinds.js';

@@ -4,7 +4,7 @@ import { hasRole } from '../auth/roles.js';
 import { mutate, type Mutation } from '../db/mutate.js';
 import type { ChangeRequestState, ProjectsTable } from '../db/schema.js';
 import type { EventType, KeyedRef } from '../events/types.js';
-import { ApiError, invalidField } from '../http/errors.js';
+import { ApiError, invalidField } from '../errors.js';
 import type { Services } from '../services.js';
 import { actorOf } from '../api/access.js';
 import { requireEnvironment } from '../api/path-resources.js';

@@ -1,4 +1,4 @@
-import { duplicateKey } from '../http/errors.js';
+import { duplicateKey } from '../errors.js';
 
 /** Whether a database error is a unique-constraint violation (PostgreSQL or SQLite). */
 export function isUniqueViolation(error: unknown): boolean {

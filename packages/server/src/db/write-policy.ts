@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import type { Schema } from './schema.js';
 
 /**

@@ -14,7 +14,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../http/app-instance.js';
 import { toApiError } from '../http/envelope.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
 import { fieldProblems, validationSummary } from '../http/validation-messages.js';
 import type { EvaluationServices } from '../services.js';

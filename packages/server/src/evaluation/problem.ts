@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { toApiError } from '../http/envelope.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import { notAnSdkKeyDetail, SdkAuthFailure } from './sdk-authenticator.js';
 
 /** An evaluation API error (spec: Evaluation API problem body). */

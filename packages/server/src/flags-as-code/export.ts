@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { stringify } from 'yaml';
 import type { ProjectsTable, Schema } from '../db/schema.js';
-import { invalidField } from '../http/errors.js';
+import { invalidField } from '../errors.js';
 import {
   DOCUMENT_SCHEMA_FILE,
   DOCUMENT_VERSION,

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { problemBody, ProblemError } from '../evaluation/problem.js';
 import { docsUrl, type ErrorEnvelope } from './envelope.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 /** What Node's HTTP parser reports with a request it refuses (`clientError`). */
 interface ClientError extends Error {

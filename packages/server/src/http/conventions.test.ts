@@ -8,7 +8,7 @@ import {
   type TestResponse,
   type TestVexil,
 } from '../test-support/harness.js';
-import { ERROR_CODES } from './errors.js';
+import { ERROR_CODES } from '../errors.js';
 
 /** Management API conventions (spec: Conventions, Error envelope, Paged result). */
 describe.each(testDialects())('management conventions on %s', (dialect) => {

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { marked } from 'marked';
 import { isDatabaseUnavailable } from '../db/availability.js';
-import { ApiError, databaseUnavailable, ERROR_CODES, type ErrorCode } from './errors.js';
+import { ApiError, databaseUnavailable, ERROR_CODES, type ErrorCode } from '../errors.js';
 import { fieldProblems, validationSummary } from './validation-messages.js';
 
 /** The management API error envelope (spec: Error envelope). Null members are omitted. */

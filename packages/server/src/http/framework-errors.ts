@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError, problemErrorHandler } from '../evaluation/problem.js';
 import { managementErrorHandler } from './envelope.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 /**
  * Answers the errors Fastify raises before routing — a path that is not valid percent-encoded

@@ -1,6 +1,6 @@
 import { errorCodes } from 'fastify';
 import secureJson from 'secure-json-parse';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 /** Where V8 says a JSON text went wrong: "… in JSON at position 13 (line 2 column 3)". */
 const V8_POSITION = /\s+in JSON at position (\d+)(?:\s*\(line \d+ column \d+\))?/;

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { ApiError, invalidField } from './errors.js';
+import { ApiError, invalidField } from '../errors.js';
 
 const NUL = '\u0000';
 const PROBLEM = 'must not contain the NUL character (U+0000)';

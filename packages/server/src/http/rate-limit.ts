@@ -6,7 +6,7 @@ import {
   RateLimiterRes,
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 /**
  * Per-caller request accounting for the management API (spec: Limits). Every response carries

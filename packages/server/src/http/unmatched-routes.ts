@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { distance } from 'fastest-levenshtein';
 import Router, { type HTTPMethod } from 'find-my-way';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 /** A request that matched no route of its scope. */
 export interface Unmatched {

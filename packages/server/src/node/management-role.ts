@@ -4,7 +4,7 @@ import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { LiveFeed } from '../events/live-feed.js';
 import type { App } from '../http/app-instance.js';
 import { managementErrorHandler } from '../http/envelope.js';
-import { databaseUnavailable } from '../http/errors.js';
+import { databaseUnavailable } from '../errors.js';
 import { registerIdempotency } from '../api/idempotency.js';
 import { rejectNulCharacters } from '../http/nul-guard.js';
 import type { ManagementRateLimiter } from '../http/rate-limit.js';

@@ -7,7 +7,7 @@ import { hashPassword } from '../auth/passwords.js';
 import { hashSecret } from '../auth/secrets.js';
 import { startSession } from '../auth/sessions.js';
 import type { Schema } from '../db/schema.js';
-import { ApiError, invalidField } from '../http/errors.js';
+import { ApiError, invalidField } from '../errors.js';
 import type { App } from '../http/app-instance.js';
 import { KeySchema, NameSchema } from '../api/fields.js';
 import type { Services } from '../services.js';

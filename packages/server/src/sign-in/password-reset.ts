@@ -4,7 +4,7 @@ import { checkPasswordsEnabled, hashPassword } from '../auth/passwords.js';
 import { generateSecret, hashSecret } from '../auth/secrets.js';
 import { endSessions } from '../auth/sessions.js';
 import type { App } from '../http/app-instance.js';
-import { invalidField } from '../http/errors.js';
+import { invalidField } from '../errors.js';
 import type { Services } from '../services.js';
 
 /**

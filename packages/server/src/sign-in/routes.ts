@@ -3,7 +3,7 @@ import type { App } from '../http/app-instance.js';
 import { checkPasswordsEnabled, passwordMatches } from '../auth/passwords.js';
 import { hashSecret } from '../auth/secrets.js';
 import { checkCsrf, clearSessionCookies, SESSION_COOKIE, startSession } from '../auth/sessions.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import type { Services } from '../services.js';
 
 /**

@@ -16,7 +16,7 @@ import { authenticateSession, SESSION_COOKIE, startSession } from '../auth/sessi
 import { mutate, type Mutation } from '../db/mutate.js';
 import type { SsoConnectionsTable } from '../db/schema.js';
 import type { App } from '../http/app-instance.js';
-import { ApiError, type ErrorCode, type ErrorDetail } from '../http/errors.js';
+import { ApiError, type ErrorCode, type ErrorDetail } from '../errors.js';
 import { isUuid } from '../api/access.js';
 import type { Services } from '../services.js';
 

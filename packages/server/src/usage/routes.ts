@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { App } from '../http/app-instance.js';
-import { ApiError, invalidField } from '../http/errors.js';
+import { ApiError, invalidField } from '../errors.js';
 import { Timestamp } from '../api/fields.js';
 import { scopedRoutes } from '../api/scope.js';
 import type { Services } from '../services.js';

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { App } from '../http/app-instance.js';
 import type { EventPayload, EventType } from '../events/types.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import { actorOf, isUuid, mutateAs, type OrgAccess } from '../api/access.js';
 import { PageQuery, paginate, pagedSchema } from '../api/pagination.js';
 import type { Services } from '../services.js';

@@ -2,7 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Dialect } from '../db/database.js';
 import type { Plan, Schema, WebhookSubscriptionsTable } from '../db/schema.js';
 import { EVENT_TYPES } from '../events/types.js';
-import { ApiError, invalidField } from '../http/errors.js';
+import { ApiError, invalidField } from '../errors.js';
 import { checkProjectIds, isUuid, notFound, type OrgAccess } from '../api/access.js';
 import { checkGrant, mayReadInSql, reachesInSql } from '../api/reach.js';
 import type { Services } from '../services.js';

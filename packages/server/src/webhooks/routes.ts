@@ -3,7 +3,7 @@ import { v7 as uuid } from 'uuid';
 import type { App } from '../http/app-instance.js';
 import type { Role, WebhookSubscriptionsTable } from '../db/schema.js';
 import { EVENT_TYPES } from '../events/types.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import { actionsFor } from '../api/actions.js';
 import { mutateAs } from '../api/access.js';
 import { reachesInSql } from '../api/reach.js';

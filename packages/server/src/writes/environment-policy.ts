@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import type { DocumentChangeRequestPolicy, ProjectDocument } from './document.js';
 import { completeEnvironment } from './document-defaults.js';
 import { documentEnvironment, type ProjectState } from './project-state.js';

@@ -1,6 +1,6 @@
 import type { Mutation } from '../db/mutate.js';
 import { diffProperties } from '../events/types.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import { defaultOffVariation } from '../management/flags/configuration.js';
 import { completeFlagEnvironment, completeSegment } from './document-defaults.js';
 import type { DocumentFlagEnvironment, ProjectDocument } from './document.js';

@@ -1,6 +1,6 @@
 import { findPrerequisiteProblem, type PrerequisiteGraphFlag } from '@vexil/engine';
 import { parse } from 'yaml';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import { checkJsonLimits, JSON_LIMITS } from '../http/request-limits.js';
 import type { ValidateFunction } from 'ajv';
 import { schemaCompiler } from '../http/schema-validator.js';

@@ -4,7 +4,7 @@ import type { App } from '../../http/app-instance.js';
 import type { Dialect } from '../../db/database.js';
 import type { WebhookEventsTable } from '../../db/schema.js';
 import { AUDIT_ONLY_EVENT_TYPES, EVENT_TYPES, type EventPayload } from '../../events/types.js';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 
 import { MAX_PAGE_SIZE, PageQuery, paginate, pagedSchema } from '../../api/pagination.js';

@@ -1,4 +1,4 @@
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import type { RemovalCandidate } from '../flags/removal-candidates.js';
 import { countsOnDefaultBranches, placesReading } from './queries.js';

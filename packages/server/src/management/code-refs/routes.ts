@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../errors.js';
 import { parseJsonBody } from '../../http/json-body.js';
 import { checkJsonLimits } from '../../http/request-limits.js';
 import { diffProperties } from '../../events/types.js';

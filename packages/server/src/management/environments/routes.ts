@@ -6,7 +6,7 @@ import { diffProperties } from '../../events/types.js';
 import type { Services } from '../../services.js';
 import { removeFromSubscriptionFilters } from '../../webhooks/filters.js';
 import { hasRole } from '../../auth/roles.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import { mutateAs } from '../../api/access.js';
 import { ActionsSchema, actionsFor } from '../../api/actions.js';
 import { ColorSchema, KeySchema, NameSchema, Uuid } from '../../api/fields.js';

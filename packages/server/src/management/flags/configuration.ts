@@ -1,5 +1,5 @@
 import type { FlagEnvironmentsTable, FlagsTable } from '../../db/schema.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../errors.js';
 
 /**
  * A flag's configuration in a new environment: disabled, serving `defaultVariationId` when on and

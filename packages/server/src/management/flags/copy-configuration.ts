@@ -3,7 +3,7 @@ import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
 import type { StoredConditionGroup } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs } from '../../api/access.js';
 import { requireEnvironment } from '../../api/path-resources.js';

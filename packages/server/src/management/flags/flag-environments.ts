@@ -3,7 +3,7 @@ import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { EnvironmentsTable, FlagEnvironmentsTable, Role } from '../../db/schema.js';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs } from '../../api/access.js';
 import { actionsFor } from '../../api/actions.js';

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { lastEvaluatedByEnvironment, readFlagUsage } from '../../usage/queries.js';
 import { mutateAs } from '../../api/access.js';

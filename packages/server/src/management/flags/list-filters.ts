@@ -1,7 +1,7 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
 import { Type, type Static } from 'typebox';
 import type { FlagsTable, Schema } from '../../db/schema.js';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import type { ProjectScope } from '../../api/scope.js';
 import { findRemovalCandidates } from './removal-candidates.js';

@@ -2,7 +2,7 @@ import { evaluateFlag } from '@vexil/engine';
 import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { SnapshotStore } from '../../evaluation/snapshots.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { scopedRoutes } from '../../api/scope.js';
 

@@ -12,7 +12,7 @@ import {
   type PropertyChange,
 } from '../../events/types.js';
 import type { Services } from '../../services.js';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 import type { FlagRow } from '../../api/path-resources.js';
 import { actionsFor } from '../../api/actions.js';
 import { initialConfiguration } from './configuration.js';

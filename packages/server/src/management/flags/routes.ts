@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { Mutation } from '../../db/mutate.js';
 import { diffProperties } from '../../events/types.js';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs, type OrgAccess } from '../../api/access.js';
 import { actionsFor } from '../../api/actions.js';

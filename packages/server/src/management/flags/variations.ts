@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs, notFound } from '../../api/access.js';
 import { actionsFor } from '../../api/actions.js';

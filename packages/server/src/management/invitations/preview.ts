@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import { ROLES } from '../../auth/roles.js';
 import { hashSecret } from '../../auth/secrets.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 
 /**

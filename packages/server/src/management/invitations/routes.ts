@@ -7,7 +7,7 @@ import { generateSecret, hashSecret } from '../../auth/secrets.js';
 import { startSession } from '../../auth/sessions.js';
 import { mutate } from '../../db/mutate.js';
 import type { InvitationsTable, Role } from '../../db/schema.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { actorOf, checkProjectIds, mutateAs } from '../../api/access.js';
 import { ActionsSchema, actionsFor } from '../../api/actions.js';

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { checkPasswordsEnabled, hashPassword, passwordMatches } from '../../auth/passwords.js';
 import { endSessions } from '../../auth/sessions.js';
 import type { App } from '../../http/app-instance.js';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { scopedRoutes } from '../../api/scope.js';
 

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
 import { issueToken, tokenSummary } from '../../auth/tokens.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
 import { TokenCreatedSchema, TokenSummarySchema, futureDate } from '../service-tokens/schemas.js';

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
 import { scopedRoutes } from '../../api/scope.js';

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Dialect } from '../../db/database.js';
 import type { Role, Schema } from '../../db/schema.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 
 /**
  * Refuses a change that would leave the organization without an Owner (people-and-sign-in.md,

@@ -5,7 +5,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Dialect } from '../../db/dialect.js';
 import type { Role, Schema } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { checkProjectIds, mutateAs, type OrgAccess } from '../../api/access.js';
 import { ActionsSchema, actionsFor } from '../../api/actions.js';

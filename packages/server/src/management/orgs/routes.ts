@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { OrganizationsTable, Plan, Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs } from '../../api/access.js';
 import { ActionsSchema, actionsFor } from '../../api/actions.js';

@@ -4,7 +4,7 @@ import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
 import type { ProjectsTable, Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { removeFromSubscriptionFilters } from '../../webhooks/filters.js';
 import { mutateAs, projectInScope } from '../../api/access.js';

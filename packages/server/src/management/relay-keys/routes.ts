@@ -4,7 +4,7 @@ import { v7 as uuid } from 'uuid';
 import { SHOWN_ONCE_WARNING, generateSecret, hashSecret } from '../../auth/secrets.js';
 import type { RelayKeysTable } from '../../db/schema.js';
 import type { App } from '../../http/app-instance.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { checkProjectIds, mutateAs } from '../../api/access.js';
 import { Timestamp, Uuid } from '../../api/fields.js';

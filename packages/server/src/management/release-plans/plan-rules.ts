@@ -1,5 +1,5 @@
 import { parse as parseIsoDuration, type Duration } from 'tinyduration';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 
 /** Rollout weights are thousandths of a percent (100 000 = 100%): the precision of a step. */
 export const WEIGHT_PER_PERCENT = 1_000;

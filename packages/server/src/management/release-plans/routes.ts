@@ -3,7 +3,7 @@ import type { Mutation } from '../../db/mutate.js';
 import type { Role } from '../../db/schema.js';
 
 import type { App } from '../../http/app-instance.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs, notFound } from '../../api/access.js';
 import { actionsFor } from '../../api/actions.js';

@@ -2,7 +2,7 @@ import { v7 as uuid } from 'uuid';
 import type { Mutation } from '../../db/mutate.js';
 import type { FlagEnvironmentsTable } from '../../db/schema.js';
 import { isUniqueViolation } from '../../db/unique.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../errors.js';
 import { checkSteps, durationMs, GUARD_DEFAULTS, type Guard } from './plan-rules.js';
 import {
   emitPlanEvent,

@@ -4,7 +4,7 @@ import { v7 as uuid } from 'uuid';
 import type { App } from '../../http/app-instance.js';
 import { SHOWN_ONCE_WARNING, generateSecret, hashSecret } from '../../auth/secrets.js';
 import type { EnvironmentsTable, Role, SdkKeysTable } from '../../db/schema.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs } from '../../api/access.js';
 import { ActionsSchema, actionsFor } from '../../api/actions.js';

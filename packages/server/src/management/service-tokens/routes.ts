@@ -3,7 +3,7 @@ import type { App } from '../../http/app-instance.js';
 import { ROLES } from '../../auth/roles.js';
 import { SHOWN_ONCE_WARNING } from '../../auth/secrets.js';
 import { issueToken, tokenSummary } from '../../auth/tokens.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { checkProjectIds, mutateAs } from '../../api/access.js';
 import { PageQuery, paginate, pagedSchema } from '../../api/pagination.js';

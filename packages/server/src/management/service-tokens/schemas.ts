@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 
 export const TokenSummarySchema = Type.Object({
   id: Type.String({ format: 'uuid' }),

@@ -4,7 +4,7 @@ import type { App } from '../../http/app-instance.js';
 import { clientSecretBinding, failureReason } from '../../auth/oidc.js';
 import type { SsoConnectionsTable } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
-import { ApiError, invalidField } from '../../http/errors.js';
+import { ApiError, invalidField } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs, type OrgAccess } from '../../api/access.js';
 import { ActionsSchema, actionsFor } from '../../api/actions.js';

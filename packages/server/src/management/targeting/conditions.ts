@@ -2,7 +2,7 @@ import { normalizeOperator, validateCondition } from '@vexil/engine';
 import { Type, type Static } from 'typebox';
 import { v7 as uuid } from 'uuid';
 import type { StoredCondition, StoredConditionGroup } from '../../db/schema.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import { Uuid } from '../../api/fields.js';
 
 /**

@@ -3,7 +3,7 @@ import { v7 as uuid } from 'uuid';
 import type { Mutation } from '../../db/mutate.js';
 import type { RulesTable } from '../../db/schema.js';
 import type { EventType, KeyedRef, PropertyChange } from '../../events/types.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import type { FlagRow } from '../../api/path-resources.js';
 import { FieldProblems } from './conditions.js';

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import { Type, type Static } from 'typebox';
 import type { RulesTable, StoredConditionGroup } from '../../db/schema.js';
-import { invalidField } from '../../http/errors.js';
+import { invalidField } from '../../errors.js';
 import { ActionsSchema } from '../../api/actions.js';
 import { DescriptionSchema, NullableString, Uuid } from '../../api/fields.js';
 import { ConditionGroupInputSchema, ConditionGroupResponse } from './conditions.js';

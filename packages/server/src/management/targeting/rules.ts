@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import type { App } from '../../http/app-instance.js';
 import type { Role } from '../../db/schema.js';
 import { diffProperties } from '../../events/types.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { mutateAs } from '../../api/access.js';
 import { actionsFor } from '../../api/actions.js';
