@@ -172,7 +172,6 @@ const KNOWN_MUTUAL = [
   'auth http',
   'auth services.ts',
   'db events',
-  'evaluation http',
   'services.ts usage',
   'services.ts webhooks',
 ];

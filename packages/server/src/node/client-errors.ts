@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { problemBody, ProblemError } from '../evaluation/problem.js';
-import { docsUrl, type ErrorEnvelope } from './envelope.js';
+import { docsUrl, type ErrorEnvelope } from '../http/envelope.js';
 import { ApiError } from '../errors.js';
 
 /** What Node's HTTP parser reports with a request it refuses (`clientError`). */

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError, problemErrorHandler } from '../evaluation/problem.js';
-import { managementErrorHandler } from './envelope.js';
+import { managementErrorHandler } from '../http/envelope.js';
 import { ApiError } from '../errors.js';
 
 /**
