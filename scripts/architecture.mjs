@@ -35,6 +35,7 @@ const LAYERS = [
     'change-requests',
     'flags-as-code',
     'webhooks',
+    'audit-log',
     'usage',
     'evaluation',
     'relay-feed',

@@ -1,7 +1,7 @@
 import type { App } from '../http/app-instance.js';
 import type { SnapshotStore } from '../evaluation/snapshots.js';
 import type { Services } from '../services.js';
-import { registerAuditLogRoutes } from '../management/audit-log/routes.js';
+import { registerAuditLogRoutes } from '../audit-log/routes.js';
 import { registerChangeRequestRoutes } from '../change-requests/routes.js';
 import { registerCodeReferenceRoutes } from '../management/code-refs/routes.js';
 import { registerEnvironmentRoutes } from '../management/environments/routes.js';

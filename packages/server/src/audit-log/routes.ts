@@ -1,17 +1,17 @@
 import { sql, type RawBuilder } from 'kysely';
 import { Type, type Static } from 'typebox';
-import type { App } from '../../http/app-instance.js';
-import type { Dialect } from '../../db/database.js';
-import type { WebhookEventsTable } from '../../db/schema.js';
-import { AUDIT_ONLY_EVENT_TYPES, EVENT_TYPES, type EventPayload } from '../../events/types.js';
-import { invalidField } from '../../errors.js';
-import type { Services } from '../../services.js';
+import type { App } from '../http/app-instance.js';
+import type { Dialect } from '../db/database.js';
+import type { WebhookEventsTable } from '../db/schema.js';
+import { AUDIT_ONLY_EVENT_TYPES, EVENT_TYPES, type EventPayload } from '../events/types.js';
+import { invalidField } from '../errors.js';
+import type { Services } from '../services.js';
 
-import { MAX_PAGE_SIZE, PageQuery, paginate, pagedSchema } from '../../api/pagination.js';
-import type { OrgAccess } from '../../api/access.js';
-import { mayReadInSql } from '../../api/reach.js';
+import { MAX_PAGE_SIZE, PageQuery, paginate, pagedSchema } from '../api/pagination.js';
+import type { OrgAccess } from '../api/access.js';
+import { mayReadInSql } from '../api/reach.js';
 import { withKeys } from './readable.js';
-import { scopedRoutes } from '../../api/scope.js';
+import { scopedRoutes } from '../api/scope.js';
 
 const EntityRefSchema = Type.Object({ type: Type.String(), id: Type.String() });
 

@@ -7,7 +7,7 @@ import {
   testDialects,
   variationIdsByKey,
   type TestVexil,
-} from '../../test-support/harness.js';
+} from '../test-support/harness.js';
 
 const flag = '/api/v1/orgs/acme/projects/web/flags/new-checkout';
 

@@ -1,4 +1,4 @@
-import type { Services } from '../../services.js';
+import type { Services } from '../services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Ids inside a recorded value (a rollout's JSON names its variations by id). */

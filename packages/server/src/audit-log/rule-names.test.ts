@@ -7,8 +7,8 @@ import {
   testDialects,
   variationIdsByKey,
   type TestVexil,
-} from '../../test-support/harness.js';
-import { ruleInWords } from '../targeting/rule-words.js';
+} from '../test-support/harness.js';
+import { ruleInWords } from '../management/targeting/rule-words.js';
 
 const project = '/api/v1/orgs/acme/projects/web';
 const flag = `${project}/flags/new-checkout`;

@@ -9,7 +9,7 @@ import {
   testDialects,
   type TestVexil,
   testWebhookSettings,
-} from '../../test-support/harness.js';
+} from '../test-support/harness.js';
 
 const HOUR = 60 * 60 * 1000;
 
