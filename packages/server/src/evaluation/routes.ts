@@ -222,7 +222,7 @@ export function registerEvaluationApi(
       void reply.type('application/json; charset=utf-8');
       // SDKs accept gzip: the document is held compressed and sent as held (design record 012).
       if (new Negotiator(request.raw).encoding(['gzip', 'identity']) === 'gzip') {
-        return reply.header('content-encoding', 'gzip').send(document.gzipped);
+        return reply.header('content-encoding', 'gzip').send(await document.gzipped());
       }
       return reply.send(await document.plain());
     },

@@ -53,7 +53,7 @@ export interface SnapshotToCopy {
   projectId: string;
   version: number;
   clientSideKeys: ReadonlySet<string>;
-  document: { gzipped: Buffer };
+  document: { gzipped(): Promise<Buffer> };
 }
 
 /**
@@ -100,19 +100,22 @@ export class SnapshotCopies {
 
   /** Writes the snapshot's copy, with the environment's active SDK keys; failures are logged. */
   save(snapshot: SnapshotToCopy, sdkKeys: CopiedKey[]): Promise<void> {
-    const header: CopyHeader = {
-      format: FORMAT,
-      database: this.database,
-      environmentId: snapshot.environmentId,
-      organizationId: snapshot.organizationId,
-      projectId: snapshot.projectId,
-      version: snapshot.version,
-      clientSideKeys: [...snapshot.clientSideKeys],
-      sdkKeys,
-      documentSha256: createHash('sha256').update(snapshot.document.gzipped).digest('hex'),
-    };
     this.grants = undefined;
-    return this.queue(snapshot.environmentId, () => this.write(header, snapshot.document.gzipped));
+    return this.queue(snapshot.environmentId, async () => {
+      const gzipped = await snapshot.document.gzipped();
+      const header: CopyHeader = {
+        format: FORMAT,
+        database: this.database,
+        environmentId: snapshot.environmentId,
+        organizationId: snapshot.organizationId,
+        projectId: snapshot.projectId,
+        version: snapshot.version,
+        clientSideKeys: [...snapshot.clientSideKeys],
+        sdkKeys,
+        documentSha256: createHash('sha256').update(gzipped).digest('hex'),
+      };
+      await this.write(header, gzipped);
+    });
   }
 
   /** Removes the copy of an environment that no longer exists. */
