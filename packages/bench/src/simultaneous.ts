@@ -40,13 +40,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sqliteDatabase, type BenchDatabase } from './databases.js';
-import {
-  freePort,
-  startService,
-  waitUntilAnswering,
-  withCleanup,
-  type Service,
-} from './processes.js';
+import { freePort, waitUntilAnswering, withCleanup } from './processes.js';
 import { evaluationScenarios } from './scenarios.js';
 import {
   ManagementClient,
