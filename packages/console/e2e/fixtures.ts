@@ -44,11 +44,22 @@ export async function apiCall<T>(method: string, path: string, body?: unknown): 
 }
 
 /**
- * Fails on serious or critical axe-core violations of the page as it is now, with the
- * experimental `label-content-name-mismatch` (WCAG 2.5.3: a control's name contains its visible
- * text, so speech users can say what they see) enabled.
+ * Fails on serious or critical axe-core violations of the page once its animations have ended,
+ * with the experimental `label-content-name-mismatch` (WCAG 2.5.3: a control's name contains its
+ * visible text, so speech users can say what they see) enabled.
  */
 export async function expectAccessible(page: Page): Promise<void> {
+  // Axe measures colours as they are painted: a dialog still fading in fails colour contrast. So
+  // wait for every finite animation and transition to end (spinners run forever).
+  await page.waitForFunction(() =>
+    document
+      .getAnimations()
+      .every(
+        (animation) =>
+          animation.playState !== 'running' ||
+          animation.effect?.getComputedTiming().endTime === Infinity,
+      ),
+  );
   const { violations } = await new AxeBuilder({ page })
     .options({ rules: { 'label-content-name-mismatch': { enabled: true } } })
     .analyze();
