@@ -115,6 +115,11 @@ export const ERROR_CODES = {
     title: 'Change request required',
     text: 'The environment requires change requests for changes to what it serves (or, for a segment or variation change, some environment of the project does). `next_actions` names the change-request call that proposes the same change.',
   },
+  EXPERIMENT_RUNNING: {
+    status: 409,
+    title: 'Experiment running',
+    text: "An experiment runs on the flag's fallthrough in this environment: its fallthrough and its variations cannot change until the experiment is stopped. Turning the flag off stays allowed.",
+  },
   change_request_conflict: {
     status: 409,
     title: 'Change request in conflict',

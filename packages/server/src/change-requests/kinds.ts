@@ -23,6 +23,10 @@ import { RELEASE_PLAN_ACTOR } from '../management/release-plans/queries.js';
 import { PlanInput } from '../management/release-plans/schemas.js';
 import { checkPlanInput, startPlan } from '../management/release-plans/start.js';
 import { LOGICAL_OPERATORS, type FieldProblems } from '../management/targeting/conditions.js';
+import { startExperiment, stopExperiment } from '../management/experiments/lifecycle.js';
+import { findExperiment } from '../management/experiments/queries.js';
+import { Decision } from '../management/experiments/schemas.js';
+import { ApiError } from '../errors.js';
 
 /**
  * The kinds of change a change request holds (spec: change requests, section 2; design record
@@ -121,8 +125,25 @@ const ReleasePlanChange = Type.Object(
 );
 type ReleasePlanChange = Static<typeof ReleasePlanChange>;
 
+/**
+ * Starts or stops an experiment of a flag in the request's environment (contract
+ * `experiments.md`, section 2; design record 064).
+ */
+const ExperimentChange = Type.Object(
+  {
+    kind: Type.Literal('experiment'),
+    flagKey: KeySchema,
+    experimentKey: KeySchema,
+    action: Type.Enum(['start', 'stop']),
+    decision: Type.Optional(Decision),
+  },
+  { additionalProperties: false },
+);
+type ExperimentChange = Static<typeof ExperimentChange>;
+
 /** One change of a request, of any kind in {@link CHANGE_KINDS}. */
-export type Change = FlagChange | SegmentChange | VariationsChange | ReleasePlanChange;
+export type Change =
+  FlagChange | SegmentChange | VariationsChange | ReleasePlanChange | ExperimentChange;
 
 function flagState(state: ProjectState, key: string): FlagState | undefined {
   return state.flags.find((flag) => flag.row.key === key);
@@ -293,12 +314,69 @@ const releasePlanKind: ChangeKind<ReleasePlanChange> = {
   },
 };
 
+/**
+ * An experiment's start or stop, done when the request is applied (contract section 2: in an
+ * environment that requires change requests, starting an experiment and the fallthrough its stop
+ * writes go through one). Before and after are its status; like a release plan it has no revision
+ * of its own and is checked against the experiment as it is at apply time.
+ */
+const experimentKind: ChangeKind<ExperimentChange> = {
+  kind: 'experiment',
+  schema: ExperimentChange,
+  target: (change) => `experiment "${change.experimentKey}" of flag "${change.flagKey}"`,
+  before(state, environment, change) {
+    const flag = flagState(state, change.flagKey);
+    if (!flag || flag.row.is_archived === 1 || !flag.configurations.has(environment.id))
+      return null;
+    return {
+      experiment: change.experimentKey,
+      status: change.action === 'start' ? 'draft' : 'running',
+    };
+  },
+  after: (change) => ({
+    experiment: change.experimentKey,
+    status: change.action === 'start' ? 'running' : 'stopped',
+    ...(change.action === 'stop' ? { decision: change.decision ?? 'inconclusive' } : {}),
+  }),
+  revision(state, environment, change) {
+    const flag = flagState(state, change.flagKey);
+    if (!flag || flag.row.is_archived === 1) return null;
+    return flag.configurations.get(environment.id)?.revision ?? null;
+  },
+  baseRevision: () => null,
+  plan(apply, change) {
+    const flag = flagState(apply.state, change.flagKey);
+    if (!flag) throw new Error(`change request: flag "${change.flagKey}" unchecked`);
+    const { project } = apply.state;
+    const { environment } = apply;
+    apply.writes.push(async (m) => {
+      const target = {
+        project: { id: project.id, key: project.key },
+        environment: { id: environment.id, key: environment.key },
+        flag: { id: flag.row.id, key: flag.row.key, project_id: project.id },
+      };
+      const experiment = await findExperiment(
+        m.trx,
+        flag.row.id,
+        environment.id,
+        change.experimentKey,
+      );
+      if (!experiment)
+        throw new ApiError(
+          'conflict',
+          `Experiment "${change.experimentKey}" of flag "${change.flagKey}" in "${environment.key}" is gone.`,
+        );
+      if (change.action === 'start') await startExperiment(m, target, experiment);
+      else await stopExperiment(m, target, experiment, change.decision ?? 'inconclusive');
+    });
+  },
+};
+
 /** Every kind of change, by its `kind`. */
 export const CHANGE_KINDS: ReadonlyMap<string, ChangeKind> = new Map<string, ChangeKind>(
-  ([flagKind, variationsKind, segmentKind, releasePlanKind] as ChangeKind<never>[]).map((kind) => [
-    kind.kind,
-    kind as unknown as ChangeKind,
-  ]),
+  (
+    [flagKind, variationsKind, segmentKind, releasePlanKind, experimentKind] as ChangeKind<never>[]
+  ).map((kind) => [kind.kind, kind as unknown as ChangeKind]),
 );
 
 const compile = schemaCompiler({ coerceTypes: false, useDefaults: false });

@@ -23,6 +23,7 @@ import * as releasePlans from './migrations/0017-release-plans.js';
 import * as flagEnvironmentVersions from './migrations/0018-flag-environment-versions.js';
 import * as codeReferences from './migrations/0019-code-references.js';
 import * as appliedChangeDiff from './migrations/0020-applied-change-diff.js';
+import * as experiments from './migrations/0021-experiments.js';
 import type { Schema } from './schema.js';
 
 export type { Dialect };
@@ -130,6 +131,7 @@ const MIGRATIONS: Record<string, (db: Kysely<unknown>, dialect: Dialect) => Prom
   '0018-flag-environment-versions': flagEnvironmentVersions.up,
   '0019-code-references': codeReferences.up,
   '0020-applied-change-diff': appliedChangeDiff.up,
+  '0021-experiments': experiments.up,
 };
 
 /** The names of the migrations this version knows, in order (a restore refuses a backup with others). */

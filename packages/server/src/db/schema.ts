@@ -148,6 +148,8 @@ export interface FlagEnvironmentsTable {
   rollout: string;
   /** JSON array of `{ prerequisiteFlagKey, expectedVariationKey }`. */
   prerequisites: string;
+  /** The bucketing salt of the fallthrough rollout while an experiment runs; null: the flag's. */
+  rollout_salt: string | null;
   /** +1 on every change to this configuration or its rules (design record 042). */
   revision: number;
   /**
@@ -525,6 +527,88 @@ export interface ReleasePlanExposuresTable {
   metric_ms: number | null;
 }
 
+/** A metric of a project's catalogue (contract `experiments.md`, section 1). */
+export interface MetricsTable {
+  id: string;
+  project_id: string;
+  key: string;
+  name: string;
+  description: string | null;
+  /** The key of the `Custom` events it reads. */
+  event_key: string;
+  kind: 'conversion' | 'count' | 'sum' | 'mean';
+  /** The `metadata` member holding the number (`sum`, `mean`); null otherwise. */
+  value_property: string | null;
+  direction: 'higher_is_better' | 'lower_is_better';
+  window_hours: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** An experiment on a flag's fallthrough in one environment (contract section 2, record 064). */
+export interface ExperimentsTable {
+  id: string;
+  project_id: string;
+  flag_id: string;
+  environment_id: string;
+  key: string;
+  name: string;
+  hypothesis: string | null;
+  /** JSON `[{ key, weight }]`, weights in basis points adding up to 10 000. */
+  variations: string;
+  control_variation: string;
+  /** JSON `[{ metricId, role }]`, role `primary`, `secondary` or `guardrail`, the primary first. */
+  metrics: string;
+  confidence: number;
+  minimum_users: number;
+  salt: string;
+  status: 'draft' | 'running' | 'stopped';
+  /** JSON of the stop's decision: `{ ship }`, `"keepControl"` or `"inconclusive"`. */
+  decision: string | null;
+  /** JSON `{ strategy, defaultVariationId, rollout, rolloutSalt }`: the fallthrough at the start. */
+  fallthrough_before: string | null;
+  /** JSON `{ [variation]: verdict }` of the primary metric at the last check (treatments only). */
+  primary_verdicts: string | null;
+  /** When a node last checked the running experiment: claims the check. */
+  checked_at: string | null;
+  srm_detected_at: string | null;
+  started_at: string | null;
+  stopped_at: string | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One exposed user of an experiment: the variation and time of the first exposure. */
+export interface ExperimentExposuresTable {
+  experiment_id: string;
+  /** base64url of the first 12 bytes of SHA-256 of the user's identity. */
+  user_hash: string;
+  variation: string;
+  /** Epoch ms (bigint on PostgreSQL, read back as a number). */
+  exposed_ms: number;
+}
+
+/** One exposed user's events of one metric that count (within the metric's window). */
+export interface ExperimentMetricUsersTable {
+  experiment_id: string;
+  metric_id: string;
+  user_hash: string;
+  /** The user's variation, copied from the exposure so that results need no join. */
+  variation: string;
+  events: number;
+  /** Events whose value property held a finite number. */
+  with_value: number;
+  value_sum: number;
+}
+
+/** A point of an experiment's results series: JSON `[{ metric, variation, relativeDifference, confidenceInterval }]`. */
+export interface ExperimentSeriesTable {
+  experiment_id: string;
+  at: string;
+  points: string;
+}
+
 /** A repository whose code references a project keeps (flag-cleanup contract, section 2). */
 export interface CodeReferenceRepositoriesTable {
   id: string;
@@ -603,4 +687,9 @@ export interface Schema {
   code_reference_repositories: CodeReferenceRepositoriesTable;
   code_reference_branches: CodeReferenceBranchesTable;
   code_references: CodeReferencesTable;
+  metrics: MetricsTable;
+  experiments: ExperimentsTable;
+  experiment_exposures: ExperimentExposuresTable;
+  experiment_metric_users: ExperimentMetricUsersTable;
+  experiment_series: ExperimentSeriesTable;
 }

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { EvaluationReason } from '@vexil/engine';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { Type } from 'typebox';
 import type { App } from '../http/app-instance.js';
@@ -90,6 +91,7 @@ export function intakeEvents(
           event.variation,
           atMs,
           typeof event.userId === 'string' ? { userId: event.userId } : undefined,
+          reportedReason(event.reason),
         );
       }
       continue;
@@ -106,6 +108,7 @@ export function intakeEvents(
       flagKey,
       atMs,
       typeof event.userId === 'string' ? event.userId : undefined,
+      event.metadata,
     );
   }
 }
@@ -204,4 +207,14 @@ export function registerEventRoutes(
   app.post('/sdk/events', { schema, bodyLimit: EVENTS_BODY_LIMIT_BYTES }, async (request, reply) =>
     reply.status(202).send(await accept(request, request.body.events, 'ServerSide')),
   );
+}
+
+/**
+ * The reason an `Evaluation` event reports, as far as exposures need it (design record 064): a
+ * split (`SPLIT`, any case) is an experiment's exposure, any other reason is not; an event
+ * without one is taken as exposed (an SDK that does not report reasons).
+ */
+function reportedReason(reason: unknown): EvaluationReason | undefined {
+  if (typeof reason !== 'string') return undefined;
+  return reason.toUpperCase() === 'SPLIT' ? 'SPLIT' : 'DEFAULT';
 }

@@ -129,6 +129,7 @@ export function evaluationAnswers(
             result.variation,
             nowMs,
             context,
+            result.reason,
           );
         }
         return serverResultJson(result);

@@ -239,6 +239,7 @@ async function readFlags(
       'flag_environments.off_variation_id',
       'flag_environments.strategy',
       'flag_environments.rollout',
+      'flag_environments.rollout_salt',
       'flag_environments.prerequisites',
     ])
     .orderBy('flags.key');
@@ -300,7 +301,8 @@ async function readFlags(
       flag.strategy === 'PercentageRollout'
         ? {
             type: 'Rollout',
-            salt: flag.salt,
+            // A running experiment buckets its split with its own salt (design record 064).
+            salt: flag.rollout_salt ?? flag.salt,
             variations: rollout.map((w) => ({
               key: variationKey.get(w.variationId) ?? '',
               weight: w.weight,

@@ -59,6 +59,15 @@ export const EVENT_TYPES = [
   'release_plan.regression_detected',
   'release_plan.deleted',
   'code_references.updated',
+  'metric.created',
+  'metric.updated',
+  'metric.deleted',
+  'experiment.created',
+  'experiment.updated',
+  'experiment.deleted',
+  'experiment.started',
+  'experiment.stopped',
+  'experiment.srm_detected',
 ] as const;
 
 /**
@@ -103,9 +112,13 @@ export const ENVIRONMENT_SCOPED_EVENT_TYPES: ReadonlySet<EventType> = new Set([
   'sdk_key.created',
   'sdk_key.updated',
   'sdk_key.deleted',
-  // A change request and a release plan each belong to one environment: all their events do.
+  // A change request, a release plan and an experiment each belong to one environment: all their
+  // events do.
   ...EVENT_TYPES.filter(
-    (type) => type.startsWith('change_request.') || type.startsWith('release_plan.'),
+    (type) =>
+      type.startsWith('change_request.') ||
+      type.startsWith('release_plan.') ||
+      type.startsWith('experiment.'),
   ),
 ]);
 

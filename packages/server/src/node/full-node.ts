@@ -27,7 +27,8 @@ import { SigningSecretVault } from '../webhooks/secrets-at-rest.js';
 import { fanOutTo } from '../webhooks/fan-out.js';
 import type { DeliveryWorker } from '../webhooks/worker.js';
 import { DatabaseUsageStore, UsageAggregator } from '../usage/aggregator.js';
-import { DatabaseExposureStore, ExposureRecorder } from '../usage/exposures.js';
+import { DatabaseExposureStore } from '../usage/exposure-store.js';
+import { ExposureRecorder } from '../usage/exposures.js';
 import { announceToRelayFeeds } from '../relay-feed/feed-signals.js';
 import { registerRelayApi } from '../relay-feed/routes.js';
 

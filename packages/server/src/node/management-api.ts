@@ -8,6 +8,9 @@ import { registerEnvironmentRoutes } from '../management/environments/routes.js'
 import { registerCopyConfigurationRoutes } from '../management/flags/copy-configuration.js';
 import { registerFlagEnvironmentRoutes } from '../management/flags/flag-environments.js';
 import { registerReleasePlanRoutes } from '../management/release-plans/routes.js';
+import { registerExperimentRoutes } from '../management/experiments/routes.js';
+import { registerMetricRoutes } from '../management/metrics/routes.js';
+import { openChangeRequest } from '../change-requests/service.js';
 import { registerFlagsAsCodeRoutes } from '../flags-as-code/routes.js';
 import { registerLifecycleRoutes } from '../management/flags/lifecycle.js';
 import { registerPlaygroundRoutes } from '../management/flags/playground.js';
@@ -53,6 +56,10 @@ export function registerManagementApi(
   registerFlagEnvironmentRoutes(app, services);
   registerCopyConfigurationRoutes(app, services);
   registerReleasePlanRoutes(app, services);
+  registerMetricRoutes(app, services);
+  registerExperimentRoutes(app, services, async (scope, environment, title, change) =>
+    openChangeRequest(services, scope, { environment, title, changes: [change], submit: true }),
+  );
   registerLifecycleRoutes(app, services);
   registerUsageRoutes(app, services);
   registerPlaygroundRoutes(app, services, snapshots);

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { NodeBus } from '../bus/node-bus.js';
 import { scheduledChangeRequests } from '../change-requests/due-work.js';
 import { releasePlanGuards } from '../management/release-plans/guard.js';
+import { experimentChecks } from '../management/experiments/checks.js';
 import { releasePlanSteps } from '../management/release-plans/steps.js';
 import { DueWorkRunner } from '../schedules/due-work.js';
 import type { Services } from '../services.js';
@@ -30,6 +31,7 @@ export function workerRole(services: Services, bus: NodeBus, log: FastifyBaseLog
   dueWork.register(scheduledChangeRequests(services));
   dueWork.register(releasePlanSteps(services));
   dueWork.register(releasePlanGuards(services));
+  dueWork.register(experimentChecks(services));
   return {
     webhookWorker,
     dueWork,

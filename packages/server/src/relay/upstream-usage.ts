@@ -1,6 +1,7 @@
 import { schemaCompiler } from '../http/schema-validator.js';
 import type { Clock } from '../clock.js';
 import type { UsageBatch, UsageStore } from '../usage/aggregator.js';
+import type { ExperimentEventRow, RunningExperiment } from '../usage/experiment-exposures.js';
 import type { ActiveGuardedPlan, ExposureRow, ExposureStore } from '../usage/exposures.js';
 import {
   MAX_RELAY_USAGE_ROWS,
@@ -66,6 +67,18 @@ export class UpstreamUsageStore implements UsageStore, ExposureStore {
     await this.sendAll(exposureBodies(rows));
     // The upstream drops rows of plans it no longer has; each is sent once either way.
     return new Set(rows.map((row) => row.planId));
+  }
+
+  /**
+   * None: a relay does not record experiment exposures yet (design record 064); its SDKs'
+   * `Evaluation` events, sent upstream as counts, carry no user.
+   */
+  runningExperiments(): Promise<RunningExperiment[]> {
+    return Promise.resolve([]);
+  }
+
+  writeExperimentRows(): Promise<ExperimentEventRow[]> {
+    return Promise.resolve([]);
   }
 
   /** Sends `bodies` in order, unless backed off; a failure backs off and throws. */

@@ -1,4 +1,4 @@
-import type { EvaluationContext } from '@vexil/engine';
+import type { EvaluationContext, EvaluationReason } from '@vexil/engine';
 import type { Kysely, Transaction } from 'kysely';
 import type { CustomEventUsageTable, FlagUsageTable, Schema } from '../db/schema.js';
 import type { ExposureRecorder } from './exposures.js';
@@ -171,7 +171,8 @@ export class UsageAggregator {
 
   /**
    * Counts one evaluation of `flagKey` serving `variationKey`, at `atMs` (epoch milliseconds),
-   * and, when the flag has an active guarded release plan, the exposure of `context`'s user.
+   * and, when the flag has an active guarded release plan or a running experiment, the exposure
+   * of `context`'s user (`reason`: the evaluation's, unknown for a reported event).
    */
   recordEvaluation(
     environmentId: string,
@@ -179,10 +180,11 @@ export class UsageAggregator {
     variationKey: string,
     atMs: number,
     context?: EvaluationContext,
+    reason?: EvaluationReason,
   ): void {
     addToFlag(this.flagsOf(environmentId), flagKey, variationKey, startOfHour(atMs), 1, atMs);
     if (this.exposures?.active === true && context !== undefined)
-      this.exposures.recordEvaluation(environmentId, flagKey, variationKey, context, atMs);
+      this.exposures.recordEvaluation(environmentId, flagKey, variationKey, reason, context, atMs);
   }
 
   /**
@@ -191,7 +193,7 @@ export class UsageAggregator {
    */
   recordEvaluations(
     environmentId: string,
-    results: readonly { key: string; variation: string | null }[],
+    results: readonly { key: string; variation: string | null; reason?: EvaluationReason }[],
     atMs: number,
     context?: EvaluationContext,
   ): void {
@@ -206,12 +208,19 @@ export class UsageAggregator {
 
   /**
    * Counts one custom event (a `track()` call) named `eventKey`, at `atMs`; from the user
-   * `userId`, it is a metric event of the guarded release plans watching `eventKey`.
+   * `userId`, it is a metric event of the guarded release plans and running experiments reading
+   * `eventKey` (`metadata` holds the number a `sum` or `mean` metric reads).
    */
-  recordCustomEvent(environmentId: string, eventKey: string, atMs: number, userId?: string): void {
+  recordCustomEvent(
+    environmentId: string,
+    eventKey: string,
+    atMs: number,
+    userId?: string,
+    metadata?: unknown,
+  ): void {
     this.addCustomEvent(environmentId, eventKey, startOfHour(atMs), 1);
     if (this.exposures?.active === true && userId !== undefined)
-      this.exposures.recordMetric(environmentId, eventKey, userId, atMs);
+      this.exposures.recordMetric(environmentId, eventKey, userId, atMs, metadata);
   }
 
   /**

@@ -1,7 +1,13 @@
-import { createHash } from 'node:crypto';
-import { bucketingIdentity, type EvaluationContext } from '@vexil/engine';
+import { bucketingIdentity, type EvaluationContext, type EvaluationReason } from '@vexil/engine';
 import type { Kysely } from 'kysely';
 import type { ReleasePlanExposuresTable, Schema } from '../db/schema.js';
+import {
+  ExperimentExposures,
+  type ExperimentEventRow,
+  type ExperimentExposureRow,
+  type RunningExperiment,
+} from './experiment-exposures.js';
+import { userHash } from './user-hash.js';
 
 /** Rows per upsert statement: far below both dialects' bound-parameter limits. */
 const ROWS_PER_STATEMENT = 500;
@@ -26,15 +32,6 @@ interface PendingUser {
   side: number | null;
   exposedMs: number | null;
   metricMs: number | null;
-}
-
-/**
- * The stored form of a user's identity: base64url of the first 12 bytes of its SHA-256, 16
- * characters whatever the identity's length (a collision among a million users has a chance
- * near 10⁻¹⁷).
- */
-export function userHash(identity: string): string {
-  return createHash('sha256').update(identity).digest().subarray(0, 12).toString('base64url');
 }
 
 /**
@@ -78,6 +75,18 @@ export interface ExposureStore {
    * @throws when it could not
    */
   writeExposures(rows: ExposureRow[]): Promise<ReadonlySet<string>>;
+  /** The running experiments (none on a store that cannot record them). */
+  runningExperiments(): Promise<RunningExperiment[]>;
+  /**
+   * Adds first exposures (the earliest wins) and then metric events: each event counts for its
+   * user when it came within the metric's window after the user's stored first exposure.
+   * @returns the event rows whose user has no stored exposure yet (they may wait a flush)
+   * @throws when it could not
+   */
+  writeExperimentRows(
+    exposures: ExperimentExposureRow[],
+    events: ExperimentEventRow[],
+  ): Promise<ExperimentEventRow[]>;
 }
 
 /**
@@ -96,8 +105,10 @@ export interface ExposureStore {
  * answers and sends its rows with its usage; the upstream adds them with {@link addRelayed}.
  */
 export class ExposureRecorder {
-  /** Whether any guarded plan is active; the record calls return at once when not. */
+  /** Whether any guarded plan is active or any experiment runs; the record calls return at once when not. */
   active = false;
+  /** The running experiments' exposures and metric events, written with the same flush. */
+  readonly experiments = new ExperimentExposures();
   /** The active guarded plans, as last read. */
   private plans: readonly ActiveGuardedPlan[] = [];
   /** environment id → flag key → plan */
@@ -126,25 +137,40 @@ export class ExposureRecorder {
 
   constructor(private readonly store: ExposureStore) {}
 
-  /** Notes that `context` was served `variationKey` of `flagKey` at `atMs`, if the flag is guarded. */
+  /**
+   * Notes that `context` was served `variationKey` of `flagKey` for `reason` (unknown for a
+   * reported `Evaluation` event) at `atMs`, if the flag is guarded or in a running experiment.
+   */
   recordEvaluation(
     environmentId: string,
     flagKey: string,
     variationKey: string,
+    reason: EvaluationReason | undefined,
     context: EvaluationContext,
     atMs: number,
   ): void {
     const plan = this.byFlag.get(environmentId)?.get(flagKey);
     if (plan !== undefined) this.recordExposure(plan, variationKey, context, atMs);
+    if (this.experiments.active)
+      this.experiments.recordEvaluation(
+        environmentId,
+        flagKey,
+        variationKey,
+        reason,
+        context,
+        atMs,
+      );
   }
 
   /** {@link recordEvaluation} for each served result of one client evaluation. */
   recordEvaluations(
     environmentId: string,
-    results: readonly { key: string; variation: string | null }[],
+    results: readonly { key: string; variation: string | null; reason?: EvaluationReason }[],
     context: EvaluationContext,
     atMs: number,
   ): void {
+    if (this.experiments.active)
+      this.experiments.recordEvaluations(environmentId, results, context, atMs);
     const plans = this.byFlag.get(environmentId);
     if (plans === undefined) return;
     for (const { key, variation } of results) {
@@ -167,8 +193,19 @@ export class ExposureRecorder {
       exposeEarlier(user, variationKey === plan.targetVariationKey ? 1 : 0, atMs);
   }
 
-  /** Notes a `Custom` event `eventKey` from the user `identity` at `atMs`, if a guard watches it. */
-  recordMetric(environmentId: string, eventKey: string, identity: string, atMs: number): void {
+  /**
+   * Notes a `Custom` event `eventKey` from the user `identity` at `atMs`, if a guard or a running
+   * experiment's metric reads it (`metadata`: the event's, where a metric finds its number).
+   */
+  recordMetric(
+    environmentId: string,
+    eventKey: string,
+    identity: string,
+    atMs: number,
+    metadata?: unknown,
+  ): void {
+    if (this.experiments.active)
+      this.experiments.recordEvent(environmentId, eventKey, identity, metadata, atMs);
     const planIds = this.byMetric.get(environmentId)?.get(eventKey);
     if (planIds === undefined || identity === '') return;
     for (const planId of planIds) {
@@ -227,7 +264,11 @@ export class ExposureRecorder {
 
   /** Reads which guarded plans are active, for the record calls. */
   async refresh(): Promise<void> {
-    const plans = await this.store.activePlans();
+    const [plans, experiments] = await Promise.all([
+      this.store.activePlans(),
+      this.store.runningExperiments(),
+    ]);
+    this.experiments.update(experiments);
     const byFlag = new Map<string, Map<string, GuardedPlan>>();
     const byMetric = new Map<string, Map<string, string[]>>();
     const written = new Map<string, Set<string>>();
@@ -251,7 +292,7 @@ export class ExposureRecorder {
     // Plans no longer active are forgotten.
     this.written = written;
     this.writtenUsers = [...written.values()].reduce((sum, users) => sum + users.size, 0);
-    this.active = plans.length > 0;
+    this.active = plans.length > 0 || this.experiments.active;
   }
 
   /**
@@ -269,6 +310,9 @@ export class ExposureRecorder {
       const taken = await this.store.writeExposures(exposureRows(batch, relayed));
       this.rememberWritten(batch, taken);
     }
+    await this.experiments.flush((exposures, events) =>
+      this.store.writeExperimentRows(exposures, events),
+    );
     await this.refresh();
   }
 
@@ -337,103 +381,4 @@ function exposureRows(
         metricMs: user.metricMs,
       });
   return rows;
-}
-
-/** A node's exposure store: the `release_plans` and `release_plan_exposures` tables. */
-export class DatabaseExposureStore implements ExposureStore {
-  constructor(private readonly db: Kysely<Schema>) {}
-
-  async activePlans(): Promise<ActiveGuardedPlan[]> {
-    const rows = await this.db
-      .selectFrom('release_plans')
-      .innerJoin('flags', 'flags.id', 'release_plans.flag_id')
-      .innerJoin('variations', 'variations.id', 'release_plans.variation_id')
-      .select([
-        'release_plans.id',
-        'release_plans.environment_id',
-        'release_plans.guard',
-        'flags.key as flagKey',
-        'variations.key as variationKey',
-      ])
-      .where('release_plans.state', '=', 'active')
-      .where('release_plans.guard', 'is not', null)
-      .execute();
-    return rows.map((row) => ({
-      planId: row.id,
-      environmentId: row.environment_id,
-      flagKey: row.flagKey,
-      targetVariationKey: row.variationKey,
-      metric: (JSON.parse(row.guard ?? '{}') as { metric?: string }).metric ?? '',
-    }));
-  }
-
-  async writeExposures(rows: ExposureRow[]): Promise<ReadonlySet<string>> {
-    const existing = new Set(
-      (
-        await this.db
-          .selectFrom('release_plans')
-          .select('id')
-          .where('id', 'in', [...new Set(rows.map((row) => row.planId))])
-          .execute()
-      ).map((row) => row.id),
-    );
-    const values: ReleasePlanExposuresTable[] = rows
-      .filter((row) => existing.has(row.planId))
-      .map((row) => ({
-        plan_id: row.planId,
-        user_hash: row.userHash,
-        side: row.side,
-        exposed_ms: row.exposedMs,
-        metric_ms: row.metricMs,
-      }));
-    if (values.length === 0) return existing;
-    await this.db.transaction().execute(async (trx) => {
-      for (let i = 0; i < values.length; i += ROWS_PER_STATEMENT) {
-        await trx
-          .insertInto('release_plan_exposures')
-          .values(values.slice(i, i + ROWS_PER_STATEMENT))
-          .onConflict((conflict) =>
-            conflict.columns(['plan_id', 'user_hash']).doUpdateSet((eb) => {
-              // The earliest exposure wins, with its side; the latest metric event wins.
-              const earlier = eb.and([
-                eb('excluded.exposed_ms', 'is not', null),
-                eb.or([
-                  eb('release_plan_exposures.exposed_ms', 'is', null),
-                  eb('excluded.exposed_ms', '<', eb.ref('release_plan_exposures.exposed_ms')),
-                ]),
-              ]);
-              const later = eb.and([
-                eb('excluded.metric_ms', 'is not', null),
-                eb.or([
-                  eb('release_plan_exposures.metric_ms', 'is', null),
-                  eb('excluded.metric_ms', '>', eb.ref('release_plan_exposures.metric_ms')),
-                ]),
-              ]);
-              return {
-                side: eb
-                  .case()
-                  .when(earlier)
-                  .then(eb.ref('excluded.side'))
-                  .else(eb.ref('release_plan_exposures.side'))
-                  .end(),
-                exposed_ms: eb
-                  .case()
-                  .when(earlier)
-                  .then(eb.ref('excluded.exposed_ms'))
-                  .else(eb.ref('release_plan_exposures.exposed_ms'))
-                  .end(),
-                metric_ms: eb
-                  .case()
-                  .when(later)
-                  .then(eb.ref('excluded.metric_ms'))
-                  .else(eb.ref('release_plan_exposures.metric_ms'))
-                  .end(),
-              };
-            }),
-          )
-          .execute();
-      }
-    });
-    return existing;
-  }
 }

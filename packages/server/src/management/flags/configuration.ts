@@ -21,6 +21,7 @@ export function initialConfiguration(
     strategy: 'SingleVariation',
     rollout: '[]',
     prerequisites: '[]',
+    rollout_salt: null,
     revision: 1,
     version: 1,
     updated_at: now,

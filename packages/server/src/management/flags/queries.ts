@@ -17,6 +17,7 @@ import type { FlagRow } from '../../api/path-resources.js';
 import { actionsFor } from '../../api/actions.js';
 import { initialConfiguration } from './configuration.js';
 import { changesFallthroughOrState, pauseActivePlan } from '../release-plans/queries.js';
+import { refuseWhileExperimentRuns } from '../experiments/queries.js';
 
 /** A flag's configuration in one environment (every flag has one in every environment). */
 export function readFlagEnvironment(
@@ -412,15 +413,20 @@ export async function setFlagArchived(
   );
 }
 
-/** Who writes a flag's configuration: a person (directly or through a tool), or a release plan. */
-export type ConfigurationWriter = 'person' | 'releasePlan';
+/**
+ * Who writes a flag's configuration: a person (directly or through a tool), a release plan, or
+ * an experiment starting or stopping.
+ */
+export type ConfigurationWriter = 'person' | 'releasePlan' | 'experiment';
 
 /**
  * Updates the members of the flag's configuration in the environment named in `values` and
  * returns the configuration as stored. The caller touches the flag in the environment and emits
  * the event with its description of the change. A person's change to the fallthrough or on/off
  * pauses the active release plan there (spec: change requests, section 4); a plan's own steps
- * pass `by: 'releasePlan'`.
+ * pass `by: 'releasePlan'`. A person's change to the fallthrough is refused while an experiment
+ * runs there (contract `experiments.md`, section 2); its start and stop pass `by: 'experiment'`.
+ * @throws ApiError 409 `EXPERIMENT_RUNNING`
  */
 export async function updateFlagConfiguration(
   m: Mutation,
@@ -445,6 +451,14 @@ export async function updateFlagConfiguration(
     .where('environment_id', '=', environmentId)
     .returningAll()
     .executeTakeFirstOrThrow();
+  if (before && changesFallthrough(before, row)) {
+    const flag = await m.trx
+      .selectFrom('flags')
+      .select(['id', 'key'])
+      .where('id', '=', flagId)
+      .executeTakeFirstOrThrow();
+    await refuseWhileExperimentRuns(m.trx, flag, environmentId, 'its fallthrough');
+  }
   if (before && changesFallthroughOrState(before, row))
     await pauseActivePlan(
       m,
@@ -475,6 +489,24 @@ export function configurationFields(
       expectedVariationKey: string;
     }[],
   };
+}
+
+const WRITTEN_BY: Record<ConfigurationWriter, string> = {
+  person: '',
+  releasePlan: ' by its release plan',
+  experiment: ' by its experiment',
+};
+
+/** Whether the fallthrough (strategy, default variation, rollout and its salt) differs. */
+function changesFallthrough(
+  before: Pick<Selectable<FlagEnvironmentsTable>, 'strategy' | 'default_variation_id' | 'rollout'>,
+  after: Pick<Selectable<FlagEnvironmentsTable>, 'strategy' | 'default_variation_id' | 'rollout'>,
+): boolean {
+  return (
+    before.strategy !== after.strategy ||
+    before.default_variation_id !== after.default_variation_id ||
+    before.rollout !== after.rollout
+  );
 }
 
 /**
@@ -510,7 +542,7 @@ export async function writeFlagConfiguration(
       configurationFields(before, environment.key),
       configurationFields(row, environment.key),
     ),
-    description: `Configuration of flag "${flag.key}" in "${environment.key}" updated${by === 'releasePlan' ? ' by its release plan' : ''}`,
+    description: `Configuration of flag "${flag.key}" in "${environment.key}" updated${WRITTEN_BY[by]}`,
   });
   return row;
 }

@@ -10,9 +10,11 @@ import {
   variationIdsByKey,
   type TestVexil,
 } from '../../test-support/harness.js';
-import { DatabaseExposureStore, ExposureRecorder, userHash } from '../../usage/exposures.js';
+import { DatabaseExposureStore } from '../../usage/exposure-store.js';
+import { ExposureRecorder } from '../../usage/exposures.js';
+import { userHash } from '../../usage/user-hash.js';
 import { GUARD_INTERVAL_MS } from './guard.js';
-import { regressionTest } from './sequential-test.js';
+import { regressionTest } from '../../statistics/sequential-test.js';
 
 const base = '/api/v1/orgs/acme/projects/web';
 const planPath = (flag: string) => `${base}/flags/${flag}/environments/production/release-plan`;
@@ -284,9 +286,9 @@ describe.each(testDialects())('guarded release plans on %s', (dialect) => {
         .executeTakeFirstOrThrow()
     ).environment_id;
     const t = clock.now().getTime();
-    second.recordEvaluation(environmentId, 'two-processes', 'false', { userId: 'u' }, t + 5000);
+    second.recordEvaluation(environmentId, 'two-processes', 'false', undefined, { userId: 'u' }, t + 5000);
     second.recordMetric(environmentId, 'signup', 'u', t + 2000);
-    first.recordEvaluation(environmentId, 'two-processes', 'true', { userId: 'u' }, t);
+    first.recordEvaluation(environmentId, 'two-processes', 'true', undefined, { userId: 'u' }, t);
     first.recordMetric(environmentId, 'signup', 'u', t + 1000);
     await second.flush();
     await first.flush();

@@ -13,6 +13,7 @@ import {
 } from './queries.js';
 import type { PlanInput } from './schemas.js';
 import { advancePlan } from './steps.js';
+import { runningExperiment } from '../experiments/queries.js';
 
 /** What starting a plan writes, checked: see {@link checkPlanInput}. */
 export interface PlanValues {
@@ -96,6 +97,12 @@ export async function startPlan(
     throw new ApiError(
       'conflict',
       `Flag "${target.flag.key}" has a ${existing.state} release plan in "${target.environment.key}"; roll it back or delete it first.`,
+    );
+  const experiment = await runningExperiment(m.trx, target.flag.id, target.environment.id);
+  if (experiment)
+    throw new ApiError(
+      'conflict',
+      `Experiment "${experiment.key}" runs on flag "${target.flag.key}" in "${target.environment.key}"; a release plan cannot start beside it.`,
     );
   if (existing) await m.trx.deleteFrom('release_plans').where('id', '=', existing.id).execute();
   const firstWait = durationMs(values.steps[0]?.after ?? 'PT0S');

@@ -1,0 +1,168 @@
+import { mutate } from '../../db/mutate.js';
+import type { Actor } from '../../events/types.js';
+import type { DueWork } from '../../schedules/due-work.js';
+import type { Services } from '../../services.js';
+import { projectMetrics } from '../metrics/queries.js';
+import { emitExperimentEvent, type ExperimentRow, type ExperimentTarget } from './queries.js';
+import { computeResults, seriesPoints } from './results.js';
+
+/** How often each running experiment is checked at most, across all nodes (ms). */
+export const CHECK_INTERVAL_MS = 60_000;
+/** How far apart the points of an experiment's series are at least (ms). */
+export const SERIES_INTERVAL_MS = 3_600_000;
+/** Experiments checked per pass at most. */
+const CHECKS_PER_PASS = 20;
+
+/** Who the service's own experiment events are recorded as: no person or token has this id. */
+export const EXPERIMENT_ACTOR: Actor = {
+  userId: '00000000-0000-0000-0000-000000000000',
+  email: null,
+  name: 'Vexil experiment',
+};
+
+/** The project, environment and flag of an experiment, as events name them. */
+export async function experimentTarget(
+  services: Services,
+  experiment: Pick<ExperimentRow, 'flag_id' | 'environment_id'>,
+): Promise<ExperimentTarget & { organizationId: string }> {
+  const row = await services.db
+    .selectFrom('flags')
+    .innerJoin('projects', 'projects.id', 'flags.project_id')
+    .innerJoin('environments', 'environments.project_id', 'projects.id')
+    .select([
+      'projects.organization_id',
+      'projects.id as projectId',
+      'projects.key as projectKey',
+      'environments.id as environmentId',
+      'environments.key as environmentKey',
+      'flags.id as flagId',
+      'flags.key as flagKey',
+    ])
+    .where('flags.id', '=', experiment.flag_id)
+    .where('environments.id', '=', experiment.environment_id)
+    .executeTakeFirstOrThrow();
+  return {
+    organizationId: row.organization_id,
+    project: { id: row.projectId, key: row.projectKey },
+    environment: { id: row.environmentId, key: row.environmentKey },
+    flag: { id: row.flagId, key: row.flagKey, project_id: row.projectId },
+  };
+}
+
+/**
+ * One check of a running experiment (design record 064): computes its results, keeps the primary
+ * metric's verdicts for lists, adds a point to its series when the last is older than
+ * {@link SERIES_INTERVAL_MS}, and on a sample ratio mismatch records it and emits
+ * `experiment.srm_detected`, once.
+ */
+async function checkExperiment(
+  services: Services,
+  experiment: ExperimentRow,
+  now: Date,
+): Promise<boolean> {
+  const metrics = await projectMetrics(services.db, experiment.project_id);
+  const results = await computeResults(services.db, experiment, metrics, now);
+  const primary = results.metrics.find((metric) => metric.role === 'primary');
+  const verdicts = Object.fromEntries(
+    Object.entries(primary?.byVariation ?? {}).flatMap(([key, figures]) =>
+      figures.verdict === undefined ? [] : [[key, figures.verdict]],
+    ),
+  );
+  await services.db
+    .updateTable('experiments')
+    .set({ primary_verdicts: JSON.stringify(verdicts) })
+    .where('id', '=', experiment.id)
+    .execute();
+  const last = await services.db
+    .selectFrom('experiment_series')
+    .select('at')
+    .where('experiment_id', '=', experiment.id)
+    .orderBy('at', 'desc')
+    .executeTakeFirst();
+  const points = seriesPoints(results);
+  if (
+    points.length > 0 &&
+    (last === undefined || Date.parse(last.at) <= now.getTime() - SERIES_INTERVAL_MS)
+  )
+    await services.db
+      .insertInto('experiment_series')
+      .values({
+        experiment_id: experiment.id,
+        at: now.toISOString(),
+        points: JSON.stringify(points),
+      })
+      .onConflict((conflict) => conflict.doNothing())
+      .execute();
+  if (!results.srm.detected || experiment.srm_detected_at !== null) return false;
+  const target = await experimentTarget(services, experiment);
+  return mutate(
+    services.db,
+    {
+      organizationId: target.organizationId,
+      actor: EXPERIMENT_ACTOR,
+      now,
+      events: services.events,
+    },
+    async (m) => {
+      const { numUpdatedRows } = await m.trx
+        .updateTable('experiments')
+        .set({ srm_detected_at: m.now })
+        .where('id', '=', experiment.id)
+        .where('srm_detected_at', 'is', null)
+        .executeTakeFirst();
+      if (numUpdatedRows === 0n) return false;
+      const observed = Object.entries(results.srm.observed)
+        .map(([key, users]) => `${key} ${users}`)
+        .join(', ');
+      await emitExperimentEvent(
+        m,
+        target,
+        experiment,
+        'experiment.srm_detected',
+        `Experiment "${experiment.key}" of flag "${target.flag.key}" in "${target.environment.key}": sample ratio mismatch (p = ${results.srm.pValue.toPrecision(3)}; exposed users ${observed}); its results cannot be trusted`,
+        [
+          { property: 'SrmPValue', from: null, to: String(results.srm.pValue) },
+          { property: 'ExposedUsers', from: null, to: JSON.stringify(results.srm.observed) },
+        ],
+      );
+      return true;
+    },
+  );
+}
+
+/**
+ * The running experiments' checks as due work: each pass checks those not checked in the last
+ * {@link CHECK_INTERVAL_MS}, each claimed by a conditional update of `checked_at` so that one
+ * node checks it.
+ */
+export function experimentChecks(services: Services, intervalMs = CHECK_INTERVAL_MS): DueWork {
+  return {
+    name: 'experiment checks',
+    async run(now) {
+      const before = new Date(now.getTime() - intervalMs).toISOString();
+      const experiments = await services.db
+        .selectFrom('experiments')
+        .selectAll()
+        .where('status', '=', 'running')
+        .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', before)]))
+        .limit(CHECKS_PER_PASS)
+        .execute();
+      let detected = 0;
+      for (const experiment of experiments) {
+        const { numUpdatedRows } = await services.db
+          .updateTable('experiments')
+          .set({ checked_at: now.toISOString() })
+          .where('id', '=', experiment.id)
+          .where((eb) =>
+            experiment.checked_at === null
+              ? eb('checked_at', 'is', null)
+              : eb('checked_at', '=', experiment.checked_at),
+          )
+          .executeTakeFirst();
+        if (numUpdatedRows === 0n) continue;
+        if (await checkExperiment(services, experiment, now)) detected += 1;
+      }
+      return detected;
+    },
+  };
+}

@@ -1,0 +1,265 @@
+import { bucketingIdentity, type EvaluationContext, type EvaluationReason } from '@vexil/engine';
+import { userHash } from './user-hash.js';
+
+/** Users (exposures and event senders, per experiment) held between two flushes; beyond, dropped. */
+const MAX_HELD_USERS = 200_000;
+/** Users per experiment whose exposure this process remembers having written. */
+const MAX_WRITTEN_USERS = 200_000;
+/**
+ * Flushes an event waits for its user's exposure to be stored (by another node, or in the same
+ * flush window) before it is dropped as the event of a user never exposed.
+ */
+const MAX_WAITS = 2;
+
+/** A metric of a running experiment, as the hot path needs it: which events it reads, and how. */
+export interface ExperimentMetricReading {
+  metricId: string;
+  eventKey: string;
+  /** The `metadata` member holding the event's number, or null (`conversion`, `count`). */
+  valueProperty: string | null;
+  /** Events count within this long after the user's first exposure (ms). */
+  windowMs: number;
+}
+
+/**
+ * A running experiment (contract `experiments.md`, section 3; design record 064), as a process
+ * recording exposures needs it.
+ */
+export interface RunningExperiment {
+  experimentId: string;
+  environmentId: string;
+  flagKey: string;
+  metrics: ExperimentMetricReading[];
+}
+
+/** One user's first exposure to a running experiment, as stored: by the user's hash. */
+export interface ExperimentExposureRow {
+  experimentId: string;
+  userHash: string;
+  variation: string;
+  exposedMs: number;
+}
+
+/**
+ * One user's events of one experiment metric seen since the last flush: they count when they
+ * came within the metric's window after the user's first exposure, which the store knows.
+ */
+export interface ExperimentEventRow {
+  experimentId: string;
+  metricId: string;
+  userHash: string;
+  /** Epoch ms of each event, and its number (null: the property was missing or not finite). */
+  events: { atMs: number; value: number | null }[];
+  windowMs: number;
+  /** Flushes this row has waited for its user's exposure to be stored. */
+  waited: number;
+}
+
+interface TrackedExperiment {
+  experimentId: string;
+  /** Identities whose first exposure this process has written: a later one changes nothing. */
+  written: Set<string>;
+}
+
+interface HeldExposure {
+  variation: string;
+  exposedMs: number;
+}
+
+/**
+ * Exposures and metric events of running experiments (contract `experiments.md`, section 3;
+ * design record 064), held in memory between flushes as the guard's are (design record 046) and
+ * written through the same `ExposureStore`. An exposure counts only when the experiment's
+ * split served the user (reason `SPLIT`: the fallthrough's rollout, which is the experiment's
+ * while it runs); an `Evaluation` event without a reason counts as one. The hot path costs a map
+ * lookup per evaluated flag while an experiment runs in the environment, and nothing otherwise.
+ */
+export class ExperimentExposures {
+  /** Whether any experiment runs; the record calls return at once when not. */
+  active = false;
+  /** environment id → flag key → experiment */
+  private byFlag = new Map<string, Map<string, TrackedExperiment>>();
+  /** environment id → event key → (experiment, metric) readings */
+  private byEvent = new Map<
+    string,
+    Map<string, { experimentId: string; metric: ExperimentMetricReading }[]>
+  >();
+  /** experiment id → identity → first exposure seen */
+  private exposures = new Map<string, Map<string, HeldExposure>>();
+  /** `experiment\0metric\0identity` → the user's events of the metric */
+  private events = new Map<string, ExperimentEventRow>();
+  /** Event rows whose user had no stored exposure at the last flush. */
+  private waiting: ExperimentEventRow[] = [];
+  private held = 0;
+  private written = new Map<string, Set<string>>();
+  /** Exposures and events dropped because {@link MAX_HELD_USERS} was reached. */
+  dropped = 0;
+
+  /** Notes that `context` was served `variation` of `flagKey` for `reason`, if an experiment runs on it. */
+  recordEvaluation(
+    environmentId: string,
+    flagKey: string,
+    variation: string,
+    reason: EvaluationReason | undefined,
+    context: EvaluationContext,
+    atMs: number,
+  ): void {
+    const experiment = this.byFlag.get(environmentId)?.get(flagKey);
+    if (experiment !== undefined && (reason === undefined || reason === 'SPLIT'))
+      this.expose(experiment, variation, context, atMs);
+  }
+
+  /** {@link recordEvaluation} for each result of one client evaluation. */
+  recordEvaluations(
+    environmentId: string,
+    results: readonly { key: string; variation: string | null; reason?: EvaluationReason }[],
+    context: EvaluationContext,
+    atMs: number,
+  ): void {
+    const experiments = this.byFlag.get(environmentId);
+    if (experiments === undefined) return;
+    for (const { key, variation, reason } of results) {
+      if (variation === null || reason !== 'SPLIT') continue;
+      const experiment = experiments.get(key);
+      if (experiment !== undefined) this.expose(experiment, variation, context, atMs);
+    }
+  }
+
+  private expose(
+    experiment: TrackedExperiment,
+    variation: string,
+    context: EvaluationContext,
+    atMs: number,
+  ): void {
+    const identity = bucketingIdentity(context, null);
+    if (identity === undefined || experiment.written.has(identity)) return;
+    let users = this.exposures.get(experiment.experimentId);
+    if (users === undefined) {
+      users = new Map();
+      this.exposures.set(experiment.experimentId, users);
+    }
+    const seen = users.get(identity);
+    if (seen === undefined) {
+      if (this.held >= MAX_HELD_USERS) {
+        this.dropped += 1;
+        return;
+      }
+      users.set(identity, { variation, exposedMs: atMs });
+      this.held += 1;
+    } else if (atMs < seen.exposedMs) {
+      seen.variation = variation;
+      seen.exposedMs = atMs;
+    }
+  }
+
+  /** Notes a `Custom` event `eventKey` from `identity` at `atMs`, for each running experiment metric reading it. */
+  recordEvent(
+    environmentId: string,
+    eventKey: string,
+    identity: string,
+    metadata: unknown,
+    atMs: number,
+  ): void {
+    const readings = this.byEvent.get(environmentId)?.get(eventKey);
+    if (readings === undefined || identity === '') return;
+    for (const { experimentId, metric } of readings) {
+      const key = `${experimentId}\u0000${metric.metricId}\u0000${identity}`;
+      let row = this.events.get(key);
+      if (row === undefined) {
+        if (this.held >= MAX_HELD_USERS) {
+          this.dropped += 1;
+          continue;
+        }
+        row = {
+          experimentId,
+          metricId: metric.metricId,
+          userHash: identity,
+          events: [],
+          windowMs: metric.windowMs,
+          waited: 0,
+        };
+        this.events.set(key, row);
+        this.held += 1;
+      }
+      row.events.push({ atMs, value: eventValue(metadata, metric.valueProperty) });
+    }
+  }
+
+  /** Takes the running experiments, as last read. */
+  update(experiments: readonly RunningExperiment[]): void {
+    const byFlag = new Map<string, Map<string, TrackedExperiment>>();
+    const byEvent = new Map<
+      string,
+      Map<string, { experimentId: string; metric: ExperimentMetricReading }[]>
+    >();
+    const written = new Map<string, Set<string>>();
+    for (const experiment of experiments) {
+      const { experimentId, environmentId } = experiment;
+      const experimentWritten = this.written.get(experimentId) ?? new Set<string>();
+      written.set(experimentId, experimentWritten);
+      const flags = byFlag.get(environmentId) ?? new Map<string, TrackedExperiment>();
+      flags.set(experiment.flagKey, { experimentId, written: experimentWritten });
+      byFlag.set(environmentId, flags);
+      const events = byEvent.get(environmentId) ?? new Map();
+      for (const metric of experiment.metrics)
+        events.set(metric.eventKey, [
+          ...(events.get(metric.eventKey) ?? []),
+          { experimentId, metric },
+        ]);
+      byEvent.set(environmentId, events);
+    }
+    this.byFlag = byFlag;
+    this.byEvent = byEvent;
+    // Experiments no longer running are forgotten.
+    this.written = written;
+    this.active = experiments.length > 0;
+  }
+
+  /**
+   * Writes what was seen since the last flush: exposures first, then events, which count only
+   * for users with a stored exposure. Events of users without one wait up to {@link MAX_WAITS}
+   * flushes (their exposure may be in another node's next flush). A failed write keeps nothing.
+   */
+  async flush(
+    write: (
+      exposures: ExperimentExposureRow[],
+      events: ExperimentEventRow[],
+    ) => Promise<ExperimentEventRow[]>,
+  ): Promise<void> {
+    const exposures = this.exposures;
+    const events = this.events;
+    const waiting = this.waiting;
+    this.exposures = new Map();
+    this.events = new Map();
+    this.waiting = [];
+    this.held = 0;
+    if (exposures.size === 0 && events.size === 0 && waiting.length === 0) return;
+    const exposureRows: ExperimentExposureRow[] = [];
+    for (const [experimentId, users] of exposures)
+      for (const [identity, { variation, exposedMs }] of users)
+        exposureRows.push({ experimentId, userHash: userHash(identity), variation, exposedMs });
+    const eventRows = [...events.values()].map((row) => ({
+      ...row,
+      userHash: userHash(row.userHash),
+    }));
+    const unmatched = await write(exposureRows, [...waiting, ...eventRows]);
+    this.waiting = unmatched
+      .filter((row) => row.waited < MAX_WAITS)
+      .map((row) => ({ ...row, waited: row.waited + 1 }));
+    for (const [experimentId, users] of exposures) {
+      const experimentWritten = this.written.get(experimentId);
+      if (experimentWritten === undefined) continue;
+      for (const identity of users.keys()) {
+        if (experimentWritten.size >= MAX_WRITTEN_USERS) break;
+        experimentWritten.add(identity);
+      }
+    }
+  }
+}
+
+/** The number an event holds in `property` of its metadata; null when missing or not finite. */
+function eventValue(metadata: unknown, property: string | null): number | null {
+  if (property === null || typeof metadata !== 'object' || metadata === null) return null;
+  const value = (metadata as Record<string, unknown>)[property];
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
