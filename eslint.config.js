@@ -89,4 +89,12 @@ export default defineConfig(
       ],
     },
   },
+  {
+    // The statistics are pure (design record 063): numbers in, numbers out, no I/O and no room above.
+    files: ['packages/server/src/statistics/**/*.ts'],
+    ignores: ['packages/server/src/statistics/**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: ['node:*', 'fs', 'http', 'net', '../*'] }],
+    },
+  },
 );

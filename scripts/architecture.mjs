@@ -25,7 +25,17 @@ const END = '<!-- architecture:end -->';
  * that points to a higher layer is counted (and the exceptions are named in design record 051).
  */
 const LAYERS = [
-  ['clock.ts', 'config.ts', 'errors.ts', 'services.ts', 'db', 'events', 'mail', 'telemetry'],
+  [
+    'clock.ts',
+    'config.ts',
+    'errors.ts',
+    'services.ts',
+    'db',
+    'events',
+    'mail',
+    'telemetry',
+    'statistics',
+  ],
   ['http'],
   ['auth'],
   ['api'],

@@ -13,10 +13,7 @@ import { format, resolveConfig } from 'prettier';
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
-import {
-  MIXING_SD,
-  regressionTest,
-} from '@vexil/server/dist/management/release-plans/sequential-test.js';
+import { MIXING_SD, regressionTest } from '@vexil/server/dist/statistics/sequential-test.js';
 import { gitCommit, writeReport } from './report-file.js';
 import { REPO_ROOT } from './service.js';
 

@@ -11,6 +11,7 @@ export const REPORT_FILE = join(REPO_ROOT, 'docs/benchmarks.md');
  * The sections that benchmarks other than `npm run bench` write (`npm run bench:relay`, which
  * `npm run bench` runs too, `npm run bench:writes`, `npm run bench:console`,
  * `npm run bench:change-requests`, `npm run bench:guard`, `npm run bench:guarded`,
+ * `npm run bench:experiments`, which `npm run bench` runs too,
  * `npm run bench:ofrep-streams`, `npm run bench:code-refs`, `npm run bench:client-scale`,
  * `npm run bench:fragment-memory`, which `npm run bench` runs too), in the order
  * they follow the main report; each stands between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
@@ -22,6 +23,7 @@ const SECTIONS = [
   'changeRequests',
   'guard',
   'guarded',
+  'experiments',
   'ofrepStreams',
   'streamPatches',
   'streamSoak',

@@ -567,7 +567,8 @@ async function main(): Promise<void> {
  * streams for a minute and for ten (`bench:stream-patches`, `bench:stream-soak`), 10,000
  * OFREP event streams on a relay (`bench:ofrep-streams`), client evaluate and OFREP bulk at 20,
  * 350 and 2,000 flags against bare `node:http` (`bench:client-scale`) and the memory of their
- * fragments (`bench:fragment-memory`). They print their figures.
+ * fragments (`bench:fragment-memory`), and the seeded simulation of experiments' statistics
+ * (`bench:experiments`). They print their figures.
  * @throws Error naming the script that failed
  */
 function runOwnProcessBenchmarks(): void {
@@ -583,6 +584,7 @@ function runOwnProcessBenchmarks(): void {
     ['ofrep-fan-out.js', {}],
     ['client-scale.js', {}],
     ['fragment-memory.js', {}, ['--expose-gc']],
+    ['experiment-simulation.js', {}],
   ];
   for (const [script, env, nodeOptions = []] of runs) {
     const run = spawnSync(process.execPath, [...nodeOptions, join(here, script)], {

@@ -14,7 +14,7 @@ import {
   type PlanTarget,
 } from './queries.js';
 import type { GuardReading } from './schemas.js';
-import { regressionTest, type SideCounts } from './sequential-test.js';
+import { regressionTest, type SideCounts } from '../../statistics/sequential-test.js';
 import { rollbackPlan } from './steps.js';
 
 /** How often each active guard is tested at most, across all nodes (ms). */
