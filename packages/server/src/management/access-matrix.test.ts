@@ -190,6 +190,46 @@ const ROUTES: Record<string, RouteClass> = {
   'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan/guard': {
     minimum: 'Viewer',
   },
+  'GET /api/v1/orgs/{org}/projects/{project}/metrics': { minimum: 'Viewer' },
+  'POST /api/v1/orgs/{org}/projects/{project}/metrics': {
+    minimum: 'Member',
+    body: { key: 'm', name: 'm', eventKey: 'e', kind: 'conversion', direction: 'higher_is_better' },
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/metrics/{metric}': { minimum: 'Viewer' },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/metrics/{metric}': {
+    minimum: 'Member',
+    body: { name: 'm' },
+  },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/metrics/{metric}': { minimum: 'Member' },
+  'GET /api/v1/orgs/{org}/projects/{project}/experiments': { minimum: 'Viewer' },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments': {
+    minimum: 'Viewer',
+  },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments': {
+    minimum: 'Member',
+    body: {
+      key: 'x',
+      name: 'x',
+      variations: [
+        { key: 'true', weight: 5000 },
+        { key: 'false', weight: 5000 },
+      ],
+      controlVariation: 'false',
+      primaryMetric: 'none',
+    },
+  },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments/{experiment}':
+    { minimum: 'Viewer' },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments/{experiment}':
+    { minimum: 'Member', body: { name: 'x' } },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments/{experiment}':
+    { minimum: 'Member' },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments/{experiment}/start':
+    { minimum: 'Member' },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments/{experiment}/stop':
+    { minimum: 'Member', body: { decision: 'inconclusive' } },
+  'GET /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments/{experiment}/results':
+    { minimum: 'Viewer' },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/evaluate': {
     minimum: 'Viewer',
     body: { context: {} },

@@ -78,6 +78,20 @@ const ROUTES: Record<string, Classification> = {
     { audited: 'release_plan.resumed' },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/release-plan/rollback':
     { audited: 'release_plan.rolled_back' },
+  'POST /api/v1/orgs/{org}/projects/{project}/metrics': { audited: 'metric.created' },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/metrics/{metric}': { audited: 'metric.updated' },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/metrics/{metric}': { audited: 'metric.deleted' },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments': {
+    audited: 'experiment.created',
+  },
+  'PATCH /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments/{experiment}':
+    { audited: 'experiment.updated' },
+  'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments/{experiment}':
+    { audited: 'experiment.deleted' },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments/{experiment}/start':
+    { audited: 'experiment.started' },
+  'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments/{env}/experiments/{experiment}/stop':
+    { audited: 'experiment.stopped' },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/archive': { audited: 'flag.archived' },
   'POST /api/v1/orgs/{org}/projects/{project}/flags/{flag}/restore': { audited: 'flag.restored' },
   'DELETE /api/v1/orgs/{org}/projects/{project}/flags/{flag}/expiry': { audited: 'flag.updated' },
