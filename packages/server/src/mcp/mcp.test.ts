@@ -28,9 +28,11 @@ const TOOLS = [
   'evaluate_flag',
   'flag_cleanup_plan',
   'get_change_request',
+  'get_experiment_results',
   'get_flag',
   'list_change_requests',
   'list_code_references',
+  'list_experiments',
   'list_flags',
   'list_members',
   'list_removal_candidates',
@@ -355,6 +357,56 @@ describe('MCP tool server', () => {
     expect(envelope?.type === 'text' && JSON.parse(envelope.text)).toMatchObject({
       error: 'not_found',
       did_you_mean: ['new-checkout'],
+    });
+  });
+
+  it('experiment reads: list_experiments and get_experiment_results (Viewer)', async () => {
+    const project = '/api/v1/orgs/acme/projects/web';
+    await callOk(vexil, 'POST', `${project}/metrics`, ownerToken, {
+      key: 'signup',
+      name: 'Signup',
+      eventKey: 'signup',
+      kind: 'conversion',
+      direction: 'higher_is_better',
+    });
+    await callOk(
+      vexil,
+      'POST',
+      `${project}/flags/new-checkout/environments/production/experiments`,
+      ownerToken,
+      {
+        key: 'signup-copy',
+        name: 'Signup copy',
+        variations: [
+          { key: 'false', weight: 5000 },
+          { key: 'true', weight: 5000 },
+        ],
+        controlVariation: 'false',
+        primaryMetric: 'signup',
+      },
+    );
+    const listed = await output(viewer, 'list_experiments', {
+      org: 'acme',
+      project: 'web',
+      status: 'draft',
+    });
+    expect(listed.items).toMatchObject([
+      { key: 'signup-copy', flagKey: 'new-checkout', environmentKey: 'production' },
+    ]);
+    const results = await output(viewer, 'get_experiment_results', {
+      org: 'acme',
+      project: 'web',
+      flag: 'new-checkout',
+      environment: 'production',
+      experiment: 'signup-copy',
+    });
+    expect(results).toMatchObject({
+      status: 'draft',
+      variations: [
+        { key: 'false', exposedUsers: 0, control: true },
+        { key: 'true', exposedUsers: 0 },
+      ],
+      metrics: [{ key: 'signup', role: 'primary' }],
     });
   });
 

@@ -3,6 +3,7 @@ import { ToolArguments } from './invalid-params.js';
 import { registerChangeRequestTools } from './tools/change-request-tools.js';
 import { registerCodeReferenceTools } from './tools/code-reference-tools.js';
 import { registerCreateTools } from './tools/create-tools.js';
+import { registerExperimentTools } from './tools/experiment-tools.js';
 import { registerFlagTools } from './tools/flag-tools.js';
 import { registerMemberTools } from './tools/member-tools.js';
 import type { ToolContext } from './tools/tool-context.js';
@@ -38,5 +39,6 @@ export function createMcpServer(context: ToolContext): {
   registerMemberTools(server, context);
   registerChangeRequestTools(server, context);
   registerCodeReferenceTools(server, context);
+  registerExperimentTools(server, context);
   return { server, toolArguments };
 }
