@@ -383,6 +383,7 @@ export class VexilClient {
       result.variation,
       Date.now(),
       bucketingIdentity(context, null),
+      result.reason,
     );
   }
 

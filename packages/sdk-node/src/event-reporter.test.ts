@@ -6,6 +6,7 @@ interface SentEvent {
   flagKey: string;
   variation?: string;
   userId?: string;
+  reason?: string;
 }
 
 /** A reporter whose `fetch` keeps the events it was asked to send. */
@@ -73,5 +74,17 @@ describe('evaluation summary: who was served what, for release-plan guards', () 
     r.recordEvaluation('checkout', 'on', 1, 'later');
     await r.flush();
     expect(sent).toEqual([expect.objectContaining({ userId: 'later' })]);
+  });
+
+  it('sends the reason a named user was served for, so that only a split counts for an experiment', async () => {
+    const { reporter: r, sent } = reporter();
+    r.recordEvaluation('checkout', 'on', 1, 'u1', 'SPLIT');
+    r.recordEvaluation('checkout', 'on', 2, 'u2', 'TARGETING_MATCH');
+    r.recordEvaluation('checkout', 'on', 3, 'u1', 'SPLIT');
+    await r.flush();
+    expect(sent.map(({ userId, reason }) => [userId, reason])).toEqual([
+      ['u1', 'SPLIT'],
+      ['u2', 'TARGETING_MATCH'],
+    ]);
   });
 });

@@ -14,6 +14,8 @@ interface WireEvent {
   flagKey: string;
   variation?: string;
   userId?: string;
+  /** The evaluation's reason: a `SPLIT` is what an experiment counts as its exposure. */
+  reason?: string;
   timestamp: string;
   metadata?: Record<string, unknown>;
 }
@@ -48,7 +50,13 @@ export interface ReporterOptions {
 export class EventReporter {
   private readonly served = new Map<
     string,
-    { flagKey: string; variation: string; userId: string | undefined; atMs: number }
+    {
+      flagKey: string;
+      variation: string;
+      userId: string | undefined;
+      reason: string | undefined;
+      atMs: number;
+    }
   >();
   private namedUsers = 0;
   private custom: WireEvent[] = [];
@@ -56,21 +64,33 @@ export class EventReporter {
 
   constructor(private readonly options: ReporterOptions) {}
 
-  recordEvaluation(flagKey: string, variation: string, atMs: number, userId?: string): void {
+  /**
+   * Notes that `variation` of `flagKey` was served at `atMs`, to `userId` when known, for
+   * `reason` (the engine's; sent with a named user's entry, so that the server counts an
+   * experiment's exposure only where its split served the user).
+   */
+  recordEvaluation(
+    flagKey: string,
+    variation: string,
+    atMs: number,
+    userId?: string,
+    reason?: string,
+  ): void {
     if (this.endpointMissing) return;
     const named = userId !== undefined && userId !== '' ? userId : undefined;
     const id = `${flagKey}\u0000${variation}`;
-    const userEntryId = named === undefined ? undefined : `${id}\u0000${named}`;
+    const userEntryId =
+      named === undefined ? undefined : `${id}\u0000${reason ?? ''}\u0000${named}`;
     // A named user keeps the time first served: a guard counts metric events after it.
     if (userEntryId !== undefined && this.served.has(userEntryId)) return;
     if (userEntryId !== undefined && this.namedUsers < MAX_USERS_PER_FLUSH) {
       this.namedUsers++;
-      this.served.set(userEntryId, { flagKey, variation, userId: named, atMs });
+      this.served.set(userEntryId, { flagKey, variation, userId: named, reason, atMs });
       return;
     }
     const entry = this.served.get(id);
     if (entry) entry.atMs = atMs;
-    else this.served.set(id, { flagKey, variation, userId: undefined, atMs });
+    else this.served.set(id, { flagKey, variation, userId: undefined, reason: undefined, atMs });
   }
 
   track(event: TrackEvent, atMs: number): void {
@@ -92,6 +112,7 @@ export class EventReporter {
       flagKey: entry.flagKey,
       variation: entry.variation,
       ...(entry.userId !== undefined ? { userId: entry.userId } : {}),
+      ...(entry.reason !== undefined ? { reason: entry.reason } : {}),
       timestamp: new Date(entry.atMs).toISOString(),
     }));
     events.push(...this.custom);
