@@ -307,7 +307,7 @@ describe.each(testDialects())('relay feed on %s', (dialect) => {
       const archive = () =>
         call(vexil, 'POST', `${orgBase}/projects/mobile/flags/relayed/archive`, { token: owner });
       const sent = await call(vexil, 'POST', '/v1/relay/usage', { token: key, body });
-      expect([sent.status, sent.body]).toEqual([200, { plans: [] }]);
+      expect([sent.status, sent.body]).toEqual([200, { plans: [], experiments: [] }]);
       const refused = await archive();
       expect(refused.body.error).toBe('FLAG_RECENTLY_EVALUATED');
       expect(refused.body.fields).toEqual({ environments: ['production'] });
@@ -356,7 +356,7 @@ describe.each(testDialects())('relay feed on %s', (dialect) => {
         token: developmentOnly.key,
         body: body('outside'),
       });
-      expect([outside.status, outside.body]).toEqual([200, { plans: [] }]);
+      expect([outside.status, outside.body]).toEqual([200, { plans: [], experiments: [] }]);
       const inside = await call(vexil, 'POST', '/v1/relay/usage', {
         token: everywhere.key,
         body: body('inside'),

@@ -253,6 +253,33 @@ export const RelayExposure = Type.Object({
 });
 export type RelayExposure = Static<typeof RelayExposure>;
 
+/** A user's first exposure to a running experiment, seen by the relay (design record 064). */
+export const RelayExperimentExposure = Type.Object({
+  experimentId: Uuid,
+  userHash: Type.String({ minLength: 1, maxLength: 64 }),
+  variation: Type.String({ minLength: 1, maxLength: 200 }),
+  exposedMs: Type.Integer({ minimum: 0 }),
+});
+
+/**
+ * A user's events of one experiment metric, seen by the relay: each event's time and number (null
+ * without one). The upstream counts those within the metric's window after the user's first
+ * exposure.
+ */
+export const RelayExperimentEvents = Type.Object({
+  experimentId: Uuid,
+  metricId: Uuid,
+  userHash: Type.String({ minLength: 1, maxLength: 64 }),
+  events: Type.Array(
+    Type.Object({
+      atMs: Type.Integer({ minimum: 0 }),
+      value: Type.Union([Type.Number(), Type.Null()]),
+    }),
+    { maxItems: 10_000 },
+  ),
+  windowMs: Type.Integer({ minimum: 0 }),
+});
+
 /**
  * `POST /v1/relay/usage` → 200 {@link RelayUsageResponse}. Added into the upstream's usage counts
  * as direct SDK traffic would be; `exposures` into its guarded release plans' exposures (rows of
@@ -264,6 +291,12 @@ export const RelayUsageBody = Type.Object({
   customEvents: Type.Array(RelayCustomEventCount, { maxItems: MAX_RELAY_USAGE_ROWS }),
   keyUses: Type.Array(RelayKeyUse, { maxItems: MAX_RELAY_USAGE_ROWS }),
   exposures: Type.Optional(Type.Array(RelayExposure, { maxItems: MAX_RELAY_USAGE_ROWS })),
+  experimentExposures: Type.Optional(
+    Type.Array(RelayExperimentExposure, { maxItems: MAX_RELAY_USAGE_ROWS }),
+  ),
+  experimentEvents: Type.Optional(
+    Type.Array(RelayExperimentEvents, { maxItems: MAX_RELAY_USAGE_ROWS }),
+  ),
 });
 export type RelayUsageBody = Static<typeof RelayUsageBody>;
 
@@ -278,12 +311,31 @@ export const RelayGuardedPlan = Type.Object({
   metric: Type.String(),
 });
 
+/** A running experiment in the relay key's scope: what the relay records exposures and events of. */
+export const RelayRunningExperiment = Type.Object({
+  experimentId: Uuid,
+  environmentId: Uuid,
+  flagKey: Type.String({ minLength: 1 }),
+  metrics: Type.Array(
+    Type.Object({
+      metricId: Uuid,
+      eventKey: Type.String({ minLength: 1 }),
+      valueProperty: Type.Union([Type.String(), Type.Null()]),
+      windowMs: Type.Integer({ minimum: 0 }),
+    }),
+  ),
+});
+
 /**
- * The answer to `POST /v1/relay/usage`: the active guarded release plans of the key's
- * environments, as the upstream knows them now. The relay records exposures of these from then on
- * (its usage flushes keep it current); an upstream that answers 204 has none for it.
+ * The answer to `POST /v1/relay/usage`: the active guarded release plans and the running
+ * experiments of the key's environments, as the upstream knows them now. The relay records
+ * exposures of these from then on (its usage flushes keep it current); an upstream that answers
+ * 204 has none for it, and one without `experiments` runs none.
  */
-export const RelayUsageResponse = Type.Object({ plans: Type.Array(RelayGuardedPlan) });
+export const RelayUsageResponse = Type.Object({
+  plans: Type.Array(RelayGuardedPlan),
+  experiments: Type.Optional(Type.Array(RelayRunningExperiment)),
+});
 export type RelayUsageResponse = Static<typeof RelayUsageResponse>;
 
 // ───────────────────────────── POST /v1/relay/events ─────────────────────────────

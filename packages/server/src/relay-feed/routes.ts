@@ -95,14 +95,16 @@ export function registerRelayApi(
         ...keyEnvironments.values(),
       ]);
       const plans = services.usage.exposures?.activePlansIn(covered) ?? [];
+      const experiments = services.usage.exposures?.experiments.runningIn(covered) ?? [];
       addRelayUsage(
         services.usage,
         request.body,
         services.clock.now().getTime(),
         (keyId) => keyEnvironments.has(keyId),
         plans,
+        experiments,
       );
-      return reply.status(200).send({ plans });
+      return reply.status(200).send({ plans, experiments });
     },
   );
 

@@ -1,4 +1,5 @@
 import type { UsageAggregator } from '../usage/aggregator.js';
+import type { RunningExperiment } from '../usage/experiment-exposures.js';
 import type { ActiveGuardedPlan } from '../usage/exposures.js';
 import type { RelayUsageBody } from './protocol.js';
 
@@ -8,9 +9,11 @@ import type { RelayUsageBody } from './protocol.js';
  * chain, whose flush sends it on upstream. Counts of hours that have not begun (a relay's clock
  * ahead) are dropped, and "last" times are brought within their hour and not after `nowMs`; a
  * null variation served none and is not counted (as {@link UsageAggregator} does). Exposures of
- * the guarded release plans in `plans` go to this node's exposure recorder; others are dropped.
+ * the guarded release plans in `plans`, and exposures and events of the experiments in
+ * `experiments`, go to this node's exposure recorder; others are dropped.
  * @param nowMs this node's clock (epoch ms)
  * @param plans the plans the relay may record exposures of: active, in its key's scope
+ * @param experiments the experiments the relay may record: running, in its key's scope
  * @param keyKnown whether a key use's SDK key id is one to record (a full node drops the uses of
  *   keys it no longer has, as its flush would)
  */
@@ -20,6 +23,7 @@ export function addRelayUsage(
   nowMs: number,
   keyKnown: (keyId: string) => boolean,
   plans: readonly ActiveGuardedPlan[],
+  experiments: readonly RunningExperiment[],
 ): void {
   for (const row of body.evaluations) {
     if (row.variation === null || row.hourMs > nowMs) continue;
@@ -47,6 +51,20 @@ export function addRelayUsage(
           ...row,
           exposedMs: row.exposedMs === null ? null : Math.min(row.exposedMs, nowMs),
           metricMs: row.metricMs === null ? null : Math.min(row.metricMs, nowMs),
+        })),
+    );
+  }
+  if (experiments.length > 0) {
+    const ids = new Set(experiments.map((experiment) => experiment.experimentId));
+    usage.exposures?.experiments.addRelayed(
+      (body.experimentExposures ?? [])
+        .filter((row) => ids.has(row.experimentId))
+        .map((row) => ({ ...row, exposedMs: Math.min(row.exposedMs, nowMs) })),
+      (body.experimentEvents ?? [])
+        .filter((row) => ids.has(row.experimentId))
+        .map((row) => ({
+          ...row,
+          events: row.events.map((event) => ({ ...event, atMs: Math.min(event.atMs, nowMs) })),
         })),
     );
   }

@@ -178,14 +178,16 @@ export function registerDownstreamRoutes(app: App, options: DownstreamOptions): 
       // The same key: what this relay may record, the downstream one may (the plans this relay's
       // upstream named), and its SDK keys' scope was checked where they were used.
       const plans = services.usage.exposures?.activePlansIn() ?? [];
+      const experiments = services.usage.exposures?.experiments.runningIn() ?? [];
       addRelayUsage(
         services.usage,
         request.body,
         services.clock.now().getTime(),
         () => true,
         plans,
+        experiments,
       );
-      return reply.status(200).send({ plans });
+      return reply.status(200).send({ plans, experiments });
     },
   );
 

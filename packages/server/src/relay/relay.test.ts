@@ -415,6 +415,63 @@ describe.each(testDialects())('relay on %s', (dialect) => {
     expect(side.usersWithMetric).toBe(1);
   });
 
+  it('sends the exposures and events of a running experiment upstream: its results count relay users', async () => {
+    await createFlag('tested');
+    await enable('tested');
+    await manage('POST', '/metrics', {
+      key: 'purchase',
+      name: 'Purchase',
+      eventKey: 'purchase',
+      kind: 'conversion',
+      direction: 'higher_is_better',
+    });
+    const experiments = `${web}/flags/tested/environments/production/experiments`;
+    await callOk(upstream, 'POST', experiments, owner, {
+      key: 'tested',
+      name: 'Tested',
+      variations: [
+        { key: 'false', weight: 5000 },
+        { key: 'true', weight: 5000 },
+      ],
+      controlVariation: 'false',
+      primaryMetric: 'purchase',
+    });
+    await callOk(upstream, 'POST', `${experiments}/tested/start`, owner);
+    await upstream.services.usage.exposures?.refresh();
+    await caughtUp(relay);
+    const evaluate = (userId: string) =>
+      relay.inject({
+        method: 'POST',
+        url: '/v1/sdk/evaluate',
+        headers: { authorization: serverKey, 'content-type': 'application/json' },
+        payload: JSON.stringify({ flagKey: 'tested', context: { userId } }),
+      });
+    // The relay learns the running experiments from the upstream's answer to its usage.
+    await relay.usage.flush();
+    expect(relay.usage.exposures?.experiments.active).toBe(true);
+    const served = new Map<string, string>();
+    for (let i = 0; i < 20; i += 1)
+      served.set(`e-${i}`, (await evaluate(`e-${i}`)).json<{ variation: string }>().variation);
+    const tracked = await relay.inject({
+      method: 'POST',
+      url: '/v1/sdk/events',
+      headers: { authorization: serverKey, 'content-type': 'application/json' },
+      payload: JSON.stringify({ events: [{ type: 'Custom', flagKey: 'purchase', userId: 'e-3' }] }),
+    });
+    expect(tracked.statusCode).toBe(202);
+    await relay.usage.flush();
+    await upstream.services.usage.flush();
+
+    const results = await callOk(upstream, 'GET', `${experiments}/tested/results`, owner);
+    const onTrue = [...served.values()].filter((variation) => variation === 'true').length;
+    expect(results.variations).toEqual([
+      { key: 'false', exposedUsers: 20 - onTrue, control: true },
+      { key: 'true', exposedUsers: onTrue },
+    ]);
+    const converted = served.get('e-3') ?? '';
+    expect(results.metrics[0].byVariation[converted].usersWithEvent).toBe(1);
+  });
+
   it('answers the management API, /mcp and the console 404, naming the upstream', async () => {
     for (const url of ['/api/v1/orgs', '/mcp', '/', '/auth/sign-in']) {
       const response = await relay.inject({ method: 'GET', url });

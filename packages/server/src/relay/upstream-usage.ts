@@ -1,7 +1,11 @@
 import { schemaCompiler } from '../http/schema-validator.js';
 import type { Clock } from '../clock.js';
 import type { UsageBatch, UsageStore } from '../usage/aggregator.js';
-import type { ExperimentEventRow, RunningExperiment } from '../usage/experiment-exposures.js';
+import type {
+  ExperimentEventRow,
+  ExperimentExposureRow,
+  RunningExperiment,
+} from '../usage/experiment-exposures.js';
 import type { ActiveGuardedPlan, ExposureRow, ExposureStore } from '../usage/exposures.js';
 import {
   MAX_RELAY_USAGE_ROWS,
@@ -40,6 +44,8 @@ export class UpstreamUsageStore implements UsageStore, ExposureStore {
   private retryAtMs = 0;
   /** The guarded plans the upstream named last; none until it has answered a flush. */
   private plans: ActiveGuardedPlan[] = [];
+  /** The running experiments the upstream named last. */
+  private experiments: RunningExperiment[] = [];
   /** Counts the upstream refused (evaluations and custom events), for `/metrics`. */
   refusedCounts = 0;
 
@@ -69,16 +75,20 @@ export class UpstreamUsageStore implements UsageStore, ExposureStore {
     return new Set(rows.map((row) => row.planId));
   }
 
-  /**
-   * None: a relay does not record experiment exposures yet (design record 064); its SDKs'
-   * `Evaluation` events, sent upstream as counts, carry no user.
-   */
   runningExperiments(): Promise<RunningExperiment[]> {
-    return Promise.resolve([]);
+    return Promise.resolve(this.experiments);
   }
 
-  writeExperimentRows(): Promise<ExperimentEventRow[]> {
-    return Promise.resolve([]);
+  /**
+   * Sends the rows upstream, where they are counted as the upstream's own (design record 064):
+   * the upstream holds events whose user's exposure it has not stored yet, so none wait here.
+   */
+  async writeExperimentRows(
+    exposures: ExperimentExposureRow[],
+    events: ExperimentEventRow[],
+  ): Promise<ExperimentEventRow[]> {
+    await this.sendAll(experimentBodies(exposures, events));
+    return [];
   }
 
   /** Sends `bodies` in order, unless backed off; a failure backs off and throws. */
@@ -115,7 +125,9 @@ export class UpstreamUsageStore implements UsageStore, ExposureStore {
     });
     const text = await response.text();
     if (response.ok) {
-      this.plans = guardedPlans(response.status, text);
+      const answer = usageAnswer(response.status, text);
+      this.plans = answer.plans;
+      this.experiments = answer.experiments ?? [];
       return;
     }
     if (response.status >= 400 && response.status < 500 && response.status !== 429) {
@@ -131,16 +143,42 @@ export class UpstreamUsageStore implements UsageStore, ExposureStore {
 }
 
 /**
- * The guarded plans an answer names: none in a 204 (an upstream of a version without exposures
- * from relays), nor in an answer this relay cannot read.
+ * The guarded plans and running experiments an answer names: none in a 204 (an upstream of a
+ * version without exposures from relays), nor in an answer this relay cannot read.
  */
-function guardedPlans(status: number, text: string): ActiveGuardedPlan[] {
-  if (status !== 200) return [];
+function usageAnswer(status: number, text: string): RelayUsageResponse {
+  if (status !== 200) return { plans: [] };
   try {
     const answer: unknown = JSON.parse(text);
-    return validateAnswer(answer) ? (answer as RelayUsageResponse).plans : [];
+    return validateAnswer(answer) ? (answer as RelayUsageResponse) : { plans: [] };
   } catch {
-    return [];
+    return { plans: [] };
+  }
+}
+
+/** Experiment rows as protocol bodies of their own, at most {@link MAX_RELAY_USAGE_ROWS} of each kind. */
+function* experimentBodies(
+  exposures: ExperimentExposureRow[],
+  events: ExperimentEventRow[],
+): Generator<RelayUsageBody> {
+  const rows = Math.max(exposures.length, events.length);
+  for (let start = 0; start < rows; start += MAX_RELAY_USAGE_ROWS) {
+    const end = start + MAX_RELAY_USAGE_ROWS;
+    yield {
+      evaluations: [],
+      customEvents: [],
+      keyUses: [],
+      experimentExposures: exposures.slice(start, end),
+      experimentEvents: events
+        .slice(start, end)
+        .map(({ experimentId, metricId, userHash, events: seen, windowMs }) => ({
+          experimentId,
+          metricId,
+          userHash,
+          events: seen,
+          windowMs,
+        })),
+    };
   }
 }
 

@@ -90,8 +90,13 @@ export class ExperimentExposures {
   private events = new Map<string, ExperimentEventRow>();
   /** Event rows whose user had no stored exposure at the last flush. */
   private waiting: ExperimentEventRow[] = [];
+  /** What relays saw (design record 045), by user hash, written with the next flush. */
+  private relayedExposures: ExperimentExposureRow[] = [];
+  private relayedEvents: ExperimentEventRow[] = [];
   private held = 0;
   private written = new Map<string, Set<string>>();
+  /** The running experiments, as last read. */
+  private running: readonly RunningExperiment[] = [];
   /** Exposures and events dropped because {@link MAX_HELD_USERS} was reached. */
   dropped = 0;
 
@@ -185,8 +190,40 @@ export class ExperimentExposures {
     }
   }
 
+  /**
+   * The running experiments, of the environments `covered` when given: what a relay covering them
+   * is to record.
+   */
+  runningIn(covered?: ReadonlySet<string>): RunningExperiment[] {
+    return covered === undefined
+      ? [...this.running]
+      : this.running.filter((experiment) => covered.has(experiment.environmentId));
+  }
+
+  /**
+   * Adds rows a relay saw, written with the next flush beside this process's own; rows of
+   * experiments this process does not know as running are dropped.
+   */
+  addRelayed(
+    exposures: readonly ExperimentExposureRow[],
+    events: readonly Omit<ExperimentEventRow, 'waited'>[],
+  ): void {
+    const running = new Set(this.running.map((experiment) => experiment.experimentId));
+    for (const row of [...exposures, ...events]) {
+      if (!running.has(row.experimentId)) continue;
+      if (this.held >= MAX_HELD_USERS) {
+        this.dropped += 1;
+        continue;
+      }
+      this.held += 1;
+      if ('variation' in row) this.relayedExposures.push(row);
+      else this.relayedEvents.push({ ...row, waited: 0 });
+    }
+  }
+
   /** Takes the running experiments, as last read. */
   update(experiments: readonly RunningExperiment[]): void {
+    this.running = experiments;
     const byFlag = new Map<string, Map<string, TrackedExperiment>>();
     const byEvent = new Map<
       string,
@@ -228,21 +265,43 @@ export class ExperimentExposures {
   ): Promise<void> {
     const exposures = this.exposures;
     const events = this.events;
-    const waiting = this.waiting;
+    const taken = [...this.waiting, ...this.relayedEvents];
+    const relayedExposures = this.relayedExposures;
     this.exposures = new Map();
     this.events = new Map();
     this.waiting = [];
+    this.relayedExposures = [];
+    this.relayedEvents = [];
     this.held = 0;
-    if (exposures.size === 0 && events.size === 0 && waiting.length === 0) return;
-    const exposureRows: ExperimentExposureRow[] = [];
+    if (
+      exposures.size === 0 &&
+      events.size === 0 &&
+      taken.length === 0 &&
+      relayedExposures.length === 0
+    )
+      return;
+    // One row per experiment and user: an upsert statement may not name a row twice.
+    const exposureRows = new Map<string, ExperimentExposureRow>();
+    const addExposure = (row: ExperimentExposureRow) => {
+      const key = `${row.experimentId}\u0000${row.userHash}`;
+      const seen = exposureRows.get(key);
+      if (seen === undefined || row.exposedMs < seen.exposedMs) exposureRows.set(key, row);
+    };
+    for (const row of relayedExposures) addExposure(row);
     for (const [experimentId, users] of exposures)
       for (const [identity, { variation, exposedMs }] of users)
-        exposureRows.push({ experimentId, userHash: userHash(identity), variation, exposedMs });
-    const eventRows = [...events.values()].map((row) => ({
-      ...row,
-      userHash: userHash(row.userHash),
-    }));
-    const unmatched = await write(exposureRows, [...waiting, ...eventRows]);
+        addExposure({ experimentId, userHash: userHash(identity), variation, exposedMs });
+    const eventRows = new Map<string, ExperimentEventRow>();
+    for (const row of [
+      ...taken,
+      ...[...events.values()].map((row) => ({ ...row, userHash: userHash(row.userHash) })),
+    ]) {
+      const key = `${row.experimentId}\u0000${row.metricId}\u0000${row.userHash}`;
+      const seen = eventRows.get(key);
+      if (seen === undefined) eventRows.set(key, { ...row, events: [...row.events] });
+      else seen.events.push(...row.events);
+    }
+    const unmatched = await write([...exposureRows.values()], [...eventRows.values()]);
     this.waiting = unmatched
       .filter((row) => row.waited < MAX_WAITS)
       .map((row) => ({ ...row, waited: row.waited + 1 }));
