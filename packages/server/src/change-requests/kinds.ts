@@ -21,7 +21,7 @@ import {
 import { KeySchema } from '../api/fields.js';
 import { RELEASE_PLAN_ACTOR } from '../management/release-plans/queries.js';
 import { PlanInput } from '../management/release-plans/schemas.js';
-import { checkPlanInput, startPlan } from '../management/release-plans/start.js';
+import { checkPlanInput, startPlan, withGuardMetric } from '../management/release-plans/start.js';
 import { LOGICAL_OPERATORS, type FieldProblems } from '../management/targeting/conditions.js';
 import { startExperiment, stopExperiment } from '../management/experiments/lifecycle.js';
 import { findExperiment } from '../management/experiments/queries.js';
@@ -290,15 +290,19 @@ const releasePlanKind: ChangeKind<ReleasePlanChange> = {
     const configuration = flag?.configurations.get(apply.environment.id);
     if (!flag || !configuration)
       throw new Error(`change request: flag "${change.flagKey}" unchecked`);
-    const values = checkPlanInput(
-      change.plan,
-      flag.variations,
-      configuration,
-      `changes[${index}].plan.`,
-    );
+    const at = `changes[${index}].plan.`;
+    // A guard naming no catalogue metric is checked now; one naming one, when its metric is read.
+    if (!change.plan.guard?.metricKey)
+      checkPlanInput(change.plan, flag.variations, configuration, at);
     const { project } = apply.state;
     const { environment } = apply;
     apply.writes.push(async (m) => {
+      const values = checkPlanInput(
+        await withGuardMetric(m.trx, project.id, change.plan, at),
+        flag.variations,
+        configuration,
+        at,
+      );
       await startPlan(
         m,
         {

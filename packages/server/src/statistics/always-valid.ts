@@ -131,21 +131,72 @@ export function estimate(m: Moments): Estimate {
 }
 
 /**
+ * The mixture boundary on a scale where the estimate `estimate` has variance `variance`: the
+ * half-width of the always-valid interval at level `alpha`, and log Λ against 0.
+ */
+function mixtureBoundary(estimate: number, variance: number, alpha: number, tau: number) {
+  const tau2 = tau * tau;
+  const spread = variance + tau2;
+  return {
+    halfWidth: Math.sqrt(
+      ((variance * spread) / tau2) * (Math.log(spread / variance) + 2 * Math.log(1 / alpha)),
+    ),
+    logLambda:
+      0.5 * Math.log(variance / spread) + (estimate * estimate * tau2) / (2 * variance * spread),
+  };
+}
+
+/**
+ * The always-valid interval of the relative difference m_t/m_c − 1, and log Λ. Where both means
+ * are positive it is computed on the log of the ratio, log m_t − log m_c, whose delta-method
+ * variance Var(m_t)/m_t² + Var(m_c)/m_c² stays small where the ratio's explodes (a small control
+ * mean), and mapped back with exp(·) − 1 (so it is not symmetric). Otherwise (a mean at or below
+ * 0, e.g. a sum with refunds) on the ratio itself, with V = Var(m_t)/m_c² + m_t²·Var(m_c)/m_c⁴.
+ * Undefined when the variance is 0 or not finite.
+ */
+function alwaysValidInterval(
+  c: { value: number; variance: number },
+  t: { value: number; variance: number },
+  alpha: number,
+  tau: number,
+): { relative: [number, number]; logLambda: number } | undefined {
+  if (c.value > 0 && t.value > 0) {
+    const logRatio = Math.log(t.value) - Math.log(c.value);
+    const variance = t.variance / (t.value * t.value) + c.variance / (c.value * c.value);
+    if (!(variance > 0) || !Number.isFinite(variance)) return undefined;
+    const { halfWidth, logLambda } = mixtureBoundary(logRatio, variance, alpha, tau);
+    const relative: [number, number] = [
+      Math.expm1(logRatio - halfWidth),
+      Math.expm1(logRatio + halfWidth),
+    ];
+    return relative.every(Number.isFinite) ? { relative, logLambda } : undefined;
+  }
+  const c2 = c.value * c.value;
+  const variance = t.variance / c2 + (t.value * t.value * c.variance) / (c2 * c2);
+  if (!(variance > 0) || !Number.isFinite(variance)) return undefined;
+  const ratio = t.value / c.value - 1;
+  const { halfWidth, logLambda } = mixtureBoundary(ratio, variance, alpha, tau);
+  const relative: [number, number] = [ratio - halfWidth, ratio + halfWidth];
+  return relative.every(Number.isFinite) ? { relative, logLambda } : undefined;
+}
+
+/**
  * Compares a treatment against the control at one look; any number of looks keeps
  * P(wrong better/worse) ≤ 1 − confidence (spec section 3).
  *
- * With means m_c, m_t and their delta-method variances, the relative difference
- * r̂ = m_t/m_c − 1 has the variance V = Var(m_t)/m_c² + m_t²·Var(m_c)/m_c⁴. Mixing the normal
- * likelihood ratio of r over r ~ N(0, τ²) gives
+ * With means m_c, m_t and their delta-method variances, the log of the ratio
+ * ℓ̂ = log m_t − log m_c has the variance V = Var(m_t)/m_t² + Var(m_c)/m_c² (where a mean is not
+ * positive, the ratio itself is used: see {@link alwaysValidInterval}). Mixing the normal
+ * likelihood ratio of ℓ over ℓ ~ N(0, τ²) gives
  *
- *   Λ = √(V/(V+τ²)) · exp(r̂²τ² / (2V(V+τ²)))
+ *   Λ = √(V/(V+τ²)) · exp(ℓ̂²τ² / (2V(V+τ²)))
  *
- * and, by Ville's inequality, the always-valid interval of the values r that Λ does not reject
+ * and, by Ville's inequality, the always-valid interval of the values ℓ that Λ does not reject
  * at level α = (1 − confidence)/comparisons:
  *
- *   r̂ ± √( V(V+τ²)/τ² · (log((V+τ²)/V) + 2·log(1/α)) ).
+ *   ℓ̂ ± √( V(V+τ²)/τ² · (log((V+τ²)/V) + 2·log(1/α)) ),
  *
- * It excludes 0 exactly when Λ ≥ 1/α. The verdict is `better` when the interval lies wholly on
+ * reported for the relative difference as exp(·) − 1. It excludes 0 exactly when Λ ≥ 1/α. The verdict is `better` when the interval lies wholly on
  * the good side of 0 for `direction`, `worse` when wholly on the bad side (a guardrail says only
  * `worse`), `inconclusive` otherwise or when `enoughUsers` is false.
  *
@@ -172,23 +223,10 @@ export function compare(control: Moments, treatment: Moments, options: CompareOp
   if (control.users < 2 || treatment.users < 2 || control.sumY === 0 || treatment.sumY === 0)
     return undecided;
   if (c.value === 0 || !Number.isFinite(relativeDifference)) return undecided;
-  const c2 = c.value * c.value;
-  const variance = t.variance / c2 + (t.value * t.value * c.variance) / (c2 * c2);
-  if (!(variance > 0) || !Number.isFinite(variance)) return undecided;
-
-  const alpha = (1 - confidence) / comparisons;
-  const tau2 = tau * tau;
-  const spread = variance + tau2;
-  const halfWidth = Math.sqrt(
-    ((variance * spread) / tau2) * (Math.log(spread / variance) + 2 * Math.log(1 / alpha)),
-  );
-  const logLambda =
-    0.5 * Math.log(variance / spread) +
-    (relativeDifference * relativeDifference * tau2) / (2 * variance * spread);
-  const pValue = Math.min(1, comparisons * Math.exp(-logLambda));
-  const low = relativeDifference - halfWidth;
-  const high = relativeDifference + halfWidth;
-  if (!Number.isFinite(low) || !Number.isFinite(high)) return undecided;
+  const interval = alwaysValidInterval(c, t, (1 - confidence) / comparisons, tau);
+  if (interval === undefined) return undecided;
+  const [low, high] = interval.relative;
+  const pValue = Math.min(1, comparisons * Math.exp(-interval.logLambda));
 
   let verdict: Verdict = 'inconclusive';
   if (enoughUsers) {

@@ -286,7 +286,14 @@ describe.each(testDialects())('guarded release plans on %s', (dialect) => {
         .executeTakeFirstOrThrow()
     ).environment_id;
     const t = clock.now().getTime();
-    second.recordEvaluation(environmentId, 'two-processes', 'false', undefined, { userId: 'u' }, t + 5000);
+    second.recordEvaluation(
+      environmentId,
+      'two-processes',
+      'false',
+      undefined,
+      { userId: 'u' },
+      t + 5000,
+    );
     second.recordMetric(environmentId, 'signup', 'u', t + 2000);
     first.recordEvaluation(environmentId, 'two-processes', 'true', undefined, { userId: 'u' }, t);
     first.recordMetric(environmentId, 'signup', 'u', t + 1000);

@@ -15,7 +15,10 @@ export interface StepInput {
 
 /** The guard as stored, defaults filled in (spec section 5). */
 export interface Guard {
+  /** The `Custom` event key watched. */
   metric: string;
+  /** The catalogue metric it was named by, if any. */
+  metricKey?: string;
   kind: 'rate';
   direction: 'lower_is_better' | 'higher_is_better';
   minimumUsers: number;

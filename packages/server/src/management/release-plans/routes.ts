@@ -23,7 +23,7 @@ import {
   type PlanTarget,
 } from './queries.js';
 import { FlagEnvParams, GuardReading, PlanInput, PlanResponse } from './schemas.js';
-import { checkPlanInput, startPlan } from './start.js';
+import { checkPlanInput, startPlan, withGuardMetric } from './start.js';
 import { resumePlan, rollbackPlan } from './steps.js';
 
 const PLAN_PATH = '/orgs/:org/projects/:project/flags/:flag/environments/:env/release-plan';
@@ -138,7 +138,11 @@ export function registerReleasePlanRoutes(app: App, services: Services): void {
         .where('flag_id', '=', flag.id)
         .execute();
       const configuration = await readFlagEnvironment(services, flag.id, environment.id);
-      const values = checkPlanInput(body, variations, configuration);
+      const values = checkPlanInput(
+        await withGuardMetric(services.db, scope.project.id, body),
+        variations,
+        configuration,
+      );
       const { guard } = values;
       const plan = await mutateAs(services, scope, async (m) => {
         const started = await startPlan(

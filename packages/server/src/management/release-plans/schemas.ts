@@ -19,10 +19,15 @@ export const StepInput = Type.Object(
   { additionalProperties: false },
 );
 
-/** The guard (spec: change requests, section 5); omitted members take their defaults. */
+/**
+ * The guard (spec: change requests, section 5); omitted members take their defaults. It names the
+ * `Custom` event it watches (`metric`), or a conversion metric of the project's catalogue
+ * (`metricKey`, contract `experiments.md` section 1), whose event key and direction it takes.
+ */
 export const GuardInput = Type.Object(
   {
-    metric: Type.String({ minLength: 1, maxLength: 200 }),
+    metric: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    metricKey: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     kind: Type.Optional(Type.Literal('rate')),
     direction: Type.Optional(Type.Enum(['lower_is_better', 'higher_is_better'])),
     minimumUsers: Type.Optional(Type.Integer({ minimum: 100, maximum: 100_000_000 })),

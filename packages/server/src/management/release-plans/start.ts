@@ -3,6 +3,9 @@ import type { Mutation } from '../../db/mutate.js';
 import type { FlagEnvironmentsTable } from '../../db/schema.js';
 import { isUniqueViolation } from '../../db/unique.js';
 import { ApiError, invalidField } from '../../errors.js';
+import type { Kysely, Transaction } from 'kysely';
+import type { Schema } from '../../db/schema.js';
+import { metricsByKey } from '../metrics/queries.js';
 import { checkSteps, durationMs, GUARD_DEFAULTS, type Guard } from './plan-rules.js';
 import {
   emitPlanEvent,
@@ -73,7 +76,52 @@ export function checkPlanInput(
       rollout: configuration.rollout,
     },
     steps: input.steps,
-    guard: input.guard ? { ...GUARD_DEFAULTS, ...input.guard } : null,
+    guard: input.guard ? checkedGuard(input.guard, at) : null,
+  };
+}
+
+function checkedGuard(guard: NonNullable<PlanInput['guard']>, at: string): Guard {
+  const { metric } = guard;
+  if (metric === undefined)
+    throw invalidField(
+      `${at}guard.metric`,
+      'is required: the key of the Custom event watched (or name a catalogue metric in metricKey)',
+    );
+  return { ...GUARD_DEFAULTS, ...guard, metric };
+}
+
+/**
+ * The plan with its guard's catalogue metric (`metricKey`) resolved: the metric's event key and,
+ * unless the guard says, its direction. The guard tests a rate, so the metric is a conversion.
+ * @throws ApiError 400 `validation_failed` on `guard.metricKey`
+ */
+export async function withGuardMetric(
+  db: Kysely<Schema> | Transaction<Schema>,
+  projectId: string,
+  input: PlanInput,
+  at = '',
+): Promise<PlanInput> {
+  const guard = input.guard;
+  if (!guard?.metricKey) return input;
+  const metric = (await metricsByKey(db, projectId, [guard.metricKey])).get(guard.metricKey);
+  if (!metric)
+    throw invalidField(
+      `${at}guard.metricKey`,
+      `is not a metric of this project: "${guard.metricKey}"`,
+    );
+  if (metric.kind !== 'conversion')
+    throw invalidField(
+      `${at}guard.metricKey`,
+      `names a ${metric.kind} metric; a guard tests a rate: name a conversion metric`,
+    );
+  if (guard.metric !== undefined && guard.metric !== metric.event_key)
+    throw invalidField(
+      `${at}guard.metric`,
+      `differs from the event key of metric "${metric.key}" (${metric.event_key})`,
+    );
+  return {
+    ...input,
+    guard: { ...guard, metric: metric.event_key, direction: guard.direction ?? metric.direction },
   };
 }
 
