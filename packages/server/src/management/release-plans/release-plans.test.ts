@@ -174,6 +174,45 @@ describe.each(testDialects())('release plans on %s', (dialect) => {
     );
   });
 
+  it('a guard may name a conversion metric of the catalogue: its event key and direction', async () => {
+    await flagServingFalse('guarded-by-metric');
+    for (const metric of [
+      { key: 'refunds', eventKey: 'refund-issued', kind: 'conversion' },
+      { key: 'spend', eventKey: 'purchase', kind: 'sum', valueProperty: 'amount' },
+    ])
+      await callOk(vexil, 'POST', `${base}/metrics`, org.token, {
+        ...metric,
+        name: metric.key,
+        direction: 'lower_is_better',
+      });
+    const put = (guard: Record<string, unknown>) =>
+      call(vexil, 'PUT', planPath('guarded-by-metric'), {
+        token: org.token,
+        body: { variation: 'true', steps: STEPS, guard },
+      });
+    for (const [guard, field] of [
+      [{ metricKey: 'spend' }, 'guard.metricKey'],
+      [{ metricKey: 'nope' }, 'guard.metricKey'],
+      [{ metricKey: 'refunds', metric: 'other' }, 'guard.metric'],
+      [{ minimumUsers: 100 }, 'guard.metric'],
+    ] as const) {
+      const refused = await put(guard);
+      expect(refused.status, JSON.stringify(guard)).toBe(400);
+      expect(Object.keys(refused.body.fields as object)).toEqual([field]);
+    }
+    const started = await put({ metricKey: 'refunds', minimumUsers: 100 });
+    expect(started.status, started.text).toBe(201);
+    expect(started.body.guard).toMatchObject({
+      metric: 'refund-issued',
+      metricKey: 'refunds',
+      direction: 'lower_is_better',
+    });
+    // The metric is in use while the plan is.
+    const deleted = await call(vexil, 'DELETE', `${base}/metrics/refunds`, { token: org.token });
+    expect(deleted.status).toBe(400);
+    expect(deleted.body.message).toContain('release plan of flag "guarded-by-metric"');
+  });
+
   it('start: the first step applies at once through the one configuration write; a second active plan is 409', async () => {
     const { id, ids } = await flagServingFalse('started');
     const response = await call(vexil, 'PUT', planPath('started'), {

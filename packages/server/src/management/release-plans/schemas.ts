@@ -50,6 +50,7 @@ export type PlanInput = Static<typeof PlanInput>;
 
 const Guard = Type.Object({
   metric: Type.String(),
+  metricKey: Type.Optional(Type.String()),
   kind: Type.Literal('rate'),
   direction: Type.Enum(['lower_is_better', 'higher_is_better']),
   minimumUsers: Type.Integer(),
