@@ -172,6 +172,14 @@ describe.each(testDialects())('experiments on %s', (dialect) => {
       eventsWithoutValue: withoutAmount,
     });
     expect(revenue.byVariation.true.value).toBeGreaterThan(revenue.byVariation.false.value);
+    // The series ends with this reading's point for each treatment and metric with data.
+    expect(results.series).toContainEqual({
+      at: results.computedAt,
+      metric: 'checkout',
+      variation: 'true',
+      relativeDifference: checkout.byVariation.true.relativeDifference,
+      confidenceInterval: checkout.byVariation.true.confidenceInterval,
+    });
     // A guardrail says worse or nothing: no error events were sent.
     expect(errors).toMatchObject({ role: 'guardrail' });
     expect(errors.byVariation.true.verdict).toBe('inconclusive');

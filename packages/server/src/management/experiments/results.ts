@@ -244,13 +244,18 @@ export async function readSeries(
   );
 }
 
-/** The series point of `results` at its `computedAt`: each treatment's relative difference per metric. */
+/**
+ * The series point of `results`: each treatment's relative difference per metric, where there is
+ * one to show (a comparison without data has a zero-width interval and is left out).
+ */
 export function seriesPoints(
   results: Pick<Results, 'metrics'>,
 ): Omit<Results['series'][number], 'at'>[] {
   return results.metrics.flatMap((metric) =>
     Object.entries(metric.byVariation).flatMap(([variation, figures]) =>
-      figures.relativeDifference === undefined || figures.confidenceInterval === undefined
+      figures.relativeDifference === undefined ||
+      figures.confidenceInterval === undefined ||
+      figures.confidenceInterval[0] === figures.confidenceInterval[1]
         ? []
         : [
             {

@@ -26,7 +26,7 @@ import {
   type ExperimentRow,
   type ExperimentTarget,
 } from './queries.js';
-import { computeResults, readSeries } from './results.js';
+import { computeResults, readSeries, seriesPoints } from './results.js';
 import {
   ExperimentInput,
   ExperimentItem,
@@ -506,7 +506,9 @@ export function registerExperimentRoutes(
         ),
         readSeries(services.db, experiment.id),
       ]);
-      return { ...results, series };
+      // The stored points, then the one of this reading (not stored: checks store one an hour).
+      const now = seriesPoints(results).map((point) => ({ at: results.computedAt, ...point }));
+      return { ...results, series: [...series, ...now] };
     },
   );
 }
