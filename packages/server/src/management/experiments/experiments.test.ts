@@ -193,6 +193,13 @@ describe.each(testDialects())('experiments on %s', (dialect) => {
     });
     expect(refused.status).toBe(409);
     expect(refused.body.error).toBe('EXPERIMENT_RUNNING');
+    const deleting = await call(
+      vexil,
+      'DELETE',
+      `${PROJECT}/flags/exp-checkout/variations/${variations['true']}`,
+      { token },
+    );
+    expect(deleting.status).toBe(409);
     await callOk(vexil, 'POST', `${environment}/toggle`, token, { enabled: false });
     await callOk(vexil, 'POST', `${environment}/toggle`, token, { enabled: true });
 

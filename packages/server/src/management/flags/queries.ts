@@ -214,13 +214,17 @@ async function flagChanged(
   });
 }
 
-/** Inserts a variation of the flag, touches the flag and emits `flag.variation.created`. */
+/**
+ * Inserts a variation of the flag, touches the flag and emits `flag.variation.created`.
+ * @throws ApiError 409 `EXPERIMENT_RUNNING` while an experiment runs on the flag
+ */
 export async function insertVariation(
   m: Mutation,
   project: KeyedRef,
   flag: FlagRef,
   input: VariationInput,
 ): Promise<VariationsTable> {
+  await refuseWhileExperimentRuns(m.trx, flag, null, 'its variations');
   const row = variationRow(flag.id, input, m.now);
   await m.trx
     .insertInto('variations')
@@ -239,6 +243,7 @@ export async function insertVariation(
  * Updates the members of a variation named in `values`, touches the flag and emits
  * `flag.variation.updated` with `changes` (the caller's description of the change). Returns the
  * variation as stored.
+ * @throws ApiError 409 `EXPERIMENT_RUNNING` for a new value while an experiment runs on the flag
  */
 export async function updateVariation(
   m: Mutation,
@@ -248,14 +253,15 @@ export async function updateVariation(
   values: Partial<Pick<VariationsTable, 'name' | 'value' | 'description' | 'sort_order'>>,
   changes: PropertyChange[],
 ): Promise<Selectable<VariationsTable>> {
+  // Names, descriptions and order describe a variation; only its value changes what is served.
+  const write = changes.some((change) => change.property === 'Value') ? 'serves' : 'describes';
+  if (write === 'serves') await refuseWhileExperimentRuns(m.trx, flag, null, 'its variations');
   const updated = await m.trx
     .updateTable('variations')
     .set(values)
     .where('id', '=', variation.id)
     .returningAll()
     .executeTakeFirstOrThrow();
-  // Names, descriptions and order describe a variation; only its value changes what is served.
-  const write = changes.some((change) => change.property === 'Value') ? 'serves' : 'describes';
   await flagChanged(
     m,
     project,
@@ -271,13 +277,17 @@ export async function updateVariation(
   return updated;
 }
 
-/** Deletes a variation, touches the flag and emits `flag.variation.deleted`. */
+/**
+ * Deletes a variation, touches the flag and emits `flag.variation.deleted`.
+ * @throws ApiError 409 `EXPERIMENT_RUNNING` while an experiment runs on the flag
+ */
 export async function deleteVariation(
   m: Mutation,
   project: KeyedRef,
   flag: FlagRef,
   variation: Pick<VariationsTable, 'id' | 'key'>,
 ): Promise<void> {
+  await refuseWhileExperimentRuns(m.trx, flag, null, 'its variations');
   await m.trx.deleteFrom('variations').where('id', '=', variation.id).execute();
   await flagChanged(m, project, flag, {
     type: 'flag.variation.deleted',
