@@ -66,6 +66,20 @@ interface HeldExposure {
   exposedMs: number;
 }
 
+/** A user's events of one metric since the last flush: times (epoch ms) and numbers, in step. */
+interface HeldEvents {
+  times: number[];
+  values: (number | null)[];
+}
+
+/** One running experiment's metric, as the events intake meets it, with its held users. */
+interface EventReading {
+  experimentId: string;
+  metric: ExperimentMetricReading;
+  /** identity → the user's events since the last flush */
+  users: Map<string, HeldEvents>;
+}
+
 /**
  * Exposures and metric events of running experiments (contract `experiments.md`, section 3;
  * design record 064), held in memory between flushes as the guard's are (design record 046) and
@@ -79,15 +93,12 @@ export class ExperimentExposures {
   active = false;
   /** environment id → flag key → experiment */
   private byFlag = new Map<string, Map<string, TrackedExperiment>>();
-  /** environment id → event key → (experiment, metric) readings */
-  private byEvent = new Map<
-    string,
-    Map<string, { experimentId: string; metric: ExperimentMetricReading }[]>
-  >();
+  /** environment id → event key → the running experiments' metrics reading it */
+  private byEvent = new Map<string, Map<string, EventReading[]>>();
+  /** Every reading of {@link byEvent}, for the flush. */
+  private readings: EventReading[] = [];
   /** experiment id → identity → first exposure seen */
   private exposures = new Map<string, Map<string, HeldExposure>>();
-  /** `experiment\0metric\0identity` → the user's events of the metric */
-  private events = new Map<string, ExperimentEventRow>();
   /** Event rows whose user had no stored exposure at the last flush. */
   private waiting: ExperimentEventRow[] = [];
   /** What relays saw (design record 045), by user hash, written with the next flush. */
@@ -167,26 +178,19 @@ export class ExperimentExposures {
   ): void {
     const readings = this.byEvent.get(environmentId)?.get(eventKey);
     if (readings === undefined || identity === '') return;
-    for (const { experimentId, metric } of readings) {
-      const key = `${experimentId}\u0000${metric.metricId}\u0000${identity}`;
-      let row = this.events.get(key);
-      if (row === undefined) {
+    for (const reading of readings) {
+      let held = reading.users.get(identity);
+      if (held === undefined) {
         if (this.held >= MAX_HELD_USERS) {
           this.dropped += 1;
           continue;
         }
-        row = {
-          experimentId,
-          metricId: metric.metricId,
-          userHash: identity,
-          events: [],
-          windowMs: metric.windowMs,
-          waited: 0,
-        };
-        this.events.set(key, row);
+        held = { times: [], values: [] };
+        reading.users.set(identity, held);
         this.held += 1;
       }
-      row.events.push({ atMs, value: eventValue(metadata, metric.valueProperty) });
+      held.times.push(atMs);
+      held.values.push(eventValue(metadata, reading.metric.valueProperty));
     }
   }
 
@@ -224,11 +228,12 @@ export class ExperimentExposures {
   /** Takes the running experiments, as last read. */
   update(experiments: readonly RunningExperiment[]): void {
     this.running = experiments;
+    const heldUsers = new Map(
+      this.readings.map((reading) => [readingKey(reading), reading.users] as const),
+    );
     const byFlag = new Map<string, Map<string, TrackedExperiment>>();
-    const byEvent = new Map<
-      string,
-      Map<string, { experimentId: string; metric: ExperimentMetricReading }[]>
-    >();
+    const byEvent = new Map<string, Map<string, EventReading[]>>();
+    const readings: EventReading[] = [];
     const written = new Map<string, Set<string>>();
     for (const experiment of experiments) {
       const { experimentId, environmentId } = experiment;
@@ -237,16 +242,18 @@ export class ExperimentExposures {
       const flags = byFlag.get(environmentId) ?? new Map<string, TrackedExperiment>();
       flags.set(experiment.flagKey, { experimentId, written: experimentWritten });
       byFlag.set(environmentId, flags);
-      const events = byEvent.get(environmentId) ?? new Map();
-      for (const metric of experiment.metrics)
-        events.set(metric.eventKey, [
-          ...(events.get(metric.eventKey) ?? []),
-          { experimentId, metric },
-        ]);
+      const events = byEvent.get(environmentId) ?? new Map<string, EventReading[]>();
+      for (const metric of experiment.metrics) {
+        const reading: EventReading = { experimentId, metric, users: new Map() };
+        reading.users = heldUsers.get(readingKey(reading)) ?? reading.users;
+        readings.push(reading);
+        events.set(metric.eventKey, [...(events.get(metric.eventKey) ?? []), reading]);
+      }
       byEvent.set(environmentId, events);
     }
     this.byFlag = byFlag;
     this.byEvent = byEvent;
+    this.readings = readings;
     // Experiments no longer running are forgotten.
     this.written = written;
     this.active = experiments.length > 0;
@@ -264,18 +271,28 @@ export class ExperimentExposures {
     ) => Promise<ExperimentEventRow[]>,
   ): Promise<void> {
     const exposures = this.exposures;
-    const events = this.events;
+    const events = this.readings.flatMap((reading) => {
+      const rows = [...reading.users].map(([identity, held]) => ({
+        experimentId: reading.experimentId,
+        metricId: reading.metric.metricId,
+        userHash: identity,
+        events: held.times.map((atMs, index) => ({ atMs, value: held.values[index] ?? null })),
+        windowMs: reading.metric.windowMs,
+        waited: 0,
+      }));
+      reading.users = new Map();
+      return rows;
+    });
     const taken = [...this.waiting, ...this.relayedEvents];
     const relayedExposures = this.relayedExposures;
     this.exposures = new Map();
-    this.events = new Map();
     this.waiting = [];
     this.relayedExposures = [];
     this.relayedEvents = [];
     this.held = 0;
     if (
       exposures.size === 0 &&
-      events.size === 0 &&
+      events.length === 0 &&
       taken.length === 0 &&
       relayedExposures.length === 0
     )
@@ -294,7 +311,7 @@ export class ExperimentExposures {
     const eventRows = new Map<string, ExperimentEventRow>();
     for (const row of [
       ...taken,
-      ...[...events.values()].map((row) => ({ ...row, userHash: userHash(row.userHash) })),
+      ...events.map((row) => ({ ...row, userHash: userHash(row.userHash) })),
     ]) {
       const key = `${row.experimentId}\u0000${row.metricId}\u0000${row.userHash}`;
       const seen = eventRows.get(key);
@@ -321,4 +338,8 @@ function eventValue(metadata: unknown, property: string | null): number | null {
   if (property === null || typeof metadata !== 'object' || metadata === null) return null;
   const value = (metadata as Record<string, unknown>)[property];
   return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+function readingKey(reading: Pick<EventReading, 'experimentId' | 'metric'>): string {
+  return `${reading.experimentId}\u0000${reading.metric.metricId}`;
 }
