@@ -11,7 +11,8 @@ export const REPORT_FILE = join(REPO_ROOT, 'docs/benchmarks.md');
  * The sections that benchmarks other than `npm run bench` write (`npm run bench:relay`, which
  * `npm run bench` runs too, `npm run bench:writes`, `npm run bench:console`,
  * `npm run bench:change-requests`, `npm run bench:guard`, `npm run bench:guarded`,
- * `npm run bench:experiments`, which `npm run bench` runs too,
+ * `npm run bench:experiments`, `npm run bench:experiment-results` and
+ * `npm run bench:experiment-overhead`, which `npm run bench` runs too,
  * `npm run bench:ofrep-streams`, `npm run bench:code-refs`, `npm run bench:client-scale`,
  * `npm run bench:fragment-memory`, which `npm run bench` runs too), in the order
  * they follow the main report; each stands between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
@@ -24,6 +25,8 @@ const SECTIONS = [
   'guard',
   'guarded',
   'experiments',
+  'experimentResults',
+  'experimentOverhead',
   'ofrepStreams',
   'streamPatches',
   'streamSoak',

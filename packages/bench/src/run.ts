@@ -567,8 +567,10 @@ async function main(): Promise<void> {
  * streams for a minute and for ten (`bench:stream-patches`, `bench:stream-soak`), 10,000
  * OFREP event streams on a relay (`bench:ofrep-streams`), client evaluate and OFREP bulk at 20,
  * 350 and 2,000 flags against bare `node:http` (`bench:client-scale`) and the memory of their
- * fragments (`bench:fragment-memory`), and the seeded simulation of experiments' statistics
- * (`bench:experiments`). They print their figures.
+ * fragments (`bench:fragment-memory`), the seeded simulation of experiments' statistics
+ * (`bench:experiments`), experiment results at 1,000,000 users on PostgreSQL and 100,000 on
+ * SQLite (`bench:experiment-results`), and a running experiment's cost to evaluation and event
+ * intake by the simultaneous method (`bench:experiment-overhead`). They print their figures.
  * @throws Error naming the script that failed
  */
 function runOwnProcessBenchmarks(): void {
@@ -585,6 +587,8 @@ function runOwnProcessBenchmarks(): void {
     ['client-scale.js', {}],
     ['fragment-memory.js', {}, ['--expose-gc']],
     ['experiment-simulation.js', {}],
+    ['experiment-results.js', {}],
+    ['experiment-overhead.js', {}],
   ];
   for (const [script, env, nodeOptions = []] of runs) {
     const run = spawnSync(process.execPath, [...nodeOptions, join(here, script)], {
