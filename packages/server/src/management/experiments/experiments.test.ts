@@ -1,4 +1,6 @@
 import fc from 'fast-check';
+import { OFREPWebProvider } from '@openfeature/ofrep-web-provider';
+import { OpenFeature as WebOpenFeature } from '@openfeature/web-sdk';
 import { createClient, type VexilClient } from '@vexil/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -212,6 +214,77 @@ describe.each(testDialects())('experiments on %s', (dialect) => {
       strategy: 'SingleVariation',
       defaultVariationId: variations['true'],
     });
+  });
+
+  it('counts the users of the stock OFREP web provider, and their events from the client intake', async () => {
+    await callOk(vexil, 'POST', `${PROJECT}/flags`, token, {
+      key: 'exp-web',
+      name: 'exp-web',
+      clientSideVisible: true,
+    });
+    const variations = variationIdsByKey(
+      await callOk(vexil, 'GET', `${PROJECT}/flags/exp-web`, token),
+    );
+    const environment = `${PROJECT}/flags/exp-web/environments/production`;
+    await callOk(vexil, 'PATCH', environment, token, { defaultVariationId: variations['false'] });
+    await callOk(vexil, 'POST', `${environment}/toggle`, token, { enabled: true });
+    const path = experimentsOf('exp-web');
+    await callOk(vexil, 'POST', path, token, experiment('web-banner'));
+    await callOk(vexil, 'POST', `${path}/web-banner/start`, token);
+    const { key: clientKey } = await callOk(
+      vexil,
+      'POST',
+      `${PROJECT}/environments/production/sdk-keys`,
+      token,
+      { name: `web-${dialect}`, type: 'ClientSide' },
+    );
+
+    // Each simulated visitor: the provider evaluates in bulk for their context, and a converting
+    // visitor's `track` goes to the client events intake.
+    const domain = `experiment-web-${dialect}`;
+    await WebOpenFeature.setContext(domain, { targetingKey: 'visitor-0' });
+    await WebOpenFeature.setProviderAndWait(
+      domain,
+      new OFREPWebProvider({
+        baseUrl,
+        headers: [['Authorization', `Bearer ${clientKey}`]],
+        cacheMode: 'disabled',
+        pollInterval: 0,
+      }),
+    );
+    const web = WebOpenFeature.getClient(domain);
+    const served = { true: 0, false: 0 };
+    const events: Record<string, unknown>[] = [];
+    const draw = draws(120, 49);
+    for (let index = 0; index < 120; index++) {
+      const userId = `visitor-${index}`;
+      await WebOpenFeature.setContext(domain, { targetingKey: userId });
+      const value = web.getBooleanValue('exp-web', false);
+      served[value ? 'true' : 'false']++;
+      if ((draw[index] ?? 1) < 0.5)
+        events.push({
+          type: 'Custom',
+          flagKey: 'checkout',
+          userId,
+          timestamp: new Date().toISOString(),
+        });
+    }
+    await WebOpenFeature.clearProviders();
+    const intake = await fetch(`${baseUrl}/v1/client/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${clientKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ events }),
+    });
+    expect(intake.status).toBe(202);
+    await vexil.services.usage.flush();
+
+    const results = await callOk(vexil, 'GET', `${path}/web-banner/results`, token);
+    expect(results.variations).toEqual([
+      { key: 'false', exposedUsers: served.false, control: true },
+      { key: 'true', exposedUsers: served.true },
+    ]);
+    const { byVariation } = results.metrics[0];
+    expect(byVariation.false.usersWithEvent + byVariation.true.usersWithEvent).toBe(events.length);
   });
 
   it('detects a sample ratio mismatch once, from exposures of one variation dropped', async () => {
