@@ -278,7 +278,7 @@ export class DatabaseExposureStore implements ExposureStore {
             unmatched.push(row);
             continue;
           }
-          const from = Number(exposure.exposed_ms);
+          const from = exposure.exposed_ms;
           const inWindow = row.events.filter(
             (event) => event.atMs >= from && event.atMs <= from + row.windowMs,
           );

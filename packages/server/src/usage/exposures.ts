@@ -1,6 +1,4 @@
 import { bucketingIdentity, type EvaluationContext, type EvaluationReason } from '@vexil/engine';
-import type { Kysely } from 'kysely';
-import type { ReleasePlanExposuresTable, Schema } from '../db/schema.js';
 import {
   ExperimentExposures,
   type ExperimentEventRow,
@@ -9,8 +7,6 @@ import {
 } from './experiment-exposures.js';
 import { userHash } from './user-hash.js';
 
-/** Rows per upsert statement: far below both dialects' bound-parameter limits. */
-const ROWS_PER_STATEMENT = 500;
 /** Distinct (plan, user) pairs held between two flushes; beyond it new users wait for the next. */
 const MAX_PENDING_USERS = 200_000;
 /**

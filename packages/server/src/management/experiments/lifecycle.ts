@@ -178,7 +178,7 @@ async function variationIds(m: Mutation, flagId: string): Promise<Map<string, st
     .select(['id', 'key'])
     .where('flag_id', '=', flagId)
     .execute();
-  return new Map(rows.map((row) => [row.key ?? '', row.id]));
+  return new Map(rows.map((row) => [row.key, row.id]));
 }
 
 /**
