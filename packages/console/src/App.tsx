@@ -24,6 +24,13 @@ const Members = lazy(() => import('./pages/Members').then((m) => ({ default: m.M
 const OrgSettings = lazy(() =>
   import('./pages/OrgSettings').then((m) => ({ default: m.OrgSettings })),
 );
+const Experiments = lazy(() =>
+  import('./pages/Experiments').then((m) => ({ default: m.Experiments })),
+);
+const ExperimentPage = lazy(() =>
+  import('./pages/ExperimentPage').then((m) => ({ default: m.ExperimentPage })),
+);
+const Metrics = lazy(() => import('./pages/Metrics').then((m) => ({ default: m.Metrics })));
 const RemovalCandidates = lazy(() =>
   import('./pages/RemovalCandidates').then((m) => ({ default: m.RemovalCandidates })),
 );
@@ -100,6 +107,13 @@ export function App() {
             </Signed>
           )}
         </Route>
+        <Route path={`${PROJECT}/flags/:flag/experiments/:env/:experiment`}>
+          {(params) => (
+            <InShell {...params}>
+              <ExperimentPage {...params} />
+            </InShell>
+          )}
+        </Route>
         <Route path={`${PROJECT}/flags/:flag/:section?`}>
           {(params) => (
             <InShell {...params}>
@@ -130,6 +144,20 @@ export function App() {
           {(params) => (
             <InShell {...params}>
               <ChangeRequests org={params.org} project={params.project} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/experiments`}>
+          {(params) => (
+            <InShell {...params}>
+              <Experiments org={params.org} project={params.project} />
+            </InShell>
+          )}
+        </Route>
+        <Route path={`${PROJECT}/metrics`}>
+          {(params) => (
+            <InShell {...params}>
+              <Metrics org={params.org} project={params.project} />
             </InShell>
           )}
         </Route>

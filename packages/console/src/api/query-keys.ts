@@ -91,6 +91,20 @@ export const queryKeys = {
   /** The guard's readings of a flag's release plan in one environment. */
   releasePlanGuard: (org: string, project: string, flag: string, environment: string) =>
     ['flag', org, project, flag, 'release-plan-guard', environment] as const,
+  /** A flag's experiments in one environment (experiments.md §2). */
+  flagExperiments: (org: string, project: string, flag: string, environment: string) =>
+    ['flag', org, project, flag, 'experiments', environment] as const,
+  /** One experiment of a flag in one environment: the prefix of its results. */
+  experiment: (org: string, project: string, flag: string, environment: string, key: string) =>
+    ['flag', org, project, flag, 'experiment', environment, key] as const,
+  /** An experiment's results (`GET …/experiments/{experiment}/results`, experiments.md §3). */
+  experimentResults: (
+    org: string,
+    project: string,
+    flag: string,
+    environment: string,
+    key: string,
+  ) => ['flag', org, project, flag, 'experiment', environment, key, 'results'] as const,
   /** Where code reads a flag: its references by repository and branch (flag-cleanup §2). */
   flagCodeReferences: (org: string, project: string, flag: string) =>
     ['flag', org, project, flag, 'code-references'] as const,
@@ -115,6 +129,17 @@ export const queryKeys = {
   /** One flag's entry among the removal candidates (stale or dead), or null. */
   removalCandidate: (org: string, project: string, flag: string) =>
     ['removal-candidates', org, project, 'of-flag', flag] as const,
+
+  /** A project's metric catalogue (`GET …/metrics`, experiments.md §1). */
+  metrics: (org: string, project: string) => ['metrics', org, project] as const,
+  /**
+   * The project's experiments (the Experiments page), of one status; without `status` the prefix
+   * of every such list.
+   */
+  experiments: (org: string, project: string, status?: string) =>
+    status === undefined
+      ? (['experiments', org, project] as const)
+      : (['experiments', org, project, status] as const),
 
   /** A project's segments (`GET …/segments`, see `components/segments.ts`). */
   segments: (org: string, project: string) => ['segments', org, project] as const,

@@ -11,6 +11,12 @@ type Ok<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
       ? Json<S>
       : never
   : never;
+/** The JSON body an operation takes. */
+type Body<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
+  requestBody?: infer B;
+}
+  ? Json<NonNullable<B>>
+  : never;
 
 type Project = '/api/v1/orgs/{org}/projects/{project}';
 
@@ -33,6 +39,25 @@ type FlagInEnvironment = `${Project}/flags/{flag}/environments/{env}`;
 export type ReleasePlan = Ok<`${FlagInEnvironment}/release-plan`, 'get'>;
 export type GuardReading = Ok<`${FlagInEnvironment}/release-plan/guard`, 'get'>;
 export type DeliveryDetail = Ok<'/api/v1/orgs/{org}/webhooks/{id}/deliveries/{deliveryId}', 'get'>;
+
+/** A metric of the project's catalogue, as lists give it (experiments.md §1). */
+export type Metric = Ok<`${Project}/metrics`, 'get'>['items'][number];
+export type MetricInput = Body<`${Project}/metrics`, 'post'>;
+export type MetricKind = Metric['kind'];
+export type Direction = Metric['direction'];
+type Experiments = `${FlagInEnvironment}/experiments`;
+/** An experiment as lists give it (experiments.md §2). */
+export type ExperimentItem = Ok<Experiments, 'get'>['items'][number];
+/** One experiment, with its `_actions` and the change request a start or stop opened. */
+export type Experiment = Ok<`${Experiments}/{experiment}`, 'get'>;
+export type ExperimentInput = Body<Experiments, 'post'>;
+export type ExperimentStatus = ExperimentItem['status'];
+export type Decision = Body<`${Experiments}/{experiment}/stop`, 'post'>['decision'];
+/** An experiment's results (experiments.md §3). */
+export type ExperimentResults = Ok<`${Experiments}/{experiment}/results`, 'get'>;
+export type MetricResult = ExperimentResults['metrics'][number];
+export type Verdict = NonNullable<MetricResult['byVariation'][string]['verdict']>;
+export type SeriesPoint = ExperimentResults['series'][number];
 
 type Org = '/api/v1/orgs/{org}';
 

@@ -11,7 +11,7 @@ export interface ConsolePage {
 
 /**
  * The project's own pages: its flags, its change requests (with how many wait for the caller's
- * review, when any do) and the removal candidates.
+ * review, when any do), its experiments and metrics, and the removal candidates.
  */
 export function projectPages(org: string, project: string, toReview = 0): ConsolePage[] {
   const base = `/orgs/${org}/projects/${project}`;
@@ -25,6 +25,8 @@ export function projectPages(org: string, project: string, toReview = 0): Consol
           ? { value: toReview >= COUNTED ? `${COUNTED - 1}+` : String(toReview), of: 'to review' }
           : undefined,
     },
+    { label: 'Experiments', path: `${base}/experiments` },
+    { label: 'Metrics', path: `${base}/metrics` },
     { label: 'Removal candidates', path: `${base}/removal-candidates` },
   ];
 }

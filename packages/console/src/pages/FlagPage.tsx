@@ -8,6 +8,7 @@ import { EnvironmentToggle } from '../components/EnvironmentToggle';
 import { FlagDetails } from '../components/FlagDetails';
 import { History } from '../components/History';
 import { Lifecycle } from '../components/Lifecycle';
+import { FlagExperiments } from '../components/experiments/FlagExperiments';
 import { ReleasePlans } from '../components/release-plan/ReleasePlans';
 import { usePlace } from '../components/Shell';
 import { Variations } from '../components/Variations';
@@ -23,6 +24,7 @@ export const FLAG_SECTIONS = {
   targeting: 'Targeting',
   variations: 'Variations',
   release: 'Release plan',
+  experiments: 'Experiments',
   insights: 'Insights',
   code: 'Code',
   history: 'History',
@@ -66,7 +68,11 @@ export function FlagPage(props: { org: string; project: string; flag: string; se
   });
   const configurations = useQuery({
     queryKey: queryKeys.flagEnvironments(org, project, flag),
-    enabled: section === 'targeting' || section === 'settings' || section === 'release',
+    enabled:
+      section === 'targeting' ||
+      section === 'settings' ||
+      section === 'release' ||
+      section === 'experiments',
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/orgs/{org}/projects/{project}/flags/{flag}/environments', {
@@ -162,6 +168,19 @@ export function FlagPage(props: { org: string; project: string; flag: string; se
           environment={environment}
           onEnvironment={(next) =>
             navigate(flagPath(org, project, key, 'release', next), { replace: true })
+          }
+        />
+      )}
+      {section === 'experiments' && configurations.data && environment && (
+        <FlagExperiments
+          org={org}
+          project={project}
+          flag={data}
+          environments={environments}
+          configurations={configurations.data}
+          environment={environment}
+          onEnvironment={(next) =>
+            navigate(flagPath(org, project, key, 'experiments', next), { replace: true })
           }
         />
       )}

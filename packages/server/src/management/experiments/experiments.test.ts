@@ -285,6 +285,9 @@ describe.each(testDialects())('experiments on %s', (dialect) => {
     ]);
     const { byVariation } = results.metrics[0];
     expect(byVariation.false.usersWithEvent + byVariation.true.usersWithEvent).toBe(events.length);
+    // About 60 users a side, under minimumUsers: figures, but no verdict yet.
+    expect(byVariation.true).toHaveProperty('confidenceInterval');
+    expect(byVariation.true).not.toHaveProperty('verdict');
   });
 
   it('detects a sample ratio mismatch once, from exposures of one variation dropped', async () => {

@@ -133,7 +133,7 @@ export type MetricResults = Results['metrics'];
  * Computes an experiment's results now (contract section 3): two grouped reads of rows kept per
  * user (never a scan of raw events), then the statistics. Each treatment is compared against the
  * control with always-valid intervals (Bonferroni over the treatments); a verdict only once every
- * variation has `minimum_users`.
+ * variation has `minimum_users` (before, `verdict` is absent).
  * @param metrics - the project's metrics by id (a metric deleted since is left out)
  */
 export async function computeResults(
@@ -181,14 +181,15 @@ export async function computeResults(
         byVariation[key] = figures;
         continue;
       }
-      const comparison = compare(controlMoments, own, {
+      const { verdict, ...comparison } = compare(controlMoments, own, {
         confidence: experiment.confidence,
         direction: metric.direction,
         comparisons: treatments.length,
         guardrail: role === 'guardrail',
         enoughUsers,
       });
-      byVariation[key] = { ...figures, ...comparison };
+      // No verdict at all, rather than `inconclusive`, until every variation has minimumUsers.
+      byVariation[key] = { ...figures, ...comparison, ...(enoughUsers ? { verdict } : {}) };
     }
     return [
       {
