@@ -5,6 +5,7 @@ import type { Services } from '../../services.js';
 import { projectMetrics } from '../metrics/queries.js';
 import { emitExperimentEvent, type ExperimentRow, type ExperimentTarget } from './queries.js';
 import { computeResults, seriesPoints } from './results.js';
+import type { Results } from './schemas.js';
 
 /** How often each running experiment is checked at most, across all nodes (ms). */
 export const CHECK_INTERVAL_MS = 60_000;
@@ -53,7 +54,7 @@ export async function experimentTarget(
  * One check of a running experiment (design record 064): computes its results, keeps the primary
  * metric's verdicts for lists, adds a point to its series when the last is older than
  * {@link SERIES_INTERVAL_MS}, and on a sample ratio mismatch records it and emits
- * `experiment.srm_detected`, once.
+ * `experiment.srm_detected`, once ({@link recordSampleRatioMismatch}).
  */
 async function checkExperiment(
   services: Services,
@@ -93,7 +94,23 @@ async function checkExperiment(
       })
       .onConflict((conflict) => conflict.doNothing())
       .execute();
-  if (!results.srm.detected || experiment.srm_detected_at !== null) return false;
+  return recordSampleRatioMismatch(services, experiment, results.srm, now);
+}
+
+/**
+ * Records a sample ratio mismatch of a running experiment and emits `experiment.srm_detected`,
+ * once: conditional on none being recorded yet, so that checks and readings on several nodes
+ * emit it one time in all. Does nothing when `srm` detected none.
+ * @returns whether this call recorded it
+ */
+export async function recordSampleRatioMismatch(
+  services: Services,
+  experiment: ExperimentRow,
+  srm: Results['srm'],
+  now: Date,
+): Promise<boolean> {
+  if (!srm.detected || experiment.srm_detected_at !== null || experiment.status !== 'running')
+    return false;
   const target = await experimentTarget(services, experiment);
   return mutate(
     services.db,
@@ -111,7 +128,7 @@ async function checkExperiment(
         .where('srm_detected_at', 'is', null)
         .executeTakeFirst();
       if (numUpdatedRows === 0n) return false;
-      const observed = Object.entries(results.srm.observed)
+      const observed = Object.entries(srm.observed)
         .map(([key, users]) => `${key} ${users}`)
         .join(', ');
       await emitExperimentEvent(
@@ -119,10 +136,10 @@ async function checkExperiment(
         target,
         experiment,
         'experiment.srm_detected',
-        `Experiment "${experiment.key}" of flag "${target.flag.key}" in "${target.environment.key}": sample ratio mismatch (p = ${results.srm.pValue.toPrecision(3)}; exposed users ${observed}); its results cannot be trusted`,
+        `Experiment "${experiment.key}" of flag "${target.flag.key}" in "${target.environment.key}": sample ratio mismatch (p = ${srm.pValue.toPrecision(3)}; exposed users ${observed}); its results cannot be trusted`,
         [
-          { property: 'SrmPValue', from: null, to: String(results.srm.pValue) },
-          { property: 'ExposedUsers', from: null, to: JSON.stringify(results.srm.observed) },
+          { property: 'SrmPValue', from: null, to: String(srm.pValue) },
+          { property: 'ExposedUsers', from: null, to: JSON.stringify(srm.observed) },
         ],
       );
       return true;

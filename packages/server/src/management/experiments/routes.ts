@@ -26,6 +26,7 @@ import {
   type ExperimentRow,
   type ExperimentTarget,
 } from './queries.js';
+import { recordSampleRatioMismatch } from './checks.js';
 import { computeResults, readSeries, seriesPoints } from './results.js';
 import {
   ExperimentInput,
@@ -506,6 +507,8 @@ export function registerExperimentRoutes(
         ),
         readSeries(services.db, experiment.id),
       ]);
+      // A reading that finds a mismatch records it at once, rather than at the next check.
+      await recordSampleRatioMismatch(services, experiment, results.srm, services.clock.now());
       // The stored points, then the one of this reading (not stored: checks store one an hour).
       const now = seriesPoints(results).map((point) => ({ at: results.computedAt, ...point }));
       return { ...results, series: [...series, ...now] };
