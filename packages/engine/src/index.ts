@@ -20,7 +20,7 @@ export {
   selectFlags,
 } from './evaluate.js';
 export type { FlagSelection } from './evaluate.js';
-export { normalizeOperator } from './operators.js';
+export { normalizeOperator, OPERATOR_WORDS } from './operators.js';
 export { findPrerequisiteProblem, MAX_PREREQUISITE_DEPTH } from './prerequisites.js';
 export type { PrerequisiteGraphFlag, PrerequisiteProblem } from './prerequisites.js';
 export { CONDITION_OPERATORS } from './types.js';

@@ -42,3 +42,31 @@ export function operatorFamily(op: ConditionOperator): OperatorFamily {
       return 'string';
   }
 }
+
+/**
+ * Each operator in words, as it reads after the attribute ("country is one of DE or AT"), and its
+ * negation ("country is not one of DE or AT"): one table for every reader of rules — the console's
+ * editor and sentences, and the audit log's descriptions.
+ */
+export const OPERATOR_WORDS: Readonly<Record<ConditionOperator, readonly [string, string]>> = {
+  Equals: ['is', 'is not'],
+  NotEquals: ['is not', 'is'],
+  Contains: ['contains', 'does not contain'],
+  NotContains: ['does not contain', 'contains'],
+  GreaterThan: ['is greater than', 'is not greater than'],
+  LessThan: ['is less than', 'is not less than'],
+  GreaterThanOrEqual: ['is at least', 'is not at least'],
+  LessThanOrEqual: ['is at most', 'is not at most'],
+  In: ['is one of', 'is not one of'],
+  NotIn: ['is not one of', 'is one of'],
+  MatchesRegex: ['matches regex', 'does not match regex'],
+  StartsWith: ['starts with', 'does not start with'],
+  EndsWith: ['ends with', 'does not end with'],
+  Before: ['is before', 'is not before'],
+  After: ['is after', 'is not after'],
+  SemverEquals: ['version =', 'version ≠'],
+  SemverGreaterThan: ['version >', 'version not >'],
+  SemverGreaterThanOrEqual: ['version ≥', 'version not ≥'],
+  SemverLessThan: ['version <', 'version not <'],
+  SemverLessThanOrEqual: ['version ≤', 'version not ≤'],
+};

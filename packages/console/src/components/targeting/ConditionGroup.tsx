@@ -1,7 +1,6 @@
 import { Button } from '@radix-ui/themes';
-import { CONDITION_OPERATORS } from '@vexil/engine';
+import { CONDITION_OPERATORS, OPERATOR_WORDS } from '@vexil/engine';
 import { Labelled } from '../Field';
-import { OPERATOR_WORDS } from './sentence';
 
 /** A condition as typed in the editor. */
 export interface DraftCondition {

@@ -1,33 +1,5 @@
-import type { ConditionOperator } from '@vexil/engine';
+import { OPERATOR_WORDS, type ConditionOperator } from '@vexil/engine';
 import type { Rule, Segment } from '../../api/types';
-
-/**
- * Each engine operator in words, as it reads after the attribute ("country is one of DE or AT"),
- * and its negation ("country is not one of DE or AT"). The editor offers the first; the rules
- * list reads conditions as a sentence with either.
- */
-export const OPERATOR_WORDS: Record<ConditionOperator, readonly [string, string]> = {
-  Equals: ['is', 'is not'],
-  NotEquals: ['is not', 'is'],
-  Contains: ['contains', 'does not contain'],
-  NotContains: ['does not contain', 'contains'],
-  GreaterThan: ['is greater than', 'is not greater than'],
-  LessThan: ['is less than', 'is not less than'],
-  GreaterThanOrEqual: ['is at least', 'is not at least'],
-  LessThanOrEqual: ['is at most', 'is not at most'],
-  In: ['is one of', 'is not one of'],
-  NotIn: ['is not one of', 'is one of'],
-  MatchesRegex: ['matches regex', 'does not match regex'],
-  StartsWith: ['starts with', 'does not start with'],
-  EndsWith: ['ends with', 'does not end with'],
-  Before: ['is before', 'is not before'],
-  After: ['is after', 'is not after'],
-  SemverEquals: ['version =', 'version ≠'],
-  SemverGreaterThan: ['version >', 'version not >'],
-  SemverGreaterThanOrEqual: ['version ≥', 'version not ≥'],
-  SemverLessThan: ['version <', 'version not <'],
-  SemverLessThanOrEqual: ['version ≤', 'version not ≤'],
-};
 
 /** The words for `operator`; an operator this console does not know reads as its name. */
 export function operatorInWords(operator: string, negate = false): string {

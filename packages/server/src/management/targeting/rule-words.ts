@@ -1,32 +1,5 @@
-import type { ConditionOperator } from '@vexil/engine';
+import { OPERATOR_WORDS } from '@vexil/engine';
 import type { StoredCondition, StoredConditionGroup } from '../../db/schema.js';
-
-/**
- * Each engine operator in words, after the attribute ("country is one of DE or AT"), and negated.
- * The console reads rules with the same words (console/src/components/targeting/sentence.ts).
- */
-const OPERATOR_WORDS: Record<ConditionOperator, readonly [string, string]> = {
-  Equals: ['is', 'is not'],
-  NotEquals: ['is not', 'is'],
-  Contains: ['contains', 'does not contain'],
-  NotContains: ['does not contain', 'contains'],
-  GreaterThan: ['is greater than', 'is not greater than'],
-  LessThan: ['is less than', 'is not less than'],
-  GreaterThanOrEqual: ['is at least', 'is not at least'],
-  LessThanOrEqual: ['is at most', 'is not at most'],
-  In: ['is one of', 'is not one of'],
-  NotIn: ['is not one of', 'is one of'],
-  MatchesRegex: ['matches regex', 'does not match regex'],
-  StartsWith: ['starts with', 'does not start with'],
-  EndsWith: ['ends with', 'does not end with'],
-  Before: ['is before', 'is not before'],
-  After: ['is after', 'is not after'],
-  SemverEquals: ['version =', 'version ≠'],
-  SemverGreaterThan: ['version >', 'version not >'],
-  SemverGreaterThanOrEqual: ['version ≥', 'version not ≥'],
-  SemverLessThan: ['version <', 'version not <'],
-  SemverLessThanOrEqual: ['version ≤', 'version not ≤'],
-};
 
 // A condition matches when any of its values does: "DE or AT".
 const anyOf = new Intl.ListFormat('en', { type: 'disjunction' });
