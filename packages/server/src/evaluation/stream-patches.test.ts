@@ -1,15 +1,8 @@
 import type { SdkConfiguration, SdkFlag, SdkSegment } from '@vexil/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  call,
-  callOk,
-  createOrg,
-  createProjectWithFlag,
-  createTestVexil,
-  testDialects,
-  type TestVexil,
-} from '../test-support/harness.js';
-import { SseReader, type SseEvent } from '../test-support/sse-reader.js';
+import { call, testDialects } from '../test-support/harness.js';
+import type { SseEvent, SseReader } from '../test-support/sse-reader.js';
+import { startStreamingNode, type StreamingNode } from '../test-support/streaming-node.js';
 import { patchEvents, type ConfigurationChange } from './configuration-changes.js';
 
 describe('patch events of one change', () => {
@@ -63,35 +56,17 @@ function applyEvents(configuration: SdkConfiguration, events: SseEvent[]): SdkCo
 }
 
 describe.each(testDialects())('GET /v1/sdk/stream?patches=true on %s', (dialect) => {
-  const base = '/api/v1/orgs/acme/projects/web';
-  let vexil: TestVexil;
-  let origin: string;
-  let token: string;
+  let node: StreamingNode;
   let serverKey: string;
   let clientKey: string;
-  const open: SseReader[] = [];
 
-  const manage = (method: 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown) =>
-    callOk(vexil, method, `${base}${path}`, token, body);
-  const toggle = (flag: string, enabled: boolean) =>
-    manage('POST', `/flags/${flag}/environments/production/toggle`, { enabled });
+  const manage = (...call: Parameters<StreamingNode['manage']>) => node.manage(...call);
+  const toggle = (flag: string, enabled: boolean) => node.toggle(flag, enabled);
   const download = async () =>
-    (await call(vexil, 'GET', '/v1/sdk/flags', { token: serverKey })).body as SdkConfiguration;
+    (await call(node.vexil, 'GET', '/v1/sdk/flags', { token: serverKey })).body as SdkConfiguration;
   const sorted = (configuration: SdkConfiguration) => applyEvents(configuration, []);
-
-  async function stream(path: string, key: string, lastEventId?: number): Promise<SseReader> {
-    const abort = new AbortController();
-    const response = await fetch(`${origin}${path}`, {
-      headers: {
-        authorization: key,
-        ...(lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) }),
-      },
-      signal: abort.signal,
-    });
-    const reader = new SseReader(response, abort);
-    open.push(reader);
-    return reader;
-  }
+  const stream = (path: string, key: string, lastEventId?: number) =>
+    node.stream(path, { key, ...(lastEventId === undefined ? {} : { lastEventId }) });
   /** The events of the next change: up to and including the one that carries an id. */
   async function nextChange(reader: SseReader): Promise<SseEvent[]> {
     const events: SseEvent[] = [];
@@ -103,22 +78,13 @@ describe.each(testDialects())('GET /v1/sdk/stream?patches=true on %s', (dialect)
   }
 
   beforeAll(async () => {
-    vexil = await createTestVexil(dialect, { config: { streamHeartbeatMs: 50 } });
-    const org = await createOrg(vexil);
-    token = org.token;
-    serverKey = (await createProjectWithFlag(vexil, org)).sdkKey;
-    clientKey = (
-      await manage('POST', '/environments/production/sdk-keys', { name: 'web', type: 'ClientSide' })
-    ).key;
+    node = await startStreamingNode(dialect);
+    ({ serverKey, clientKey } = node);
     for (const key of ['checkout-copy', 'pricing']) await manage('POST', '/flags', { key });
     await manage('POST', '/flags', { key: 'banner', clientSideVisible: true });
-    origin = await vexil.app.listen({ port: 0, host: '127.0.0.1' });
   });
 
-  afterAll(async () => {
-    for (const reader of open) reader.close();
-    await vexil.close();
-  });
+  afterAll(() => node.close());
 
   it('a toggle is one patch with the flag as downloaded, its id the new version, far smaller than a put', async () => {
     const reader = await stream('/v1/sdk/stream?patches=true', serverKey);

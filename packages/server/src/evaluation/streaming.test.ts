@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVexil } from '../node/full-node.js';
 import {
   call,
-  callOk,
   createOrg,
   createProjectWithFlag,
   createTestVexil,
@@ -10,9 +9,9 @@ import {
   type TestVexil,
 } from '../test-support/harness.js';
 import { SseReader } from '../test-support/sse-reader.js';
+import { startStreamingNode, type StreamingNode } from '../test-support/streaming-node.js';
 import { sseFrame } from './streaming.js';
 
-const base = '/api/v1/orgs/acme/projects/web';
 describe('SSE framing', () => {
   it('gives every data line its own field, so a payload cannot end the frame early', () => {
     expect(sseFrame('put', 'a\n\nb', '7')).toBe('event: put\nid: 7\ndata: a\ndata: \ndata: b\n\n');
@@ -20,47 +19,20 @@ describe('SSE framing', () => {
 });
 
 describe.each(testDialects())('streaming on %s', (dialect) => {
+  let node: StreamingNode;
   let vexil: TestVexil;
   let origin: string;
-  let token: string;
   let serverKey: string;
   let clientKey: string;
-  const open: SseReader[] = [];
 
-  const manage = (method: 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown) =>
-    callOk(vexil, method, `${base}${path}`, token, body);
-  const toggle = (flag: string, enabled: boolean) =>
-    manage('POST', `/flags/${flag}/environments/production/toggle`, { enabled });
-
-  async function stream(
-    path: string,
-    options: { key?: string; headers?: Record<string, string>; body?: unknown } = {},
-  ): Promise<SseReader> {
-    const abort = new AbortController();
-    const response = await fetch(`${origin}${path}`, {
-      method: options.body === undefined ? 'GET' : 'POST',
-      headers: {
-        ...(options.key ? { authorization: options.key } : {}),
-        ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...options.headers,
-      },
-      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
-      signal: abort.signal,
-    });
-    const reader = new SseReader(response, abort);
-    open.push(reader);
-    return reader;
-  }
+  const manage = (...call: Parameters<StreamingNode['manage']>) => node.manage(...call);
+  const toggle = (flag: string, enabled: boolean) => node.toggle(flag, enabled);
+  const stream = (...open: Parameters<StreamingNode['stream']>) => node.stream(...open);
   const encode = (context: unknown) => Buffer.from(JSON.stringify(context)).toString('base64url');
 
   beforeAll(async () => {
-    vexil = await createTestVexil(dialect, { config: { streamHeartbeatMs: 50 } });
-    const org = await createOrg(vexil);
-    token = org.token;
-    serverKey = (await createProjectWithFlag(vexil, org)).sdkKey;
-    clientKey = (
-      await manage('POST', '/environments/production/sdk-keys', { name: 'web', type: 'ClientSide' })
-    ).key;
+    node = await startStreamingNode(dialect);
+    ({ vexil, origin, serverKey, clientKey } = node);
     // banner: client-visible; when on, serves true to users at acme.test and false to others.
     const banner = await manage('POST', '/flags', { key: 'banner', clientSideVisible: true });
     const variation = (key: string) =>
@@ -78,16 +50,9 @@ describe.each(testDialects())('streaming on %s', (dialect) => {
       defaultVariationId: variation('false'),
     });
     await toggle('banner', true);
-    await vexil.app.listen({ port: 0, host: '127.0.0.1' });
-    const address = vexil.app.server.address();
-    if (typeof address !== 'object' || !address) throw new Error('no address');
-    origin = `http://127.0.0.1:${address.port}`;
   });
 
-  afterAll(async () => {
-    for (const reader of open) reader.close();
-    await vexil.close();
-  });
+  afterAll(() => node.close());
 
   const currentConfiguration = async () =>
     (await call(vexil, 'GET', '/v1/sdk/flags', { token: serverKey })).body;
