@@ -1,5 +1,6 @@
-import type { Selectable } from 'kysely';
-import type { EnvironmentsTable, FlagsTable, ProjectsTable } from '../db/schema.js';
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { EnvironmentsTable, FlagsTable, ProjectsTable, Schema } from '../db/schema.js';
+import type { KeyedRef } from '../events/types.js';
 import type { Services } from '../services.js';
 import { isUuid, notFound, type OrgAccess } from './access.js';
 
@@ -66,4 +67,59 @@ export async function requireEnvironment(
     keys.map((row) => row.key),
     { method: 'GET', path: `/api/v1/orgs/${access.org.slug}/projects/${project.key}/environments` },
   );
+}
+
+/**
+ * A flag in one environment, as the writes and events of what runs there (a release plan, an
+ * experiment) name it.
+ */
+export interface FlagEnvironmentTarget {
+  organizationId: string;
+  project: KeyedRef;
+  environment: KeyedRef;
+  flag: KeyedRef & { project_id: string };
+}
+
+/** The {@link FlagEnvironmentTarget} of a resolved path's flag and environment. */
+export function flagEnvironmentTarget(scope: {
+  org: { id: string };
+  project: KeyedRef;
+  environment: KeyedRef;
+  flag: KeyedRef & { project_id: string };
+}): FlagEnvironmentTarget {
+  return {
+    organizationId: scope.org.id,
+    project: { id: scope.project.id, key: scope.project.key },
+    environment: { id: scope.environment.id, key: scope.environment.key },
+    flag: { id: scope.flag.id, key: scope.flag.key, project_id: scope.flag.project_id },
+  };
+}
+
+/** Looks up the {@link FlagEnvironmentTarget} of a row naming a flag and an environment. */
+export async function readFlagEnvironmentTarget(
+  db: Kysely<Schema> | Transaction<Schema>,
+  row: { flag_id: string; environment_id: string },
+): Promise<FlagEnvironmentTarget> {
+  const found = await db
+    .selectFrom('flags')
+    .innerJoin('projects', 'projects.id', 'flags.project_id')
+    .innerJoin('environments', 'environments.project_id', 'projects.id')
+    .select([
+      'projects.organization_id',
+      'projects.id as projectId',
+      'projects.key as projectKey',
+      'environments.id as environmentId',
+      'environments.key as environmentKey',
+      'flags.id as flagId',
+      'flags.key as flagKey',
+    ])
+    .where('flags.id', '=', row.flag_id)
+    .where('environments.id', '=', row.environment_id)
+    .executeTakeFirstOrThrow();
+  return {
+    organizationId: found.organization_id,
+    project: { id: found.projectId, key: found.projectKey },
+    environment: { id: found.environmentId, key: found.environmentKey },
+    flag: { id: found.flagId, key: found.flagKey, project_id: found.projectId },
+  };
 }

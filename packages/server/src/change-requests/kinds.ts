@@ -19,6 +19,7 @@ import {
   type ProjectState,
 } from '../writes/project-state.js';
 import { KeySchema } from '../api/fields.js';
+import { flagEnvironmentTarget, type FlagEnvironmentTarget } from '../api/path-resources.js';
 import { RELEASE_PLAN_ACTOR } from '../management/release-plans/queries.js';
 import { PlanInput } from '../management/release-plans/schemas.js';
 import { checkPlanInput, startPlan, withGuardMetric } from '../management/release-plans/start.js';
@@ -151,6 +152,17 @@ function flagState(state: ProjectState, key: string): FlagState | undefined {
 
 function segmentKeys(state: ProjectState): Map<string, string> {
   return new Map(state.segments.map((segment) => [segment.id, segment.key]));
+}
+
+/** The flag in the request's environment, as the writes of release plans and experiments name it. */
+function targetIn(apply: ApplyPlan, flag: FlagState): FlagEnvironmentTarget {
+  const { project } = apply.state;
+  return flagEnvironmentTarget({
+    org: { id: project.organization_id },
+    project,
+    environment: apply.environment,
+    flag: flag.row,
+  });
 }
 
 /** The flag's entry in the apply's document, made from its stored state on first use. */
@@ -295,7 +307,6 @@ const releasePlanKind: ChangeKind<ReleasePlanChange> = {
     if (!change.plan.guard?.metricKey)
       checkPlanInput(change.plan, flag.variations, configuration, at);
     const { project } = apply.state;
-    const { environment } = apply;
     apply.writes.push(async (m) => {
       const values = checkPlanInput(
         await withGuardMetric(m.trx, project.id, change.plan, at),
@@ -305,12 +316,7 @@ const releasePlanKind: ChangeKind<ReleasePlanChange> = {
       );
       await startPlan(
         m,
-        {
-          organizationId: project.organization_id,
-          project: { id: project.id, key: project.key },
-          environment: { id: environment.id, key: environment.key },
-          flag: { id: flag.row.id, key: flag.row.key },
-        },
+        targetIn(apply, flag),
         { ...values, createdBy: RELEASE_PLAN_ACTOR.userId },
         new Date(m.now),
       );
@@ -351,14 +357,9 @@ const experimentKind: ChangeKind<ExperimentChange> = {
   plan(apply, change) {
     const flag = flagState(apply.state, change.flagKey);
     if (!flag) throw new Error(`change request: flag "${change.flagKey}" unchecked`);
-    const { project } = apply.state;
     const { environment } = apply;
     apply.writes.push(async (m) => {
-      const target = {
-        project: { id: project.id, key: project.key },
-        environment: { id: environment.id, key: environment.key },
-        flag: { id: flag.row.id, key: flag.row.key, project_id: project.id },
-      };
+      const target = targetIn(apply, flag);
       const experiment = await findExperiment(
         m.trx,
         flag.row.id,

@@ -178,6 +178,28 @@ export interface NewEvent {
   changeRequest?: ChangeRequestRef;
 }
 
+/**
+ * An event about a flag in one environment — its release plan's, its experiment's: environment-
+ * scoped, the flag as entity and `child` as what it is about.
+ */
+export function flagEnvironmentEvent(
+  target: { project: KeyedRef; environment: KeyedRef; flag: KeyedRef },
+  child: EntityRef,
+  type: EventType,
+  description: string,
+  changes: PropertyChange[] = [],
+): NewEvent {
+  return {
+    type,
+    project: target.project,
+    environment: target.environment,
+    entity: { type: 'flag', id: target.flag.id, key: target.flag.key },
+    child,
+    changes,
+    description,
+  };
+}
+
 /** The delivery request body (spec: Delivery request). */
 export interface EventPayload {
   type: EventType;

@@ -1,9 +1,10 @@
+import { readFlagEnvironmentTarget } from '../../api/path-resources.js';
 import { mutate } from '../../db/mutate.js';
 import type { Actor } from '../../events/types.js';
 import type { DueWork } from '../../schedules/due-work.js';
 import type { Services } from '../../services.js';
 import { projectMetrics } from '../metrics/queries.js';
-import { emitExperimentEvent, type ExperimentRow, type ExperimentTarget } from './queries.js';
+import { emitExperimentEvent, type ExperimentRow } from './queries.js';
 import { computeResults, seriesPoints } from './results.js';
 import type { Results } from './schemas.js';
 
@@ -20,35 +21,6 @@ export const EXPERIMENT_ACTOR: Actor = {
   email: null,
   name: 'Vexil experiment',
 };
-
-/** The project, environment and flag of an experiment, as events name them. */
-export async function experimentTarget(
-  services: Services,
-  experiment: Pick<ExperimentRow, 'flag_id' | 'environment_id'>,
-): Promise<ExperimentTarget & { organizationId: string }> {
-  const row = await services.db
-    .selectFrom('flags')
-    .innerJoin('projects', 'projects.id', 'flags.project_id')
-    .innerJoin('environments', 'environments.project_id', 'projects.id')
-    .select([
-      'projects.organization_id',
-      'projects.id as projectId',
-      'projects.key as projectKey',
-      'environments.id as environmentId',
-      'environments.key as environmentKey',
-      'flags.id as flagId',
-      'flags.key as flagKey',
-    ])
-    .where('flags.id', '=', experiment.flag_id)
-    .where('environments.id', '=', experiment.environment_id)
-    .executeTakeFirstOrThrow();
-  return {
-    organizationId: row.organization_id,
-    project: { id: row.projectId, key: row.projectKey },
-    environment: { id: row.environmentId, key: row.environmentKey },
-    flag: { id: row.flagId, key: row.flagKey, project_id: row.projectId },
-  };
-}
 
 /**
  * One check of a running experiment (design record 064): computes its results, keeps the primary
@@ -111,7 +83,7 @@ export async function recordSampleRatioMismatch(
 ): Promise<boolean> {
   if (!srm.detected || experiment.srm_detected_at !== null || experiment.status !== 'running')
     return false;
-  const target = await experimentTarget(services, experiment);
+  const target = await readFlagEnvironmentTarget(services.db, experiment);
   return mutate(
     services.db,
     {

@@ -1,3 +1,4 @@
+import { type FlagEnvironmentTarget } from '../../api/path-resources.js';
 import { v7 as uuid } from 'uuid';
 import type { Mutation } from '../../db/mutate.js';
 import { isUniqueViolation } from '../../db/unique.js';
@@ -13,7 +14,6 @@ import {
   runningExperiment,
   type ExperimentMetricRef,
   type ExperimentRow,
-  type ExperimentTarget,
   type StoredFallthrough,
   type VariationWeight,
 } from './queries.js';
@@ -117,7 +117,7 @@ export async function checkExperimentInput(
  */
 export async function createExperiment(
   m: Mutation,
-  target: ExperimentTarget,
+  target: FlagEnvironmentTarget,
   key: string,
   values: ExperimentValues,
   createdBy: string,
@@ -191,7 +191,7 @@ async function variationIds(m: Mutation, flagId: string): Promise<Map<string, st
  */
 export async function startExperiment(
   m: Mutation,
-  target: ExperimentTarget,
+  target: FlagEnvironmentTarget,
   experiment: ExperimentRow,
 ): Promise<ExperimentRow> {
   if (experiment.status !== 'draft')
@@ -287,7 +287,7 @@ export async function startExperiment(
  */
 export async function stopExperiment(
   m: Mutation,
-  target: ExperimentTarget,
+  target: FlagEnvironmentTarget,
   experiment: ExperimentRow,
   decision: Decision,
 ): Promise<ExperimentRow> {

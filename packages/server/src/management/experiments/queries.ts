@@ -1,8 +1,9 @@
+import { type FlagEnvironmentTarget } from '../../api/path-resources.js';
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { ExperimentsTable, Schema } from '../../db/schema.js';
 import { ApiError } from '../../errors.js';
 import type { Mutation } from '../../db/mutate.js';
-import type { EventType, KeyedRef, PropertyChange } from '../../events/types.js';
+import { flagEnvironmentEvent, type EventType, type PropertyChange } from '../../events/types.js';
 import type { Decision } from './schemas.js';
 
 export type ExperimentRow = Selectable<ExperimentsTable>;
@@ -28,13 +29,6 @@ export interface StoredFallthrough {
   defaultVariationId: string;
   rollout: string;
   rolloutSalt: string | null;
-}
-
-/** The project, environment and flag an experiment runs on, as its writes and events name them. */
-export interface ExperimentTarget {
-  project: KeyedRef;
-  environment: KeyedRef;
-  flag: KeyedRef & { project_id: string };
 }
 
 export function experimentVariations(row: Pick<ExperimentRow, 'variations'>): VariationWeight[] {
@@ -117,19 +111,19 @@ export function decisionWords(decision: Decision): string {
 /** Emits one `experiment.*` event about `experiment` (contract section 2), environment-scoped. */
 export function emitExperimentEvent(
   m: Mutation,
-  target: ExperimentTarget,
+  target: FlagEnvironmentTarget,
   experiment: Pick<ExperimentRow, 'id'>,
   type: EventType,
   description: string,
   changes: PropertyChange[] = [],
 ): Promise<void> {
-  return m.emit({
-    type,
-    project: target.project,
-    environment: target.environment,
-    entity: { type: 'flag', id: target.flag.id, key: target.flag.key },
-    child: { type: 'experiment', id: experiment.id },
-    changes,
-    description,
-  });
+  return m.emit(
+    flagEnvironmentEvent(
+      target,
+      { type: 'experiment', id: experiment.id },
+      type,
+      description,
+      changes,
+    ),
+  );
 }

@@ -1,3 +1,4 @@
+import { flagEnvironmentTarget } from '../../api/path-resources.js';
 import { mutateAs, notFound } from '../../api/access.js';
 import { actionsFor } from '../../api/actions.js';
 import { paginate, pagedSchema } from '../../api/pagination.js';
@@ -24,7 +25,6 @@ import {
   findExperiment,
   storedDecision,
   type ExperimentRow,
-  type ExperimentTarget,
 } from './queries.js';
 import { recordSampleRatioMismatch } from './checks.js';
 import { computeResults, readSeries, seriesPoints } from './results.js';
@@ -111,14 +111,6 @@ function experimentActions(role: Role, row: ExperimentRow) {
     stop: member(is('running')),
     delete: member(row.status === 'running' ? 'the experiment is running; stop it first' : null),
   });
-}
-
-function targetOf(scope: FlagEnvironmentScope): ExperimentTarget {
-  return {
-    project: { id: scope.project.id, key: scope.project.key },
-    environment: { id: scope.environment.id, key: scope.environment.key },
-    flag: { id: scope.flag.id, key: scope.flag.key, project_id: scope.flag.project_id },
-  };
 }
 
 /** Experiments on a flag's fallthrough (contract `experiments.md`, sections 2–3; design record 064). */
@@ -270,7 +262,7 @@ export function registerExperimentRoutes(
         await variationsOf(scope.flag.id),
       );
       const row = await mutateAs(services, scope, (m) =>
-        createExperiment(m, targetOf(scope), key, values, scope.caller.id),
+        createExperiment(m, flagEnvironmentTarget(scope), key, values, scope.caller.id),
       );
       return reply.status(201).send(await response(scope, row));
     },
@@ -362,7 +354,7 @@ export function registerExperimentRoutes(
         );
         await emitExperimentEvent(
           m,
-          targetOf(scope),
+          flagEnvironmentTarget(scope),
           row,
           'experiment.updated',
           `Experiment "${row.key}" of flag "${scope.flag.key}" in "${scope.environment.key}" updated`,
@@ -393,7 +385,7 @@ export function registerExperimentRoutes(
           );
         await emitExperimentEvent(
           m,
-          targetOf(scope),
+          flagEnvironmentTarget(scope),
           experiment,
           'experiment.deleted',
           `Experiment "${experiment.key}" of flag "${scope.flag.key}" in "${scope.environment.key}" deleted (${experiment.status}), with its exposures and results`,
@@ -442,8 +434,13 @@ export function registerExperimentRoutes(
     const row = await mutateAs(services, scope, async (m) => {
       const changed =
         action === 'start'
-          ? await startExperiment(m, targetOf(scope), experiment)
-          : await stopExperiment(m, targetOf(scope), experiment, decision ?? 'inconclusive');
+          ? await startExperiment(m, flagEnvironmentTarget(scope), experiment)
+          : await stopExperiment(
+              m,
+              flagEnvironmentTarget(scope),
+              experiment,
+              decision ?? 'inconclusive',
+            );
       m.afterCommit(refreshRecorder);
       return changed;
     });

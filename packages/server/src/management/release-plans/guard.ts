@@ -1,3 +1,4 @@
+import { readFlagEnvironmentTarget, type FlagEnvironmentTarget } from '../../api/path-resources.js';
 import { sql, type Kysely } from 'kysely';
 import { mutate } from '../../db/mutate.js';
 import type { Schema } from '../../db/schema.js';
@@ -8,10 +9,8 @@ import {
   emitPlanEvent,
   pausePlan,
   planGuard,
-  planTarget,
   RELEASE_PLAN_ACTOR,
   type PlanRow,
-  type PlanTarget,
 } from './queries.js';
 import type { GuardReading } from './schemas.js';
 import { regressionTest, type SideCounts } from '../../statistics/sequential-test.js';
@@ -112,7 +111,7 @@ export async function readPlanGuard(
 async function actOnRegression(
   services: Services,
   plan: PlanRow,
-  target: PlanTarget,
+  target: FlagEnvironmentTarget,
   guard: Guard,
   reading: GuardReading,
   now: Date,
@@ -209,7 +208,7 @@ export function releasePlanGuards(services: Services): DueWork {
         if (numUpdatedRows === 0n) continue;
         const reading = await readPlanGuard(services.db, plan, guard);
         if (!reading.regressionDetected) continue;
-        const target = await planTarget(services.db, plan);
+        const target = await readFlagEnvironmentTarget(services.db, plan);
         if (await actOnRegression(services, plan, target, guard, reading, now)) acted += 1;
       }
       return acted;

@@ -1,7 +1,13 @@
+import { readFlagEnvironmentTarget, type FlagEnvironmentTarget } from '../../api/path-resources.js';
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Mutation } from '../../db/mutate.js';
 import type { FlagEnvironmentsTable, ReleasePlansTable, Schema } from '../../db/schema.js';
-import type { Actor, EventType, KeyedRef, PropertyChange } from '../../events/types.js';
+import {
+  flagEnvironmentEvent,
+  type Actor,
+  type EventType,
+  type PropertyChange,
+} from '../../events/types.js';
 import type { Guard } from './plan-rules.js';
 
 export type PlanRow = Selectable<ReleasePlansTable>;
@@ -54,61 +60,18 @@ export function findPlan(
     .executeTakeFirst();
 }
 
-/** The project, environment and flag of a plan, as events name them. */
-export interface PlanTarget {
-  organizationId: string;
-  project: KeyedRef;
-  environment: KeyedRef;
-  flag: KeyedRef;
-}
-
-/** Looks up what events of `plan` name. */
-export async function planTarget(
-  db: Kysely<Schema> | Transaction<Schema>,
-  plan: Pick<PlanRow, 'flag_id' | 'environment_id'>,
-): Promise<PlanTarget> {
-  const row = await db
-    .selectFrom('flags')
-    .innerJoin('projects', 'projects.id', 'flags.project_id')
-    .innerJoin('environments', 'environments.project_id', 'projects.id')
-    .select([
-      'projects.organization_id',
-      'projects.id as projectId',
-      'projects.key as projectKey',
-      'environments.id as environmentId',
-      'environments.key as environmentKey',
-      'flags.id as flagId',
-      'flags.key as flagKey',
-    ])
-    .where('flags.id', '=', plan.flag_id)
-    .where('environments.id', '=', plan.environment_id)
-    .executeTakeFirstOrThrow();
-  return {
-    organizationId: row.organization_id,
-    project: { id: row.projectId, key: row.projectKey },
-    environment: { id: row.environmentId, key: row.environmentKey },
-    flag: { id: row.flagId, key: row.flagKey },
-  };
-}
-
 /** Emits one `release_plan.*` event about `plan` (spec section 4), environment-scoped. */
 export function emitPlanEvent(
   m: Mutation,
-  target: PlanTarget,
+  target: FlagEnvironmentTarget,
   plan: Pick<PlanRow, 'id'>,
   type: EventType,
   description: string,
   changes: PropertyChange[] = [],
 ): Promise<void> {
-  return m.emit({
-    type,
-    project: target.project,
-    environment: target.environment,
-    entity: { type: 'flag', id: target.flag.id, key: target.flag.key },
-    child: { type: 'release_plan', id: plan.id },
-    changes,
-    description,
-  });
+  return m.emit(
+    flagEnvironmentEvent(target, { type: 'release_plan', id: plan.id }, type, description, changes),
+  );
 }
 
 /**
@@ -132,7 +95,7 @@ export async function pauseActivePlan(
     .where('state', '=', 'active')
     .executeTakeFirst();
   if (!plan) return false;
-  return pausePlan(m, plan, await planTarget(m.trx, plan), reason);
+  return pausePlan(m, plan, await readFlagEnvironmentTarget(m.trx, plan), reason);
 }
 
 /**
@@ -144,7 +107,7 @@ export async function pauseActivePlan(
 export async function pausePlan(
   m: Mutation,
   plan: Pick<PlanRow, 'id'>,
-  target: PlanTarget,
+  target: FlagEnvironmentTarget,
   reason: string,
   summary = `paused: ${reason}`,
 ): Promise<boolean> {

@@ -8,7 +8,7 @@ import type { Services } from '../../services.js';
 import { mutateAs, notFound } from '../../api/access.js';
 import { actionsFor } from '../../api/actions.js';
 import { checkNotArchived } from '../flags/configuration.js';
-import type { FlagRow } from '../../api/path-resources.js';
+import { type FlagRow, flagEnvironmentTarget } from '../../api/path-resources.js';
 import { readFlagEnvironment } from '../flags/queries.js';
 import { scopedRoutes } from '../../api/scope.js';
 import { readPlanGuard } from './guard.js';
@@ -20,7 +20,6 @@ import {
   planGuard,
   planSteps,
   type PlanRow,
-  type PlanTarget,
 } from './queries.js';
 import { FlagEnvParams, GuardReading, PlanInput, PlanResponse } from './schemas.js';
 import { checkPlanInput, startPlan, withGuardMetric } from './start.js';
@@ -35,15 +34,6 @@ interface PlanScope {
   flag: FlagRow;
   caller: Caller;
   role: Role;
-}
-
-function targetOf(scope: PlanScope): PlanTarget {
-  return {
-    organizationId: scope.org.id,
-    project: { id: scope.project.id, key: scope.project.key },
-    environment: { id: scope.environment.id, key: scope.environment.key },
-    flag: { id: scope.flag.id, key: scope.flag.key },
-  };
 }
 
 function callerName(caller: Caller): string {
@@ -147,7 +137,7 @@ export function registerReleasePlanRoutes(app: App, services: Services): void {
       const plan = await mutateAs(services, scope, async (m) => {
         const started = await startPlan(
           m,
-          targetOf(scope),
+          flagEnvironmentTarget(scope),
           { ...values, createdBy: caller.id },
           services.clock.now(),
         );
@@ -184,7 +174,7 @@ export function registerReleasePlanRoutes(app: App, services: Services): void {
         await m.trx.deleteFrom('release_plans').where('id', '=', plan.id).execute();
         await emitPlanEvent(
           m,
-          targetOf(scope),
+          flagEnvironmentTarget(scope),
           plan,
           'release_plan.deleted',
           `Release plan of flag "${scope.flag.key}" in "${scope.environment.key}" deleted (${plan.state}); the fallthrough stays as it is`,
@@ -225,11 +215,18 @@ export function registerReleasePlanRoutes(app: App, services: Services): void {
 
   action('pause', (m, plan, scope) => {
     const reason = `paused by ${callerName(scope.caller)}`;
-    return pausePlan(m, plan, targetOf(scope), reason, reason);
+    return pausePlan(m, plan, flagEnvironmentTarget(scope), reason, reason);
   });
-  action('resume', (m, plan, scope) => resumePlan(m, plan, targetOf(scope), new Date(m.now)));
+  action('resume', (m, plan, scope) =>
+    resumePlan(m, plan, flagEnvironmentTarget(scope), new Date(m.now)),
+  );
   action('rollback', (m, plan, scope) =>
-    rollbackPlan(m, plan, targetOf(scope), `rolled back by ${callerName(scope.caller)}`),
+    rollbackPlan(
+      m,
+      plan,
+      flagEnvironmentTarget(scope),
+      `rolled back by ${callerName(scope.caller)}`,
+    ),
   );
 
   route.get(

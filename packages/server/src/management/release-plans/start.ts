@@ -1,3 +1,4 @@
+import { type FlagEnvironmentTarget } from '../../api/path-resources.js';
 import { v7 as uuid } from 'uuid';
 import type { Mutation } from '../../db/mutate.js';
 import type { FlagEnvironmentsTable } from '../../db/schema.js';
@@ -7,13 +8,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Schema } from '../../db/schema.js';
 import { metricsByKey } from '../metrics/queries.js';
 import { checkSteps, durationMs, GUARD_DEFAULTS, type Guard } from './plan-rules.js';
-import {
-  emitPlanEvent,
-  findPlan,
-  type PlanRow,
-  type PlanTarget,
-  type StoredFallthrough,
-} from './queries.js';
+import { emitPlanEvent, findPlan, type PlanRow, type StoredFallthrough } from './queries.js';
 import type { PlanInput } from './schemas.js';
 import { advancePlan } from './steps.js';
 import { runningExperiment } from '../experiments/queries.js';
@@ -133,7 +128,7 @@ export async function withGuardMetric(
  */
 export async function startPlan(
   m: Mutation,
-  target: PlanTarget,
+  target: FlagEnvironmentTarget,
   values: PlanValues & { createdBy: string },
   now: Date,
 ): Promise<PlanRow> {

@@ -1,3 +1,4 @@
+import { readFlagEnvironmentTarget, type FlagEnvironmentTarget } from '../../api/path-resources.js';
 import { mutate, type Mutation } from '../../db/mutate.js';
 import type { Services } from '../../services.js';
 import type { DueWork } from '../../schedules/due-work.js';
@@ -7,10 +8,8 @@ import { durationMs, percentageWeight, stepRollout } from './plan-rules.js';
 import {
   emitPlanEvent,
   planSteps,
-  planTarget,
   RELEASE_PLAN_ACTOR,
   type PlanRow,
-  type PlanTarget,
   type StoredFallthrough,
 } from './queries.js';
 
@@ -50,7 +49,7 @@ export function latestDueStep(
 async function writeStep(
   m: Mutation,
   plan: PlanRow,
-  target: PlanTarget,
+  target: FlagEnvironmentTarget,
   index: number,
 ): Promise<void> {
   const step = planSteps(plan)[index];
@@ -81,7 +80,7 @@ async function writeStep(
 export async function advancePlan(
   m: Mutation,
   plan: PlanRow,
-  target: PlanTarget,
+  target: FlagEnvironmentTarget,
   now: Date,
 ): Promise<boolean> {
   if (plan.state !== 'active') return false;
@@ -145,7 +144,7 @@ export async function advancePlan(
 export async function rollbackPlan(
   m: Mutation,
   plan: PlanRow,
-  target: PlanTarget,
+  target: FlagEnvironmentTarget,
   reason: string,
 ): Promise<boolean> {
   const { numUpdatedRows } = await m.trx
@@ -192,7 +191,7 @@ export async function rollbackPlan(
 export async function resumePlan(
   m: Mutation,
   plan: PlanRow,
-  target: PlanTarget,
+  target: FlagEnvironmentTarget,
   now: Date,
 ): Promise<boolean> {
   const steps = planSteps(plan);
@@ -243,7 +242,7 @@ export function releasePlanSteps(services: Services): DueWork {
           'release_plan.step',
           { 'vexil.release_plan.id': plan.id },
           async () => {
-            const target = await planTarget(services.db, plan);
+            const target = await readFlagEnvironmentTarget(services.db, plan);
             return mutate(
               services.db,
               {
