@@ -14,17 +14,17 @@
  * `VEXIL_BENCH_CLIENT_SCALE_FLAGS` (e.g. `350`) measures fewer flag counts, and
  * `VEXIL_BENCH_NODE_FLAGS` passes Node.js options to the node and the relay (e.g. `--cpu-prof`).
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
 import { sqliteDatabase } from './databases.js';
-import { measurePair, startPinned, type PinnedServer } from './pinned-pair.js';
-import { freePort, waitUntilAnswering, withCleanup } from './processes.js';
+import { measurePair, startPinned, startPinnedNode, withPinnedServers } from './pinned-pair.js';
+import { freePort, waitUntilAnswering } from './processes.js';
 import { createRelayKey } from './relay.js';
 import { gitCommit, writeReport } from './report-file.js';
 import { ENVIRONMENT, forEachConcurrently, ManagementClient } from './seed.js';
-import { bootstrap, CLI, HELLO_SERVER, nodeEnvironment } from './service.js';
+import { bootstrap, CLI, HELLO_SERVER } from './service.js';
 import type { LoadScenario } from './wrk.js';
 
 const FLAG_COUNTS = (process.env.VEXIL_BENCH_CLIENT_SCALE_FLAGS ?? '20,350,2000')
@@ -166,90 +166,75 @@ function report(figures: Figure[]): string {
 }
 
 async function main(): Promise<void> {
-  const scratchDir = await mkdtemp(join(tmpdir(), 'vexil-client-scale-'));
-  const answersDir = join(scratchDir, 'answers');
-  const servers: PinnedServer[] = [];
-  await withCleanup(
-    async () => {
-      await Promise.all(servers.map((server) => server.service.stop()));
-      await rm(scratchDir, { recursive: true, force: true });
-    },
-    async () => {
-      const database = sqliteDatabase(scratchDir, 'client-scale');
-      const token = await bootstrap(database);
-      const nodePort = await freePort();
-      const node = startPinned(
-        [...NODE_FLAGS, CLI, 'serve'],
-        { ...nodeEnvironment(database), VEXIL_PORT: String(nodePort) },
-        nodePort,
-      );
-      servers.push(node);
-      await waitUntilAnswering(`${node.baseUrl}/healthz`, node.service);
-      const client = new ManagementClient(node.baseUrl, token);
-      const projects: ScaleProject[] = [];
-      for (const flagCount of FLAG_COUNTS) projects.push(await seedProject(client, flagCount));
-      console.log(`seeded ${FLAG_COUNTS.join(', ')} flags`);
+  await withPinnedServers('vexil-client-scale-', async (scratchDir, servers) => {
+    const answersDir = join(scratchDir, 'answers');
+    const database = sqliteDatabase(scratchDir, 'client-scale');
+    const token = await bootstrap(database);
+    const node = await startPinnedNode(database, servers, NODE_FLAGS);
+    const client = new ManagementClient(node.baseUrl, token);
+    const projects: ScaleProject[] = [];
+    for (const flagCount of FLAG_COUNTS) projects.push(await seedProject(client, flagCount));
+    console.log(`seeded ${FLAG_COUNTS.join(', ')} flags`);
 
-      const relayPort = await freePort();
-      const relay = startPinned(
-        [...NODE_FLAGS, CLI, 'relay', '--upstream', node.baseUrl, '--port', String(relayPort)],
-        {
-          VEXIL_RELAY_KEY: await createRelayKey(client),
-          VEXIL_HOST: '127.0.0.1',
-          VEXIL_LOG_LEVEL: 'warn',
-          VEXIL_RATE_LIMIT: '100000000',
-        },
-        relayPort,
-      );
-      servers.push(relay);
-      await waitUntilAnswering(`${relay.baseUrl}/readyz`, relay.service);
+    const relayPort = await freePort();
+    const relay = startPinned(
+      [...NODE_FLAGS, CLI, 'relay', '--upstream', node.baseUrl, '--port', String(relayPort)],
+      {
+        VEXIL_RELAY_KEY: await createRelayKey(client),
+        VEXIL_HOST: '127.0.0.1',
+        VEXIL_LOG_LEVEL: 'warn',
+        VEXIL_RATE_LIMIT: '100000000',
+      },
+      relayPort,
+    );
+    servers.push(relay);
+    await waitUntilAnswering(`${relay.baseUrl}/readyz`, relay.service);
 
-      // The bare server's answers: the node's bytes for each route's first request.
-      await mkdir(answersDir);
-      for (const project of projects)
-        for (const route of routes(project))
-          await writeFile(
-            join(answersDir, `${project.flagCount}-${route.name.replace(' ', '-')}`),
-            await answerBytes(node.baseUrl, route.scenario),
+    // The bare server's answers: the node's bytes for each route's first request.
+    await mkdir(answersDir);
+    for (const project of projects)
+      for (const route of routes(project))
+        await writeFile(
+          join(answersDir, `${project.flagCount}-${route.name.replace(' ', '-')}`),
+          await answerBytes(node.baseUrl, route.scenario),
+        );
+    const barePort = await freePort();
+    const bare = startPinned([HELLO_SERVER, String(barePort), 'node', answersDir], {}, barePort);
+    servers.push(bare);
+    await waitUntilAnswering(`${bare.baseUrl}/hello`, bare.service);
+
+    const figures: Figure[] = [];
+    for (const project of projects) {
+      for (const route of routes(project)) {
+        const answerName = `${project.flagCount}-${route.name.replace(' ', '-')}`;
+        const reference = {
+          server: bare,
+          scenario: { ...route.scenario, path: `/answer/${answerName}` },
+        };
+        const size = (await answerBytes(node.baseUrl, route.scenario)).length;
+        for (const [label, server] of [
+          ['full node', node],
+          ['relay', relay],
+        ] as const) {
+          const name = `${route.name}, ${project.flagCount} flags, ${label}`;
+          const measured = await measurePair(
+            name,
+            reference,
+            { server, scenario: route.scenario },
+            scratchDir,
           );
-      const barePort = await freePort();
-      const bare = startPinned([HELLO_SERVER, String(barePort), 'node', answersDir], {}, barePort);
-      servers.push(bare);
-      await waitUntilAnswering(`${bare.baseUrl}/hello`, bare.service);
-
-      const figures: Figure[] = [];
-      for (const project of projects) {
-        for (const route of routes(project)) {
-          const answerName = `${project.flagCount}-${route.name.replace(' ', '-')}`;
-          const reference = {
-            server: bare,
-            scenario: { ...route.scenario, path: `/answer/${answerName}` },
-          };
-          const size = (await answerBytes(node.baseUrl, route.scenario)).length;
-          for (const [label, server] of [
-            ['full node', node],
-            ['relay', relay],
-          ] as const) {
-            const name = `${route.name}, ${project.flagCount} flags, ${label}`;
-            const measured = await measurePair(
-              name,
-              reference,
-              { server, scenario: route.scenario },
-              scratchDir,
-            );
-            figures.push({
-              flagCount: project.flagCount,
-              route: route.name,
-              server: label,
-              answerBytes: size,
-              ...measured,
-            });
-          }
+          figures.push({
+            flagCount: project.flagCount,
+            route: route.name,
+            server: label,
+            answerBytes: size,
+            ...measured,
+          });
         }
       }
-      console.log(await writeReport({ clientScale: report(figures) }));
-    },
-  );
+    }
+    console.log(await writeReport({ clientScale: report(figures) }));
+  });
 }
 
 await main();

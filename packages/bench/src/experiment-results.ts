@@ -15,21 +15,20 @@
  * Writes its section into docs/benchmarks.md and prints it.
  */
 import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { postgresDatabase, sqliteDatabase, type BenchDatabase } from './databases.js';
 import { withCleanup } from './processes.js';
-import { ENVIRONMENT, ORG } from './seed.js';
-import { gitCommit, writeReport } from './report-file.js';
+import { createMetrics, ENVIRONMENT, ManagementClient, startExperiment } from './seed.js';
+import { gitCommit, startRun, writeReport } from './report-file.js';
 import { required } from './required.js';
-import { bootstrap, startNode, type Node } from './service.js';
+import { bootstrap, startNode } from './service.js';
 import { median, percentile } from './statistics.js';
 
 const PROJECT = 'experiments';
 const FLAG = 'checkout-button';
-const EXPERIMENT = 'bigger-button';
 /** `VEXIL_BENCH_RESULTS_SCALE` scales the users down for a quick trial of the script (default 1). */
 const SCALE = Number(process.env.VEXIL_BENCH_RESULTS_SCALE ?? '1');
 /** Exposed users per database (the contract's scale). */
@@ -71,29 +70,6 @@ interface Measured {
   databaseBytes: number;
 }
 
-/** Sends a management request under the organization; any answer but `expected` aborts. */
-async function send(
-  node: Node,
-  token: string,
-  method: 'GET' | 'POST' | 'PATCH',
-  path: string,
-  body: unknown,
-  expected: number,
-): Promise<Record<string, unknown>> {
-  const response = await fetch(`${node.baseUrl}/api/v1/orgs/${ORG}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status !== expected)
-    throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-  return text ? (JSON.parse(text) as Record<string, unknown>) : {};
-}
-
 /** The ids the bulk rows need: the running experiment's and its metrics' (in {@link METRICS} order). */
 interface Created {
   experimentId: string;
@@ -103,62 +79,29 @@ interface Created {
 }
 
 /** Creates the flag, metrics and experiment through the management API and starts it. */
-async function createExperiment(node: Node, token: string): Promise<Created> {
-  await send(node, token, 'POST', '/projects', { key: PROJECT, name: PROJECT }, 201);
+async function createExperiment(client: ManagementClient): Promise<Created> {
+  await client.send('POST', '/projects', { key: PROJECT, name: PROJECT }, 201);
   const project = `/projects/${PROJECT}`;
-  const flag = await send(node, token, 'POST', `${project}/flags`, { key: FLAG, name: FLAG }, 201);
+  const flag = await client.send('POST', `${project}/flags`, { key: FLAG, name: FLAG }, 201);
   const variations = flag.variations as { key: string; id: string }[];
   const falseId = required(
     variations.find((variation) => variation.key === 'false'),
     'false variation',
   ).id;
   const environment = `${project}/flags/${FLAG}/environments/${ENVIRONMENT}`;
-  await send(
-    node,
-    token,
-    'PATCH',
-    environment,
-    { strategy: 'SingleVariation', defaultVariationId: falseId },
-    200,
-  );
-  await send(node, token, 'POST', `${environment}/toggle`, { enabled: true }, 204);
-  const metricIds = [];
-  for (const metric of METRICS) {
-    const created = await send(
-      node,
-      token,
-      'POST',
-      `${project}/metrics`,
-      { ...metric, direction: 'higher_is_better' },
-      201,
-    );
-    metricIds.push(String(created.id));
-  }
-  const experiments = `${environment}/experiments`;
-  await send(
-    node,
-    token,
-    'POST',
-    experiments,
-    {
-      key: EXPERIMENT,
-      name: 'Bigger button',
-      variations: [
-        { key: 'false', weight: 5_000 },
-        { key: 'true', weight: 5_000 },
-      ],
-      controlVariation: 'false',
-      primaryMetric: 'checkout',
-      secondaryMetrics: ['checkouts', 'revenue'],
-    },
-    201,
-  );
-  const started = await send(node, token, 'POST', `${experiments}/${EXPERIMENT}/start`, {}, 200);
+  const singleFalse = { strategy: 'SingleVariation', defaultVariationId: falseId };
+  await client.send('PATCH', environment, singleFalse, 200);
+  await client.send('POST', `${environment}/toggle`, { enabled: true }, 204);
+  const metricIds = await createMetrics(client, project, METRICS);
+  const { started, resultsPath } = await startExperiment(client, environment, [
+    'checkouts',
+    'revenue',
+  ]);
   return {
     experimentId: String(started.id),
     metricIds,
     startedMs: Date.parse(String(started.startedAt)),
-    resultsPath: `${experiments}/${EXPERIMENT}/results`,
+    resultsPath,
   };
 }
 
@@ -326,11 +269,11 @@ function seedSqlite(
 }
 
 /** Reads the results {@link REQUESTS} times, one at a time, after one untimed read. */
-async function timeResults(node: Node, token: string, path: string, users: number) {
+async function timeResults(client: ManagementClient, path: string, users: number) {
   const latencies = [];
   for (let request = 0; request <= REQUESTS; request++) {
     const began = performance.now();
-    const results = await send(node, token, 'GET', path, undefined, 200);
+    const results = await client.send('GET', path, undefined, 200);
     const elapsed = performance.now() - began;
     const exposed = (results.variations as { exposedUsers: number }[]).reduce(
       (sum, variation) => sum + variation.exposedUsers,
@@ -348,7 +291,8 @@ async function measure(database: BenchDatabase): Promise<Measured> {
   const token = await bootstrap(database);
   const node = await startNode(database);
   try {
-    const created = await createExperiment(node, token);
+    const client = new ManagementClient(node.baseUrl, token);
+    const created = await createExperiment(client);
     console.error(`${database.name}: seeding ${users} users`);
     const began = performance.now();
     const seeded =
@@ -363,7 +307,7 @@ async function measure(database: BenchDatabase): Promise<Measured> {
       `${database.name}: seeded in ${seedSeconds.toFixed(1)} s, ${seeded.metricRows} metric rows, ` +
         `${seeded.events} events; the two grouped reads take ${seeded.queryMs.toFixed(0)} ms`,
     );
-    const latenciesMs = await timeResults(node, token, created.resultsPath, users);
+    const latenciesMs = await timeResults(client, created.resultsPath, users);
     console.error(
       `${database.name}: results p50 ${percentile(latenciesMs, 50).toFixed(0)} ms, ` +
         `max ${Math.max(...latenciesMs).toFixed(0)} ms`,
@@ -403,11 +347,7 @@ ${sizeRows.join('\n')}
 }
 
 async function main(): Promise<void> {
-  const began = performance.now();
-  const load = loadavg()
-    .map((value) => value.toFixed(2))
-    .join(', ');
-  console.error(`load average: ${load}`);
+  const run = startRun();
   const scratchDir = await mkdtemp(join(tmpdir(), 'vexil-bench-experiment-results-'));
   const databases: BenchDatabase[] = [];
   await withCleanup(
@@ -425,7 +365,7 @@ async function main(): Promise<void> {
         results.push(await measure(postgres));
       }
       results.push(await measure(sqliteDatabase(scratchDir, 'experiment-results')));
-      const section = render(results, skipped, load, (performance.now() - began) / 60_000);
+      const section = render(results, skipped, run.load, run.minutes());
       await writeReport({ experimentResults: section });
       console.log(section);
     },

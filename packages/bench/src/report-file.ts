@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
 import { REPO_ROOT } from './service.js';
@@ -86,4 +87,22 @@ export function gitCommit(): string {
     )?.trim() ?? '';
   const commit = git('rev-parse', '--short', 'HEAD') || 'unknown';
   return git('status', '--porcelain') ? `${commit} with uncommitted changes` : commit;
+}
+
+/** When a run began, and the load averages then, for its report to state. */
+export interface RunStart {
+  /** The 1, 5 and 15 minute load averages, e.g. `0.52, 0.40, 0.33`. */
+  load: string;
+  /** Minutes since the run began. */
+  minutes: () => number;
+}
+
+/** Notes that a run begins now, and prints the load averages (a shared machine's) to stderr. */
+export function startRun(): RunStart {
+  const began = performance.now();
+  const load = loadavg()
+    .map((value) => value.toFixed(2))
+    .join(', ');
+  console.error(`load average: ${load}`);
+  return { load, minutes: () => (performance.now() - began) / 60_000 };
 }

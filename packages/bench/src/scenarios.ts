@@ -1,5 +1,5 @@
-import { CLIENT_VISIBLE_EVERY, type SeededConfiguration } from './seed.js';
-import type { LoadScenario } from './wrk.js';
+import { CLIENT_VISIBLE_EVERY, type SdkKeys, type SeededConfiguration } from './seed.js';
+import type { LoadScenario, NamedScenario } from './wrk.js';
 import { required } from './required.js';
 
 /** A measured route, with the share of the bare-Fastify ceiling it should reach (issue 3). */
@@ -116,6 +116,43 @@ export function evaluationScenarios(seeded: SeededConfiguration, etag: string): 
         path: '/v1/sdk/flags',
         headers: { ...server, 'if-none-match': etag },
         bodies: [],
+      },
+    },
+  ];
+}
+
+/** `count` distinct user ids: `user-0`, `user-1`, … */
+export const userIds = (count: number): string[] =>
+  Array.from({ length: count }, (_, index) => `user-${index}`);
+
+/**
+ * Server evaluate of `flagKey` and client evaluate, named as `names` says, each sending the users
+ * `userIds` in turn (one a request, no other attributes).
+ */
+export function evaluationsByUser(
+  keys: SdkKeys,
+  flagKey: string,
+  userIds: readonly string[],
+  names: { server: string; client: string },
+): NamedScenario[] {
+  const json = { 'content-type': 'application/json' };
+  return [
+    {
+      name: names.server,
+      scenario: {
+        method: 'POST',
+        path: '/v1/sdk/evaluate',
+        headers: { ...json, authorization: keys.serverKey },
+        bodies: userIds.map((userId) => JSON.stringify({ flagKey, context: { userId } })),
+      },
+    },
+    {
+      name: names.client,
+      scenario: {
+        method: 'POST',
+        path: '/v1/client/evaluate',
+        headers: { ...json, authorization: keys.clientKey },
+        bodies: userIds.map((userId) => JSON.stringify({ context: { userId } })),
       },
     },
   ];

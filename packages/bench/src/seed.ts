@@ -40,16 +40,24 @@ export class ManagementClient {
 
   /** POSTs `body` to `path`, relative to `/api/v1/orgs/{ORG}`. */
   async post(path: string, body: unknown): Promise<Answer> {
-    const response = await fetch(`${this.baseUrl}/api/v1/orgs/${ORG}${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await response.text();
-    return {
-      status: response.status,
-      body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
-    };
+    const { status, text } = await this.call('POST', path, body);
+    return { status, body: parsed(text) };
+  }
+
+  /**
+   * Sends `method` to `path`, relative to `/api/v1/orgs/{ORG}`, with `body` as JSON (none when
+   * `undefined`), and insists on `expected`; any other answer aborts the benchmark with its body.
+   * @returns the answer's JSON body, `{}` when empty
+   */
+  async send(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH',
+    path: string,
+    body: unknown,
+    expected: number,
+  ): Promise<Record<string, unknown>> {
+    const { status, text } = await this.call(method, path, body);
+    if (status !== expected) throw new Error(`${method} ${path} answered ${status}: ${text}`);
+    return parsed(text);
   }
 
   /** POSTs and insists on `expected`; any other answer aborts the benchmark with its body. */
@@ -60,7 +68,28 @@ export class ManagementClient {
     }
     return answer.body;
   }
+
+  /** The raw answer to `method` on `path`, with `body` as JSON unless `undefined`. */
+  private async call(
+    method: string,
+    path: string,
+    body: unknown,
+  ): Promise<{ status: number; text: string }> {
+    const response = await fetch(`${this.baseUrl}/api/v1/orgs/${ORG}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${this.token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, text: await response.text() };
+  }
 }
+
+/** An answer's JSON body, `{}` when empty. */
+const parsed = (text: string): Record<string, unknown> =>
+  text ? (JSON.parse(text) as Record<string, unknown>) : {};
 
 /** True when the server has no such route at all (as opposed to a missing resource). */
 function isMissingRoute(answer: Answer): boolean {
@@ -335,4 +364,112 @@ export async function flipFlag(
   const path = `${project.path}/flags/${flagKey}/environments/${ENVIRONMENT}/toggle`;
   await client.create(path, { enabled }, 204);
   project.enabled.set(flagKey, enabled);
+}
+
+/** The SDK keys of a project's production environment. */
+export interface SdkKeys {
+  serverKey: string;
+  clientKey: string;
+}
+
+/**
+ * Creates the flags `flagKeys` in the project at `projectPath` (relative to the organization),
+ * client-visible, switched on in production and serving `false`; with `halfTrueFirst`, the
+ * first serves `true` to 50% instead, what a release plan's or an experiment's first 50% serves,
+ * so that a node without one evaluates like a node with it.
+ */
+export async function seedClientVisibleFlags(
+  client: ManagementClient,
+  projectPath: string,
+  flagKeys: readonly string[],
+  halfTrueFirst: boolean,
+): Promise<void> {
+  for (const [index, key] of flagKeys.entries()) {
+    const flag = await client.send(
+      'POST',
+      `${projectPath}/flags`,
+      { key, clientSideVisible: true },
+      201,
+    );
+    // The fallthrough serves `false`, so a plan or an experiment can serve `true`.
+    const variations = flag.variations as { key: string; id: string }[];
+    const variationId = (variationKey: string) =>
+      required(
+        variations.find((variation) => variation.key === variationKey),
+        `${variationKey} variation`,
+      ).id;
+    const environment = `${projectPath}/flags/${key}/environments/${ENVIRONMENT}`;
+    await client.send('PATCH', environment, { defaultVariationId: variationId('false') }, 200);
+    if (halfTrueFirst && index === 0) {
+      const rollout = [
+        { variationId: variationId('true'), weight: 50_000 },
+        { variationId: variationId('false'), weight: 50_000 },
+      ];
+      await client.send('PATCH', environment, { strategy: 'PercentageRollout', rollout }, 200);
+    }
+    await client.send('POST', `${environment}/toggle`, { enabled: true }, 204);
+  }
+}
+
+/** Creates a server-side and a client-side SDK key for production in the project at `projectPath`. */
+export async function createSdkKeys(
+  client: ManagementClient,
+  projectPath: string,
+): Promise<SdkKeys> {
+  const keys = `${projectPath}/environments/${ENVIRONMENT}/sdk-keys`;
+  const serverKey = await client.create(keys, { name: 'server', type: 'ServerSide' });
+  const clientKey = await client.create(keys, { name: 'client', type: 'ClientSide' });
+  return { serverKey: String(serverKey.key), clientKey: String(clientKey.key) };
+}
+
+/** The experiment the experiment benchmarks run. */
+export const EXPERIMENT = 'bigger-button';
+
+/**
+ * Creates the metrics in the project at `projectPath`, each higher-is-better.
+ * @returns their ids, in order
+ */
+export async function createMetrics(
+  client: ManagementClient,
+  projectPath: string,
+  metrics: readonly Record<string, string>[],
+): Promise<string[]> {
+  const ids = [];
+  for (const metric of metrics) {
+    const body = { ...metric, direction: 'higher_is_better' };
+    ids.push(String((await client.send('POST', `${projectPath}/metrics`, body, 201)).id));
+  }
+  return ids;
+}
+
+/**
+ * Creates experiment {@link EXPERIMENT} on the flag environment at `environmentPath`, 50/50 on
+ * `false` (the control) and `true`, with metric `checkout` first and `secondaryMetrics`, and
+ * starts it.
+ * @returns the started experiment, and the path of its results
+ */
+export async function startExperiment(
+  client: ManagementClient,
+  environmentPath: string,
+  secondaryMetrics: string[],
+): Promise<{ started: Record<string, unknown>; resultsPath: string }> {
+  const experiments = `${environmentPath}/experiments`;
+  await client.send(
+    'POST',
+    experiments,
+    {
+      key: EXPERIMENT,
+      name: 'Bigger button',
+      variations: [
+        { key: 'false', weight: 5_000 },
+        { key: 'true', weight: 5_000 },
+      ],
+      controlVariation: 'false',
+      primaryMetric: 'checkout',
+      secondaryMetrics,
+    },
+    201,
+  );
+  const started = await client.send('POST', `${experiments}/${EXPERIMENT}/start`, {}, 200);
+  return { started, resultsPath: `${experiments}/${EXPERIMENT}/results` };
 }

@@ -13,6 +13,12 @@ export interface LoadScenario {
   bodies: string[];
 }
 
+/** A load scenario and the name reports give it. */
+export interface NamedScenario {
+  name: string;
+  scenario: LoadScenario;
+}
+
 /** What one wrk run measured. Latencies are in milliseconds. */
 export interface LoadResult {
   connections: number;

@@ -7,7 +7,8 @@ export type Fixtures = Record<string, string>;
  * Seeds organization `acme` with one of everything a path of the APIs can name — project `web`,
  * environment `production`, flag `new-checkout` with a rule, segment `beta`, server and client SDK
  * keys, a service token, a webhook with a secret and a delivery, a relay key, a draft change
- * request — for tests that walk every route.
+ * request, metric `checkout` and a draft experiment `bigger-button` — for tests that walk every
+ * route.
  * @returns the Owner's token, the SDK keys and the fixtures by path parameter name
  */
 export async function seedOneOfEverything(vexil: TestVexil) {
@@ -59,6 +60,23 @@ export async function seedOneOfEverything(vexil: TestVexil) {
       },
     ],
   });
+  await post(`${web}/metrics`, {
+    key: 'checkout',
+    name: 'Checkout',
+    eventKey: 'checkout',
+    kind: 'conversion',
+    direction: 'higher_is_better',
+  });
+  await post(`${web}/flags/new-checkout/environments/production/experiments`, {
+    key: 'bigger-button',
+    name: 'Bigger button',
+    variations: [
+      { key: 'true', weight: 5000 },
+      { key: 'false', weight: 5000 },
+    ],
+    controlVariation: 'false',
+    primaryMetric: 'checkout',
+  });
   const fixtures: Fixtures = {
     org: 'acme',
     project: 'web',
@@ -78,6 +96,8 @@ export async function seedOneOfEverything(vexil: TestVexil) {
     number: String(changeRequest.number),
     repository: 'shop',
     branch: 'main',
+    metric: 'checkout',
+    experiment: 'bigger-button',
     // The invitation link carries its token in the fragment (`#token=…`).
     token: new URL(invitation.acceptUrl as string).hash.replace('#token=', ''),
   };
