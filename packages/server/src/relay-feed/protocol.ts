@@ -1,3 +1,4 @@
+import { MAX_EVENTS_PER_USER } from '../usage/experiment-exposures.js';
 import type { SdkFlag, SdkSegment } from '@vexil/engine';
 import { Type, type Static } from 'typebox';
 import type { ConfigurationChange } from '../evaluation/configuration-changes.js';
@@ -262,21 +263,18 @@ export const RelayExperimentExposure = Type.Object({
 });
 
 /**
- * A user's events of one experiment metric, seen by the relay: each event's time and number (null
- * without one). The upstream counts those within the metric's window after the user's first
- * exposure.
+ * A user's events of one experiment metric, seen by the relay: each event's time and its number
+ * (null without one), in step. The upstream counts those within the metric's window after the
+ * user's first exposure.
  */
 export const RelayExperimentEvents = Type.Object({
   experimentId: Uuid,
   metricId: Uuid,
   userHash: Type.String({ minLength: 1, maxLength: 64 }),
-  events: Type.Array(
-    Type.Object({
-      atMs: Type.Integer({ minimum: 0 }),
-      value: Type.Union([Type.Number(), Type.Null()]),
-    }),
-    { maxItems: 10_000 },
-  ),
+  times: Type.Array(Type.Integer({ minimum: 0 }), { maxItems: MAX_EVENTS_PER_USER }),
+  values: Type.Array(Type.Union([Type.Number(), Type.Null()]), {
+    maxItems: MAX_EVENTS_PER_USER,
+  }),
   windowMs: Type.Integer({ minimum: 0 }),
 });
 

@@ -61,11 +61,9 @@ export function addRelayUsage(
         .filter((row) => ids.has(row.experimentId))
         .map((row) => ({ ...row, exposedMs: Math.min(row.exposedMs, nowMs) })),
       (body.experimentEvents ?? [])
-        .filter((row) => ids.has(row.experimentId))
-        .map((row) => ({
-          ...row,
-          events: row.events.map((event) => ({ ...event, atMs: Math.min(event.atMs, nowMs) })),
-        })),
+        // Times and numbers go in step: a row whose arrays differ in length is dropped.
+        .filter((row) => ids.has(row.experimentId) && row.times.length === row.values.length)
+        .map((row) => ({ ...row, times: row.times.map((atMs) => Math.min(atMs, nowMs)) })),
     );
   }
 }

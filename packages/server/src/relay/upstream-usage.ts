@@ -1,10 +1,11 @@
 import { schemaCompiler } from '../http/schema-validator.js';
 import type { Clock } from '../clock.js';
 import type { UsageBatch, UsageStore } from '../usage/aggregator.js';
-import type {
-  ExperimentEventRow,
-  ExperimentExposureRow,
-  RunningExperiment,
+import {
+  MAX_EVENTS_PER_USER,
+  type ExperimentEventRow,
+  type ExperimentExposureRow,
+  type RunningExperiment,
 } from '../usage/experiment-exposures.js';
 import type { ActiveGuardedPlan, ExposureRow, ExposureStore } from '../usage/exposures.js';
 import {
@@ -171,11 +172,13 @@ function* experimentBodies(
       experimentExposures: exposures.slice(start, end),
       experimentEvents: events
         .slice(start, end)
-        .map(({ experimentId, metricId, userHash, events: seen, windowMs }) => ({
+        // A relay in a chain merges its own events with its relays': the protocol's bound holds.
+        .map(({ experimentId, metricId, userHash, times, values, windowMs }) => ({
           experimentId,
           metricId,
           userHash,
-          events: seen,
+          times: times.slice(0, MAX_EVENTS_PER_USER),
+          values: values.slice(0, MAX_EVENTS_PER_USER),
           windowMs,
         })),
     };

@@ -6,6 +6,11 @@ const MAX_HELD_USERS = 200_000;
 /** Users per experiment whose exposure this process remembers having written. */
 const MAX_WRITTEN_USERS = 200_000;
 /**
+ * Events of one user and metric held between two flushes; beyond, dropped (and counted): a user
+ * sending more in one flush interval is a script, and the relay protocol bounds a row to it.
+ */
+export const MAX_EVENTS_PER_USER = 10_000;
+/**
  * Flushes an event waits for its user's exposure to be stored (by another node, or in the same
  * flush window) before it is dropped as the event of a user never exposed.
  */
@@ -48,8 +53,10 @@ export interface ExperimentEventRow {
   experimentId: string;
   metricId: string;
   userHash: string;
-  /** Epoch ms of each event, and its number (null: the property was missing or not finite). */
-  events: { atMs: number; value: number | null }[];
+  /** Epoch ms of each event. */
+  times: number[];
+  /** Each event's number, in step with `times` (null: the property was missing or not finite). */
+  values: (number | null)[];
   windowMs: number;
   /** Flushes this row has waited for its user's exposure to be stored. */
   waited: number;
@@ -67,10 +74,7 @@ interface HeldExposure {
 }
 
 /** A user's events of one metric since the last flush: times (epoch ms) and numbers, in step. */
-interface HeldEvents {
-  times: number[];
-  values: (number | null)[];
-}
+type HeldEvents = Pick<ExperimentEventRow, 'times' | 'values'>;
 
 /** One running experiment's metric, as the events intake meets it, with its held users. */
 interface EventReading {
@@ -189,6 +193,10 @@ export class ExperimentExposures {
         reading.users.set(identity, held);
         this.held += 1;
       }
+      if (held.times.length >= MAX_EVENTS_PER_USER) {
+        this.dropped += 1;
+        continue;
+      }
       held.times.push(atMs);
       held.values.push(eventValue(metadata, reading.metric.valueProperty));
     }
@@ -276,7 +284,8 @@ export class ExperimentExposures {
         experimentId: reading.experimentId,
         metricId: reading.metric.metricId,
         userHash: identity,
-        events: held.times.map((atMs, index) => ({ atMs, value: held.values[index] ?? null })),
+        times: held.times,
+        values: held.values,
         windowMs: reading.metric.windowMs,
         waited: 0,
       }));
@@ -315,8 +324,12 @@ export class ExperimentExposures {
     ]) {
       const key = `${row.experimentId}\u0000${row.metricId}\u0000${row.userHash}`;
       const seen = eventRows.get(key);
-      if (seen === undefined) eventRows.set(key, { ...row, events: [...row.events] });
-      else seen.events.push(...row.events);
+      if (seen === undefined)
+        eventRows.set(key, { ...row, times: [...row.times], values: [...row.values] });
+      else {
+        seen.times.push(...row.times);
+        seen.values.push(...row.values);
+      }
     }
     const unmatched = await write([...exposureRows.values()], [...eventRows.values()]);
     this.waiting = unmatched

@@ -1,5 +1,9 @@
-import type { Kysely } from 'kysely';
-import type { ReleasePlanExposuresTable, Schema } from '../db/schema.js';
+import type { Kysely, Transaction } from 'kysely';
+import type {
+  ExperimentMetricUsersTable,
+  ReleasePlanExposuresTable,
+  Schema,
+} from '../db/schema.js';
 import type {
   ExperimentEventRow,
   ExperimentExposureRow,
@@ -246,59 +250,44 @@ export class DatabaseExposureStore implements ExposureStore {
             .execute();
       }
       const counted = events.filter((row) => running.has(row.experimentId));
-      for (let i = 0; i < counted.length; i += ROWS_PER_STATEMENT) {
-        const chunk = counted.slice(i, i + ROWS_PER_STATEMENT);
-        const stored = await trx
-          .selectFrom('experiment_exposures')
-          .select(['experiment_id', 'user_hash', 'variation', 'exposed_ms'])
-          .where((eb) =>
-            eb.or(
-              [...new Set(chunk.map((row) => row.experimentId))].map((experimentId) =>
-                eb.and([
-                  eb('experiment_id', '=', experimentId),
-                  eb(
-                    'user_hash',
-                    'in',
-                    chunk
-                      .filter((row) => row.experimentId === experimentId)
-                      .map((row) => row.userHash),
-                  ),
-                ]),
-              ),
-            ),
-          )
-          .execute();
-        const exposed = new Map(
-          stored.map((row) => [`${row.experiment_id}\u0000${row.user_hash}`, row]),
-        );
-        const additions = [];
-        for (const row of chunk) {
-          const exposure = exposed.get(`${row.experimentId}\u0000${row.userHash}`);
-          if (exposure === undefined) {
-            unmatched.push(row);
-            continue;
-          }
-          const from = exposure.exposed_ms;
-          const inWindow = row.events.filter(
-            (event) => event.atMs >= from && event.atMs <= from + row.windowMs,
-          );
-          if (inWindow.length === 0) continue;
-          const valued = inWindow.filter((event) => event.value !== null);
+      const exposed = await storedExposures(trx, counted);
+      const additions: ExperimentMetricUsersTable[] = [];
+      for (const row of counted) {
+        const exposure = exposed.get(`${row.experimentId}\u0000${row.userHash}`);
+        if (exposure === undefined) {
+          unmatched.push(row);
+          continue;
+        }
+        const from = exposure.exposed_ms;
+        const until = from + row.windowMs;
+        let inWindow = 0;
+        let withValue = 0;
+        let valueSum = 0;
+        for (let index = 0; index < row.times.length; index++) {
+          const atMs = row.times[index] ?? -1;
+          if (atMs < from || atMs > until) continue;
+          inWindow += 1;
+          const value = row.values[index] ?? null;
+          if (value === null) continue;
+          withValue += 1;
+          valueSum += value;
+        }
+        if (inWindow > 0)
           additions.push({
             experiment_id: row.experimentId,
             metric_id: row.metricId,
             user_hash: row.userHash,
             variation: exposure.variation,
-            events: inWindow.length,
-            with_value: valued.length,
-            value_sum: valued.reduce((sum, event) => sum + (event.value ?? 0), 0),
+            events: inWindow,
+            with_value: withValue,
+            value_sum: valueSum,
           });
-        }
-        if (additions.length === 0) continue;
+      }
+      for (let i = 0; i < additions.length; i += ROWS_PER_STATEMENT)
         // Additions commute: every node adds its users' events to the same rows.
         await trx
           .insertInto('experiment_metric_users')
-          .values(additions)
+          .values(additions.slice(i, i + ROWS_PER_STATEMENT))
           .onConflict((conflict) =>
             conflict.columns(['experiment_id', 'metric_id', 'user_hash']).doUpdateSet((eb) => ({
               events: eb('experiment_metric_users.events', '+', eb.ref('excluded.events')),
@@ -311,8 +300,37 @@ export class DatabaseExposureStore implements ExposureStore {
             })),
           )
           .execute();
-      }
     });
     return unmatched;
   }
+}
+
+/**
+ * The stored first exposures of the users the event rows name, by `experiment\0userHash`: each
+ * user read once however many of their metrics had events.
+ */
+async function storedExposures(
+  trx: Transaction<Schema>,
+  rows: readonly ExperimentEventRow[],
+): Promise<Map<string, { variation: string; exposed_ms: number }>> {
+  const users = new Map<string, Set<string>>();
+  for (const row of rows) {
+    const hashes = users.get(row.experimentId) ?? new Set<string>();
+    hashes.add(row.userHash);
+    users.set(row.experimentId, hashes);
+  }
+  const exposed = new Map<string, { variation: string; exposed_ms: number }>();
+  for (const [experimentId, hashes] of users) {
+    const all = [...hashes];
+    for (let i = 0; i < all.length; i += ROWS_PER_STATEMENT) {
+      const found = await trx
+        .selectFrom('experiment_exposures')
+        .select(['user_hash', 'variation', 'exposed_ms'])
+        .where('experiment_id', '=', experimentId)
+        .where('user_hash', 'in', all.slice(i, i + ROWS_PER_STATEMENT))
+        .execute();
+      for (const row of found) exposed.set(`${experimentId}\u0000${row.user_hash}`, row);
+    }
+  }
+  return exposed;
 }
