@@ -306,6 +306,16 @@ export class ExperimentExposures {
       relayedExposures.length === 0
     )
       return;
+    // A user exposed and sending events of several metrics is hashed once.
+    const hashes = new Map<string, string>();
+    const hashOf = (identity: string) => {
+      let hash = hashes.get(identity);
+      if (hash === undefined) {
+        hash = userHash(identity);
+        hashes.set(identity, hash);
+      }
+      return hash;
+    };
     // One row per experiment and user: an upsert statement may not name a row twice.
     const exposureRows = new Map<string, ExperimentExposureRow>();
     const addExposure = (row: ExperimentExposureRow) => {
@@ -316,16 +326,17 @@ export class ExperimentExposures {
     for (const row of relayedExposures) addExposure(row);
     for (const [experimentId, users] of exposures)
       for (const [identity, { variation, exposedMs }] of users)
-        addExposure({ experimentId, userHash: userHash(identity), variation, exposedMs });
+        addExposure({ experimentId, userHash: hashOf(identity), variation, exposedMs });
     const eventRows = new Map<string, ExperimentEventRow>();
+    // Every row here is this process's own (held, waiting, or parsed from a relay's body), so
+    // rows of one user and metric merge into the first in place.
     for (const row of [
       ...taken,
-      ...events.map((row) => ({ ...row, userHash: userHash(row.userHash) })),
+      ...events.map((row) => ({ ...row, userHash: hashOf(row.userHash) })),
     ]) {
       const key = `${row.experimentId}\u0000${row.metricId}\u0000${row.userHash}`;
       const seen = eventRows.get(key);
-      if (seen === undefined)
-        eventRows.set(key, { ...row, times: [...row.times], values: [...row.values] });
+      if (seen === undefined) eventRows.set(key, row);
       else {
         seen.times.push(...row.times);
         seen.values.push(...row.values);
