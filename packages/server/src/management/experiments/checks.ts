@@ -5,7 +5,7 @@ import type { DueWork } from '../../schedules/due-work.js';
 import type { Services } from '../../services.js';
 import { projectMetrics } from '../metrics/queries.js';
 import { emitExperimentEvent, type ExperimentRow } from './queries.js';
-import { computeResults, seriesPoints } from './results.js';
+import { computeResults, primaryVerdicts, seriesPoints } from './results.js';
 import type { Results } from './schemas.js';
 
 /** How often each running experiment is checked at most, across all nodes (ms). */
@@ -35,15 +35,9 @@ async function checkExperiment(
 ): Promise<boolean> {
   const metrics = await projectMetrics(services.db, experiment.project_id);
   const results = await computeResults(services.db, experiment, metrics, now);
-  const primary = results.metrics.find((metric) => metric.role === 'primary');
-  const verdicts = Object.fromEntries(
-    Object.entries(primary?.byVariation ?? {}).flatMap(([key, figures]) =>
-      figures.verdict === undefined ? [] : [[key, figures.verdict]],
-    ),
-  );
   await services.db
     .updateTable('experiments')
-    .set({ primary_verdicts: JSON.stringify(verdicts) })
+    .set({ primary_verdicts: JSON.stringify(primaryVerdicts(results)) })
     .where('id', '=', experiment.id)
     .execute();
   const last = await services.db

@@ -6,7 +6,8 @@ import { ApiError, invalidField } from '../../errors.js';
 import type { Kysely, Transaction } from 'kysely';
 import type { Schema } from '../../db/schema.js';
 import { writeFlagConfiguration } from '../flags/queries.js';
-import { metricsByKey } from '../metrics/queries.js';
+import { metricsByKey, projectMetrics } from '../metrics/queries.js';
+import { computeResults, primaryVerdicts } from './results.js';
 import {
   decisionWords,
   emitExperimentEvent,
@@ -329,9 +330,17 @@ export async function stopExperiment(
             rollout_salt: before.rolloutSalt,
           }
       : fixed(decision === 'keepControl' ? experiment.control_variation : decision.ship);
+  // The list shows a stopped experiment with its final verdicts, read at the stop.
+  const results = await computeResults(
+    m.trx,
+    experiment,
+    await projectMetrics(m.trx, experiment.project_id),
+    new Date(m.now),
+  );
   const stopped = await m.trx
     .updateTable('experiments')
     .set({
+      primary_verdicts: JSON.stringify(primaryVerdicts(results)),
       status: 'stopped',
       stopped_at: m.now,
       updated_at: m.now,

@@ -5,6 +5,7 @@ import {
   estimate,
   sampleRatioMismatch,
   type Moments,
+  type Verdict,
 } from '../../statistics/always-valid.js';
 import type { MetricRow } from '../metrics/queries.js';
 import {
@@ -224,6 +225,16 @@ export async function computeResults(
     })),
     metrics: metricEntries,
   };
+}
+
+/** The primary metric's verdict of each treatment that has one, as lists show it. */
+export function primaryVerdicts(results: Pick<Results, 'metrics'>): Record<string, Verdict> {
+  const primary = results.metrics.find((metric) => metric.role === 'primary');
+  return Object.fromEntries(
+    Object.entries(primary?.byVariation ?? {}).flatMap(([key, figures]) =>
+      figures.verdict === undefined ? [] : [[key, figures.verdict]],
+    ),
+  );
 }
 
 /** The stored points of the experiment's series, oldest first. */
