@@ -26,7 +26,7 @@ export function lookupAttribute(context: EvaluationContext, name: string): unkno
 }
 
 /** Identity attributes tried, in order, when a rollout has no `bucketBy`. */
-const DEFAULT_IDENTITY_ATTRIBUTES = ['userId', 'key', 'targetingKey'] as const;
+export const DEFAULT_IDENTITY_ATTRIBUTES = ['userId', 'key', 'targetingKey'] as const;
 
 function identityString(value: unknown): string | undefined {
   if (typeof value === 'string') return value.length > 0 ? value : undefined;

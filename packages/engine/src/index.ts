@@ -20,6 +20,7 @@ export {
   selectFlags,
 } from './evaluate.js';
 export type { FlagSelection } from './evaluate.js';
+export { attributesRead, readsKey } from './reads.js';
 export { normalizeOperator, OPERATOR_WORDS } from './operators.js';
 export { findPrerequisiteProblem, MAX_PREREQUISITE_DEPTH } from './prerequisites.js';
 export type { PrerequisiteGraphFlag, PrerequisiteProblem } from './prerequisites.js';

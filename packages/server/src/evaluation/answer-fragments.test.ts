@@ -184,3 +184,59 @@ describe('answers written from fragments', () => {
     }
   });
 });
+
+describe('answers remembered by what they read (design record 065)', () => {
+  it('are the engine’s answers for every context, shared by contexts that read the same values', async () => {
+    for (let seed = 21; seed <= 30; seed++) {
+      const next = random(seed);
+      const configuration = randomConfiguration(next, 30);
+      const snapshot = await snapshotOf(
+        configuration,
+        configuration.flags.map((flag) => flag.key),
+      );
+      for (let index = 0; index < 300; index++) {
+        const context = randomContext(next, index);
+        // The same reads, nested as the server SDKs send them, and with an attribute no flag reads.
+        const { userId, targetingKey, ...attributes } = context;
+        const nested = {
+          ...(userId === undefined ? {} : { userId, targetingKey }),
+          attributes: { ...attributes, unread: index },
+        };
+        for (const each of [context, nested]) expectSameAnswers(snapshot, each);
+        expect(clientFlagsBody(snapshot, nested, null), `seed ${seed}`).toBe(
+          clientFlagsBody(snapshot, context, null),
+        );
+      }
+    }
+  });
+
+  it('serve users who differ only in attributes no flag reads one answer', async () => {
+    const { flags } = randomConfiguration(random(31), 20);
+    // Without rollouts and prerequisites nothing reads the user's identity.
+    const targeted = flags.map((flag) => ({
+      ...flag,
+      prerequisites: [],
+      fallthrough: { type: 'Fixed' as const, variation: flag.variations[0]?.key ?? '' },
+      rules: flag.rules.filter((rule) => rule.serve.type === 'Fixed'),
+    }));
+    const snapshot = await snapshotOf(
+      { environment: 'production', version: 1, flags: targeted, segments: [] },
+      targeted.map((flag) => flag.key),
+    );
+    const first = clientFlagsBody(snapshot, { userId: 'a', country: 'NL', plan: 'pro' }, null);
+    expect(clientFlagsBody(snapshot, { userId: 'b', country: 'NL', plan: 'pro' }, null)).toBe(
+      first,
+    );
+    const bulk = (userId: string) =>
+      ofrepBulkAnswer(
+        snapshot,
+        snapshot.clientFlags,
+        { targetingKey: userId, country: 'DE' },
+        STREAMS,
+      );
+    expect(bulk('b')).toBe(bulk('a'));
+    expect(
+      ofrepBulkAnswer(snapshot, snapshot.clientFlags, { country: 'DE' }, '[]').body.toString(),
+    ).not.toBe(bulk('a').body.toString());
+  });
+});

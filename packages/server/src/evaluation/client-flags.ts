@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { evaluateSelected, type EvaluationContext, type EvaluationResult } from '@vexil/engine';
 import { evaluationEvents } from '../telemetry/evaluation-events.js';
-import type { UsageAggregator } from '../usage/aggregator.js';
+import { ServedTally, type UsageAggregator } from '../usage/aggregator.js';
+import { AnswerMemos } from './answer-memo.js';
 import { joinFragments } from './fragments.js';
 import type { ServedEntry, Snapshot } from './snapshots.js';
 
@@ -26,21 +27,6 @@ function clientResult(result: EvaluationResult): ClientFlagResult {
     reason: result.reason,
     prerequisiteKey: result.prerequisiteKey ?? null,
   };
-}
-
-/**
- * Evaluates every client-visible flag of the snapshot for a context, in configuration order,
- * and records them as served (see {@link recordServed}).
- */
-function evaluateClientSide(
-  snapshot: Snapshot,
-  context: EvaluationContext,
-  usage: ClientUsage | null,
-  headers: IncomingHttpHeaders | undefined,
-): EvaluationResult[] {
-  const results = evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
-  recordServed(snapshot, context, results, usage, headers);
-  return results;
 }
 
 /**
@@ -113,12 +99,35 @@ function servedEntry(snapshot: Snapshot, i: number, result: EvaluationResult): B
 const BODY_START = Buffer.from('{"flags":{');
 const BODY_END = Buffer.from('}}');
 
+/** A client evaluation's body, its results and the tally of its servings (design record 065). */
+interface ClientAnswer {
+  body: Buffer;
+  results: EvaluationResult[];
+  tally: ServedTally;
+  size: number;
+}
+
+const rememberedAnswers = new AnswerMemos<ClientAnswer>();
+
+/** Evaluates the client-visible flags and copies each one's cached entry into one buffer. */
+function clientAnswer(snapshot: Snapshot, context: EvaluationContext): ClientAnswer {
+  const results = evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
+  const entries = results.map((result, i) => servedEntry(snapshot, i, result));
+  const body = joinFragments(BODY_START, entries, BODY_END);
+  return {
+    body,
+    results,
+    tally: new ServedTally(snapshot.environmentId, results),
+    size: body.length,
+  };
+}
+
 /**
  * {@link evaluateClientFlags} as UTF-8 JSON: the body of `POST /v1/client/evaluate` and
- * `identify`, each flag's cached entry copied into one buffer (design record 062). Serializing
- * the flags anew cost more than evaluating them, and so did `Buffer.concat` of the entries and
- * their commas (a call per part). The request's `headers` carry the trace its evaluation events
- * continue.
+ * `identify`, counted as served (see {@link recordServed}). Remembered by the values of the
+ * attributes the flags read (design record 065); else written from each flag's cached entry
+ * (design record 062): serializing the flags anew cost more than evaluating them. The request's
+ * `headers` carry the trace its evaluation events continue.
  */
 export function clientFlagsBody(
   snapshot: Snapshot,
@@ -126,7 +135,15 @@ export function clientFlagsBody(
   usage: ClientUsage | null,
   headers?: IncomingHttpHeaders,
 ): Buffer {
-  const results = evaluateClientSide(snapshot, context, usage, headers);
-  const entries = results.map((result, i) => servedEntry(snapshot, i, result));
-  return joinFragments(BODY_START, entries, BODY_END);
+  const memo = rememberedAnswers.of(snapshot.compiled, snapshot.clientFlags);
+  const key = memo.key(context);
+  let answer = key === undefined ? undefined : memo.get(key);
+  if (answer === undefined) {
+    answer = clientAnswer(snapshot, context);
+    if (key !== undefined) memo.set(key, answer);
+  }
+  const { results } = answer;
+  if (evaluationEvents !== null) evaluationEvents.record(headers, snapshot, context, () => results);
+  usage?.aggregator.recordTally(answer.tally, usage.nowMs, context);
+  return answer.body;
 }

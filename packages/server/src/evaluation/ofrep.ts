@@ -19,7 +19,9 @@ import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
 import { fieldProblems, validationSummary } from '../http/validation-messages.js';
 import type { EvaluationServices } from '../services.js';
 import { evaluationEvents } from '../telemetry/evaluation-events.js';
+import { ServedTally } from '../usage/aggregator.js';
 import { compressedAnswer, COMPRESS_FROM_BYTES } from './answer-compression.js';
+import { AnswerMemos } from './answer-memo.js';
 import { joinFragments } from './fragments.js';
 import { ofrepEventStreams, type OfrepEventStream } from './ofrep-events.js';
 import {
@@ -207,18 +209,35 @@ function bulkEntry(
 
 const BULK_START = Buffer.from('{"flags":[');
 
+/** An OFREP bulk answer: its bytes, its ETag, its results and the tally of its servings. */
+export interface BulkAnswer {
+  body: Buffer;
+  etag: string;
+  results: EvaluationResult[];
+  /** Counts each serving of the answer's successes (design record 065). */
+  tally: ServedTally;
+  size: number;
+}
+
+const rememberedAnswers = new AnswerMemos<BulkAnswer>();
+
 /**
- * The OFREP bulk answer for a context: `{"flags":[…],"eventStreams":…}`, each flag's cached
- * entry copied into one buffer, the same bytes as `JSON.stringify` of the mapped results. Its
- * ETag is mixed from the entries' digests and the event streams, so it changes exactly when
- * the answer's bytes do, on every node alike, without hashing the answer per request.
+ * The OFREP bulk answer for a context: `{"flags":[…],"eventStreams":…}`. Remembered by the
+ * event streams and the values of the attributes the flags read (design record 065); else each
+ * flag's cached entry is copied into one buffer, the same bytes as `JSON.stringify` of the mapped
+ * results. Its ETag is mixed from the entries' digests and the event streams, so it changes
+ * exactly when the answer's bytes do, on every node alike, without hashing the answer per request.
  */
 export function ofrepBulkAnswer(
   snapshot: Snapshot,
   positions: readonly number[],
   context: EvaluationContext,
   eventStreams: string,
-): { body: Buffer; etag: string; results: EvaluationResult[]; served: EvaluationResult[] } {
+): BulkAnswer {
+  const memo = rememberedAnswers.of(snapshot.compiled, positions);
+  const key = memo.key(context, eventStreams);
+  const remembered = key === undefined ? undefined : memo.get(key);
+  if (remembered !== undefined) return remembered;
   const results = evaluateSelected(snapshot.compiled, context, positions);
   const held = bulkEntries(snapshot);
   const entries = results.map((result, i) =>
@@ -235,16 +254,21 @@ export function ofrepBulkAnswer(
   const tag = Buffer.alloc(8);
   tag.writeUInt32LE(high >>> 0, 0);
   tag.writeUInt32LE(low >>> 0, 4);
-  return {
-    body: joinFragments(
-      BULK_START,
-      entries.map((entry) => entry.bytes),
-      Buffer.from(`],"eventStreams":${eventStreams}}`),
-    ),
+  const body = joinFragments(
+    BULK_START,
+    entries.map((entry) => entry.bytes),
+    Buffer.from(`],"eventStreams":${eventStreams}}`),
+  );
+  const served = results.filter((_, i) => (entries[i] as OfrepEntry).success);
+  const answer: BulkAnswer = {
+    body,
     etag: `"${tag.toString('base64url')}"`,
     results,
-    served: results.filter((_, i) => (entries[i] as OfrepEntry).success),
+    tally: new ServedTally(snapshot.environmentId, served),
+    size: body.length,
   };
+  if (key !== undefined) memo.set(key, answer);
+  return answer;
 }
 
 function isFailure(response: OfrepSuccess | OfrepFailure): response is OfrepFailure {
@@ -453,7 +477,7 @@ export function registerOfrepApi(
       const { snapshot, positions, eventStreams } = await authorize(request);
       const context = request.body.context ?? {};
       // OFREP event streams (ADR-0008, design record 052): where the provider hears of changes.
-      const { body, etag, results, served } = ofrepBulkAnswer(
+      const { body, etag, results, tally } = ofrepBulkAnswer(
         snapshot,
         positions(),
         context,
@@ -465,7 +489,8 @@ export function registerOfrepApi(
       if (body.length >= COMPRESS_FROM_BYTES) void reply.header('vary', 'accept-encoding');
       if (matchesEtag(request.headers['if-none-match'], etag))
         return reply.header('etag', etag).status(304).send();
-      recordServed(request, snapshot, served, context);
+      if (!reportsOwnEvaluations(request))
+        services.usage.recordTally(tally, services.clock.now().getTime(), context);
       const compressed = compressedAnswer(request.raw, body);
       // A compressed answer is another representation: its ETag is the answer's, weak.
       if (compressed.encoding === undefined) void reply.header('etag', etag);

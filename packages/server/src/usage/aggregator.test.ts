@@ -10,6 +10,7 @@ import {
 import {
   DatabaseUsageStore,
   HOUR_MS,
+  ServedTally,
   UsageAggregator,
   type UsageBatch,
   type UsageStore,
@@ -63,6 +64,61 @@ describe('usage aggregation: one bucket per variation and hour', () => {
       expect(batched.pendingUsage('env', flag)).toEqual(single.pendingUsage('env', flag));
     expect(batched.pendingUsage('env', 'a').map((bucket) => bucket.count)).toEqual([2, 2]);
     expect(batched.pendingUsage('env', 'b')).toEqual([]);
+  });
+});
+
+describe('a remembered answer’s servings, tallied (design record 065)', () => {
+  const database = openDatabase(':memory:');
+  afterAll(() => database.close());
+
+  it('count as recordEvaluations would, split at the hour and kept across reads', () => {
+    const tallied = new UsageAggregator(new DatabaseUsageStore(database.db), () => undefined);
+    const single = new UsageAggregator(new DatabaseUsageStore(database.db), () => undefined);
+    const hour = Date.UTC(2026, 5, 1, 11);
+    const results = [
+      { key: 'a', variation: 'on' },
+      { key: 'b', variation: null },
+      { key: 'c', variation: 'off' },
+    ];
+    const tally = new ServedTally('env', results);
+    const times = [hour - 2000, hour - 1000, hour + 1000, hour + 1500, hour + 4000];
+    for (const [i, atMs] of times.entries()) {
+      tallied.recordTally(tally, atMs);
+      single.recordEvaluations('env', results, atMs);
+      // A read between servings sees every serving so far, and counting goes on after it.
+      if (i === 3) expect(tallied.pendingUsage('env', 'a')).toHaveLength(2);
+    }
+    const buckets = (usage: UsageAggregator, flag: string) =>
+      usage.pendingUsage('env', flag).sort((x, y) => x.hourMs - y.hourMs);
+    for (const flag of ['a', 'b', 'c'])
+      expect(buckets(tallied, flag)).toEqual(buckets(single, flag));
+    expect(buckets(tallied, 'a')).toEqual([
+      { variationKey: 'on', hourMs: hour - HOUR_MS, count: 2, lastEvaluatedMs: hour - 1000 },
+      { variationKey: 'on', hourMs: hour, count: 3, lastEvaluatedMs: hour + 4000 },
+    ]);
+    expect(tallied.pendingLastEvaluated('env').get('c')).toBe(hour + 4000);
+  });
+
+  it('are written by the next flush', async () => {
+    const written: UsageBatch[] = [];
+    const store: UsageStore = {
+      write: (batch) => {
+        written.push(batch);
+        return Promise.resolve();
+      },
+      prune: () => Promise.resolve(0),
+    };
+    const usage = new UsageAggregator(store, () => undefined);
+    const tally = new ServedTally('env', [{ key: 'a', variation: 'on' }]);
+    const at = Date.UTC(2026, 5, 1, 11, 30);
+    for (let i = 0; i < 5; i++) usage.recordTally(tally, at + i);
+    await usage.flush();
+    expect(written[0]?.evaluations.get('env')?.get('a')?.get('on')).toMatchObject({
+      count: 5,
+      lastMs: at + 4,
+    });
+    await usage.flush();
+    expect(written).toHaveLength(1);
   });
 });
 

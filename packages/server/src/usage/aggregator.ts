@@ -131,6 +131,30 @@ function addToFlag(
 }
 
 /**
+ * Evaluations served again and again as one remembered bulk answer (design record 065): counted
+ * with one increment per answer served, and added to its flags' counts when the aggregator next
+ * reads or writes them, or when the hour turns. The counts' last evaluation time is the answer's
+ * last serving, so it is exact for every flag the answer holds.
+ */
+export class ServedTally {
+  count = 0;
+  hourMs = 0;
+  lastMs = 0;
+
+  /**
+   * @param results the answer's results; those with a null variation served none and do not count
+   */
+  constructor(
+    readonly environmentId: string,
+    readonly results: readonly {
+      key: string;
+      variation: string | null;
+      reason?: EvaluationReason;
+    }[],
+  ) {}
+}
+
+/**
  * Usage recording (design record 008): evaluation counts per flag × environment × variation ×
  * hour with the last evaluation time, custom event counts per environment × key × hour, and each
  * SDK key's last use (design record 025).
@@ -142,6 +166,8 @@ function addToFlag(
  */
 export class UsageAggregator {
   private pending = emptyPending();
+  /** Tallies counted since they were last added to {@link pending}. */
+  private readonly tallies = new Set<ServedTally>();
   /** The batch being written, still visible to reads until it is committed. */
   private flushing: UsageBatch | null = null;
   private flushChain: Promise<void> = Promise.resolve();
@@ -204,6 +230,39 @@ export class UsageAggregator {
     }
     if (this.exposures?.active === true && context !== undefined)
       this.exposures.recordEvaluations(environmentId, results, context, atMs);
+  }
+
+  /**
+   * Counts one more serving of a remembered answer at `atMs`, and, as
+   * {@link recordEvaluations} does, the exposure of `context`'s user when a flag of it is guarded
+   * or in a running experiment. A map update per flag becomes one increment.
+   */
+  recordTally(tally: ServedTally, atMs: number, context?: EvaluationContext): void {
+    const hourMs = startOfHour(atMs);
+    if (tally.count > 0 && tally.hourMs !== hourMs) this.addTally(tally);
+    if (tally.count === 0) {
+      tally.hourMs = hourMs;
+      this.tallies.add(tally);
+    }
+    tally.count += 1;
+    tally.lastMs = atMs;
+    if (this.exposures?.active === true && context !== undefined)
+      this.exposures.recordEvaluations(tally.environmentId, tally.results, context, atMs);
+  }
+
+  /** Adds a tally's count to the pending counts of its flags and starts it again from zero. */
+  private addTally(tally: ServedTally): void {
+    const flags = this.flagsOf(tally.environmentId);
+    for (const { key, variation } of tally.results) {
+      if (variation !== null)
+        addToFlag(flags, key, variation, tally.hourMs, tally.count, tally.lastMs);
+    }
+    tally.count = 0;
+    this.tallies.delete(tally);
+  }
+
+  private addTallies(): void {
+    for (const tally of this.tallies) this.addTally(tally);
   }
 
   /**
@@ -323,6 +382,7 @@ export class UsageAggregator {
    * write is in progress, so a node always sees its own recent traffic.
    */
   pendingUsage(environmentId: string, flagKey: string): PendingFlagUsage[] {
+    this.addTallies();
     const result: PendingFlagUsage[] = [];
     for (const batch of [this.flushing, this.pending]) {
       const buckets = batch?.evaluations.get(environmentId)?.get(flagKey);
@@ -340,6 +400,7 @@ export class UsageAggregator {
 
   /** The not-yet-flushed last evaluation time (epoch ms) of every flag key seen in an environment. */
   pendingLastEvaluated(environmentId: string): Map<string, number> {
+    this.addTallies();
     const result = new Map<string, number>();
     for (const batch of [this.flushing, this.pending]) {
       for (const [flagKey, buckets] of batch?.evaluations.get(environmentId) ?? []) {
@@ -414,6 +475,7 @@ export class UsageAggregator {
   }
 
   private async flushOnce(): Promise<void> {
+    this.addTallies();
     const batch = this.pending;
     if (batch.evaluations.size === 0 && batch.customEvents.size === 0 && !hasLastUses(batch)) {
       this.lastCompleteFlushMs = Date.now();
