@@ -54,6 +54,8 @@ describe('the lean lane answers exactly as the Fastify routes do (design record 
       ({ method: 'POST', url, headers, payload }) as InjectOptions;
     const client = (headers: Record<string, string>, payload: string) =>
       server(headers, payload, '/v1/client/evaluate');
+    const ofrep = (headers: Record<string, string>, payload: string) =>
+      server(headers, payload, '/ofrep/v1/evaluate/flags');
     const flag = JSON.stringify({ flagKey: 'new-checkout', context: { userId: 'u1' } });
     const context = JSON.stringify({ context: { userId: 'u1', plan: 'pro' } });
     const withKey = { ...json, authorization: serverKey };
@@ -98,6 +100,27 @@ describe('the lean lane answers exactly as the Fastify routes do (design record 
       ],
       ['a server key on the client route', client({ ...json, authorization: serverKey }, context)],
       ['client evaluate without a context', client({ ...json, authorization: clientKey }, '{}')],
+      ['OFREP bulk, client key', ofrep({ ...json, authorization: `Bearer ${clientKey}` }, context)],
+      ['OFREP bulk, server key in X-API-Key', ofrep({ ...json, 'x-api-key': serverKey }, context)],
+      [
+        'OFREP bulk from a browser',
+        ofrep({ ...json, authorization: clientKey, origin: 'https://a.example' }, context),
+      ],
+      [
+        'OFREP bulk, naming a stale ETag',
+        ofrep({ ...json, authorization: clientKey, 'if-none-match': '"stale"' }, context),
+      ],
+      [
+        'OFREP bulk, reporting its own evaluations',
+        ofrep({ ...json, authorization: clientKey, 'x-service-reports-evaluations': '1' }, context),
+      ],
+      ['OFREP bulk, malformed JSON', ofrep({ ...json, authorization: clientKey }, '{"context": ')],
+      [
+        'OFREP bulk, a context that is not an object',
+        ofrep({ ...json, authorization: clientKey }, JSON.stringify({ context: 3 })),
+      ],
+      ['OFREP bulk without a key', ofrep(json, context)],
+      ['OFREP bulk, an invalid key', ofrep({ ...json, authorization: 'vxl_cli_nope' }, context)],
       // Not the lane's: these reach Fastify's route from the lane.
       ['text/plain', server({ ...withKey, 'content-type': 'text/plain' }, flag)],
       [
@@ -114,6 +137,19 @@ describe('the lean lane answers exactly as the Fastify routes do (design record 
       const throughFastify = answerOf(await vexil.app.inject(options));
       expect(throughLane, name).toEqual(throughFastify);
     }
+  });
+
+  it('for an OFREP bulk request naming the answer’s ETag: 304 alike', async () => {
+    const bulk = (headers: Record<string, string>): InjectOptions => ({
+      method: 'POST',
+      url: '/ofrep/v1/evaluate/flags',
+      headers: { ...json, authorization: clientKey, ...headers },
+      payload: JSON.stringify({ context: { targetingKey: 'u1' } }),
+    });
+    const etag = (await vexil.inject(bulk({}))).headers.etag as string;
+    const throughLane = answerOf(await vexil.inject(bulk({ 'if-none-match': etag })));
+    expect(throughLane.status).toBe(304);
+    expect(throughLane).toEqual(answerOf(await vexil.app.inject(bulk({ 'if-none-match': etag }))));
   });
 
   it("over a real socket, where the lane is the server's request listener", async () => {

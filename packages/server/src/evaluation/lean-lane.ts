@@ -11,17 +11,37 @@ import { compressedAnswer, COMPRESS_FROM_BYTES } from './answer-compression.js';
 import { BROWSER_CALL_HEADERS } from './cors.js';
 import { problemBody, problemFor } from './problem.js';
 
-/** One `POST` route of the evaluation API that the lean lane serves (design record 030). */
+/**
+ * An answer whose status and headers the route chooses (OFREP bulk's ETag, 304 and compression):
+ * sent with them, its `content-length`, the lane's `nosniff` and, for browsers, CORS headers.
+ * `headers` is a flat list of names and values, without `content-length`.
+ */
+export interface LeanReply {
+  status: number;
+  headers: readonly string[];
+  body: string | Buffer | null;
+}
+
+type LeanAnswer = string | Buffer | LeanReply;
+
+/** One `POST` route of the evaluation API or OFREP that the lean lane serves (design record 030). */
 export interface LeanRoute {
   /** The full path, e.g. `/v1/sdk/evaluate`. */
   path: string;
   /** The route's body schema, compiled by the same validator compiler as the Fastify route's. */
   validate: ValidateFunction;
   /**
-   * The answer to a valid body: JSON text or bytes, at once or later.
-   * @throws (or rejects with) any error {@link problemFor} maps: a ProblemError, an SdkAuthFailure…
+   * The answer to a valid body, at once or later: JSON text or bytes (a 200 the lane compresses
+   * when large), or a {@link LeanReply}.
+   * @throws (or rejects with) any error the route's {@link failure} maps
    */
-  answer(request: IncomingMessage, body: unknown): string | Buffer | Promise<string | Buffer>;
+  answer(request: IncomingMessage, body: unknown): LeanAnswer | Promise<LeanAnswer>;
+  /**
+   * The answer to an error the route threw, or to a body that is not valid JSON (the parser's
+   * error) or not valid (an error with `validation`), as the Fastify route's error handler words
+   * it. Without it, the evaluation API's problem body ({@link problemFor}).
+   */
+  failure?: (error: unknown, log: FastifyBaseLogger) => LeanReply;
   /** Records an answered request's duration in seconds, as the route's metrics hook does. */
   observe(status: number, seconds: number): void;
 }
@@ -108,14 +128,14 @@ function serve(
       const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))?.toString() ?? '';
       answer = route.answer(request, validBody(route, text));
     } catch (error) {
-      done(sendProblem(request, response, error, log));
+      done(sendFailure(route, request, response, error, log));
       return;
     }
     // Sending stays outside the `try`: a failure there must not write a second set of headers.
     if (answer instanceof Promise) {
       answer.then(
         (body) => done(send(request, response, body)),
-        (error: unknown) => done(sendProblem(request, response, error, log)),
+        (error: unknown) => done(sendFailure(route, request, response, error, log)),
       );
     } else {
       done(send(request, response, answer));
@@ -149,10 +169,12 @@ function validBody(route: LeanRoute, text: string): unknown {
 }
 
 /**
- * Sends a 200 JSON answer, compressed when it is large and the client accepts it; returns its
- * status.
+ * Sends an answer: JSON text or bytes as a 200, compressed when large and the client accepts it,
+ * or a route's {@link LeanReply}; returns its status.
  */
-function send(request: IncomingMessage, response: ServerResponse, answer: string | Buffer): number {
+function send(request: IncomingMessage, response: ServerResponse, answer: LeanAnswer): number {
+  if (typeof answer !== 'string' && !Buffer.isBuffer(answer))
+    return sendReply(request, response, answer);
   const { body, encoding } = compressedAnswer(request, answer);
   // A flat list of names and values is the cheapest form of headers for Node to write.
   const headers = [
@@ -168,6 +190,35 @@ function send(request: IncomingMessage, response: ServerResponse, answer: string
   response.writeHead(200, headers);
   response.end(body);
   return 200;
+}
+
+/** Sends a route's reply with the lane's own headers; returns its status. */
+function sendReply(request: IncomingMessage, response: ServerResponse, reply: LeanReply): number {
+  const headers = [...reply.headers, ...NO_SNIFF];
+  if (reply.body !== null) headers.push('content-length', String(Buffer.byteLength(reply.body)));
+  if (request.headers.origin !== undefined) headers.push(...BROWSER_CALL_HEADERS);
+  response.writeHead(reply.status, headers);
+  response.end(reply.body ?? undefined);
+  return reply.status;
+}
+
+/** Sends what the route's {@link LeanRoute.failure} or the problem mapper makes of `error`. */
+function sendFailure(
+  route: LeanRoute,
+  request: IncomingMessage,
+  response: ServerResponse,
+  error: unknown,
+  log: FastifyBaseLogger,
+): number {
+  if (route.failure === undefined) return sendProblem(request, response, error, log);
+  const unparsable = error instanceof UnparsableBody;
+  const reply = route.failure(unparsable ? error.cause : error, log);
+  // Fastify closes the connection after a body it could not parse, as the client may send more.
+  return sendReply(
+    request,
+    response,
+    unparsable ? { ...reply, headers: [...reply.headers, 'connection', 'close'] } : reply,
+  );
 }
 
 /** Sends the problem body `error` maps to; returns its status. */

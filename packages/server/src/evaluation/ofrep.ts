@@ -10,24 +10,29 @@ import {
   type EvaluationResult,
   type FlagMetadata,
 } from '@vexil/engine';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { ValidateFunction } from 'ajv';
+import type { FastifyBaseLogger, FastifyError, FastifyReply } from 'fastify';
+import { Type, type Static, type TSchema } from 'typebox';
 import type { App } from '../http/app-instance.js';
 import { toApiError } from '../http/envelope.js';
 import { ApiError } from '../errors.js';
 import { answerUnmatchedRequests } from '../http/unmatched-routes.js';
 import { fieldProblems, validationSummary } from '../http/validation-messages.js';
+import type { RequestDurations } from '../http/request-durations.js';
 import type { EvaluationServices } from '../services.js';
 import { evaluationEvents } from '../telemetry/evaluation-events.js';
 import { ServedTally } from '../usage/aggregator.js';
 import { compressedAnswer, COMPRESS_FROM_BYTES } from './answer-compression.js';
 import { AnswerMemos } from './answer-memo.js';
 import { joinFragments } from './fragments.js';
+import type { LeanReply, LeanRoute } from './lean-lane.js';
 import { ofrepEventStreams, type OfrepEventStream } from './ofrep-events.js';
 import {
   notAnSdkKeyDetail,
   SdkAuthFailure,
   sdkKeyOf,
+  whenReady,
   type SdkAuthenticator,
 } from './sdk-authenticator.js';
 import type { Snapshot } from './snapshots.js';
@@ -294,8 +299,8 @@ function matchesEtag(ifNoneMatch: string | undefined, etag: string): boolean {
  * Spec: Evaluation API rule 1. With `X-Service-Reports-Evaluations: 1` the caller reports the
  * flags it reads through the events endpoints, so serving them does not count as evaluation.
  */
-function reportsOwnEvaluations(request: FastifyRequest): boolean {
-  return request.headers['x-service-reports-evaluations'] === '1';
+function reportsOwnEvaluations(headers: IncomingHttpHeaders): boolean {
+  return headers['x-service-reports-evaluations'] === '1';
 }
 
 /** An SDK key refusal as OFREP words it: 401 without an error code, or GENERAL for an outage. */
@@ -326,48 +331,178 @@ function refusalError(failure: SdkAuthFailure): OfrepError {
   }
 }
 
-/** Maps any error thrown on an OFREP route to the protocol's wire shapes. */
-function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * What an error on an OFREP route is answered with, in the protocol's wire shapes: the Fastify
+ * routes' error handler and the lean lane's bulk route (design record 065) both send it.
+ * `flagKey` is the single-flag route's.
+ */
+function ofrepFailure(error: unknown, log: FastifyBaseLogger, flagKey?: string): LeanReply {
   let failure: OfrepError;
+  const { validation, statusCode, message } = error as Partial<FastifyError>;
   if (error instanceof OfrepError) {
     failure = error;
   } else if (error instanceof SdkAuthFailure) {
-    if (!error.refusesKey)
-      request.log.error({ err: error.cause }, 'environment configuration unavailable');
+    if (!error.refusesKey) log.error({ err: error.cause }, 'environment configuration unavailable');
     failure = refusalError(error);
-  } else if (error.validation) {
-    const inContext = error.validation.some((issue) => issue.instancePath.startsWith('/context'));
+  } else if (validation) {
+    const inContext = validation.some((issue) => issue.instancePath.startsWith('/context'));
     failure = new OfrepError(
       400,
       inContext ? 'INVALID_CONTEXT' : 'PARSE_ERROR',
-      `The request body is not valid: ${validationSummary(fieldProblems(error.validation, 'body'))}`,
+      `The request body is not valid: ${validationSummary(fieldProblems(validation, 'body'))}`,
     );
-  } else if ((error instanceof ApiError ? error.status : (error.statusCode ?? 500)) < 500) {
+  } else if ((error instanceof ApiError ? error.status : (statusCode ?? 500)) < 500) {
     // Unparseable JSON, an empty body, a media type that is not JSON, a body too large: in the
     // words the other APIs use.
     const mapped = toApiError(error);
     failure = new OfrepError(
       400,
       'PARSE_ERROR',
-      mapped.status < 500 ? mapped.message : error.message,
+      mapped.status < 500 ? mapped.message : (message ?? ''),
     );
   } else {
-    request.log.error({ err: error }, 'OFREP request failed');
+    log.error({ err: error }, 'OFREP request failed');
     failure = new OfrepError(500, 'GENERAL', 'The flag evaluation failed.');
   }
+  const headers = ['content-type', JSON_TYPE];
   if (failure.retryAfterSeconds !== undefined)
-    void reply.header('retry-after', String(failure.retryAfterSeconds));
-  const params = request.params as { key?: string } | undefined;
-  const key = params?.key;
+    headers.push('retry-after', String(failure.retryAfterSeconds));
   const body =
     failure.errorCode === null
       ? { errorDetails: failure.message }
       : {
-          ...(key !== undefined ? { key } : {}),
+          ...(flagKey !== undefined ? { key: flagKey } : {}),
           errorCode: failure.errorCode,
           errorDetails: failure.message,
         };
-  return reply.status(failure.status).type('application/json').send(body);
+  return { status: failure.status, headers, body: JSON.stringify(body) };
+}
+
+/** Sends a {@link LeanReply} through Fastify. */
+function sendReply(reply: FastifyReply, { status, headers, body }: LeanReply) {
+  for (let i = 0; i < headers.length; i += 2)
+    void reply.header(headers[i] as string, headers[i + 1]);
+  return reply.status(status).send(body ?? undefined);
+}
+
+/** The OFREP answers, for the Fastify routes and the lean lane. */
+export interface OfrepAnswers {
+  /**
+   * `POST /evaluate/flags`: the bulk answer for the request's SDK key and `context`, with its
+   * ETag (304 when `If-None-Match` names it), compressed when large and the client accepts it.
+   * @throws (or rejects with) SdkAuthFailure for a refused key
+   */
+  bulk(request: IncomingMessage, context: EvaluationContext): LeanReply | Promise<LeanReply>;
+  /** `POST /evaluate/flags/{key}`: one flag's success. @throws OfrepError, SdkAuthFailure */
+  single(
+    request: IncomingMessage,
+    flagKey: string,
+    context: EvaluationContext,
+  ): Promise<OfrepSuccess>;
+}
+
+/** The OFREP answers from the node's snapshots, SDK keys and usage counting. */
+export function ofrepAnswers(services: EvaluationServices, sdk: SdkAuthenticator): OfrepAnswers {
+  /** The SDK key's access: its snapshot, and the flags it sees. */
+  interface Authorized {
+    snapshot: Snapshot;
+    visible: (flagKey: string) => boolean;
+    /** The positions of the flags the key sees, in configuration order. */
+    positions: () => readonly number[];
+    eventStreams: () => OfrepEventStream[];
+  }
+
+  /** Authenticates the SDK key, at once when its grant and snapshot are at hand. */
+  function authorize(headers: IncomingHttpHeaders): Authorized | Promise<Authorized> {
+    const apiKey = headers['x-api-key'];
+    const credential = headers.authorization ?? (typeof apiKey === 'string' ? apiKey : undefined);
+    return whenReady(sdk.authenticateEither(credential), ({ type, snapshot }) => {
+      const clientKeys = snapshot.clientSideKeys;
+      const visible =
+        type === 'ServerSide' ? () => true : (flagKey: string) => clientKeys.has(flagKey);
+      const positions = () => {
+        if (type !== 'ServerSide') return snapshot.clientFlags;
+        let every = everyFlag.get(snapshot);
+        if (!every) everyFlag.set(snapshot, (every = selectFlags(snapshot.compiled)));
+        return every;
+      };
+      const eventStreams = () => ofrepEventStreams(type, sdkKeyOf(credential ?? ''));
+      return { snapshot, visible, positions, eventStreams };
+    });
+  }
+
+  const nowMs = () => services.clock.now().getTime();
+
+  return {
+    bulk: (request, context) =>
+      whenReady(authorize(request.headers), ({ snapshot, positions, eventStreams }): LeanReply => {
+        // OFREP event streams (ADR-0008, design record 052): where the provider hears of changes.
+        const { body, etag, results, tally } = ofrepBulkAnswer(
+          snapshot,
+          positions(),
+          context,
+          JSON.stringify(eventStreams()),
+        );
+        if (evaluationEvents !== null)
+          evaluationEvents.record(request.headers, snapshot, context, () => results);
+        const headers = ['cache-control', 'no-cache'];
+        if (body.length >= COMPRESS_FROM_BYTES) headers.push('vary', 'accept-encoding');
+        if (matchesEtag(request.headers['if-none-match'], etag))
+          return { status: 304, headers: [...headers, 'etag', etag], body: null };
+        if (!reportsOwnEvaluations(request.headers))
+          services.usage.recordTally(tally, nowMs(), context);
+        const compressed = compressedAnswer(request, body);
+        headers.push('content-type', JSON_TYPE);
+        // A compressed answer is another representation: its ETag is the answer's, weak.
+        if (compressed.encoding === undefined) headers.push('etag', etag);
+        else headers.push('etag', `W/${etag}`, 'content-encoding', compressed.encoding);
+        return { status: 200, headers, body: compressed.body };
+      }),
+
+    async single(request, flagKey, context) {
+      const { snapshot, visible } = await authorize(request.headers);
+      // A flag the key may not see is reported exactly like one that does not exist.
+      if (!visible(flagKey)) throw notFound(flagKey);
+      const result = evaluateFlag(snapshot.compiled, flagKey, context);
+      if (evaluationEvents !== null)
+        evaluationEvents.record(request.headers, snapshot, context, () => [result]);
+      const response = toOfrep(snapshot, result);
+      if (isFailure(response)) {
+        throw new OfrepError(
+          failureStatus(response.errorCode),
+          response.errorCode,
+          response.errorDetails,
+        );
+      }
+      if (!reportsOwnEvaluations(request.headers))
+        services.usage.recordEvaluations(snapshot.environmentId, [result], nowMs(), context);
+      return response;
+    },
+  };
+}
+
+const BULK_PATH = '/ofrep/v1/evaluate/flags';
+
+/**
+ * OFREP bulk evaluation in the lean lane (design records 030 and 065): browsers and client
+ * providers ask for every flag at once, so it leaves Fastify's request lifecycle as the
+ * evaluation API's hot routes do. `compile` is the Fastify routes' validator compiler.
+ */
+export function ofrepLeanRoute(
+  answers: OfrepAnswers,
+  compile: (schema: TSchema) => ValidateFunction,
+  durations: Pick<RequestDurations, 'recorder'>,
+): LeanRoute {
+  return {
+    path: BULK_PATH,
+    validate: compile(RequestSchema),
+    answer: (request, body) =>
+      answers.bulk(request, (body as Static<typeof RequestSchema>).context ?? {}),
+    failure: (error, log) => ofrepFailure(error, log),
+    observe: durations.recorder('POST', BULK_PATH),
+  };
 }
 
 /**
@@ -376,12 +511,13 @@ function ofrepErrorHandler(error: FastifyError, request: FastifyRequest, reply: 
  * see every flag, client keys only client-side-visible ones (others are FLAG_NOT_FOUND).
  * Answers come from the same in-memory snapshots as the Vexil evaluation API.
  */
-export function registerOfrepApi(
-  app: App,
-  services: EvaluationServices,
-  sdk: SdkAuthenticator,
-): void {
-  app.setErrorHandler(ofrepErrorHandler);
+export function registerOfrepApi(app: App, answers: OfrepAnswers): void {
+  app.setErrorHandler((error, request, reply) =>
+    sendReply(
+      reply,
+      ofrepFailure(error, request.log, (request.params as { key?: string } | undefined)?.key),
+    ),
+  );
   answerUnmatchedRequests(app, ({ method, path, allowed }) =>
     allowed.length > 0
       ? new OfrepError(
@@ -391,43 +527,6 @@ export function registerOfrepApi(
         )
       : new OfrepError(404, null, `No route ${method} ${path}.`),
   );
-
-  /** Authenticates the SDK key; returns its snapshot and which flags it may see. */
-  async function authorize(request: FastifyRequest): Promise<{
-    snapshot: Snapshot;
-    visible: (flagKey: string) => boolean;
-    /** The positions of the flags the key sees, in configuration order. */
-    positions: () => readonly number[];
-    eventStreams: () => OfrepEventStream[];
-  }> {
-    const apiKey = request.headers['x-api-key'];
-    const credential =
-      request.headers.authorization ?? (typeof apiKey === 'string' ? apiKey : undefined);
-    const { type, snapshot } = await sdk.authenticateEither(credential);
-    const clientKeys = snapshot.clientSideKeys;
-    const visible =
-      type === 'ServerSide' ? () => true : (flagKey: string) => clientKeys.has(flagKey);
-    const positions = () => {
-      if (type !== 'ServerSide') return snapshot.clientFlags;
-      let every = everyFlag.get(snapshot);
-      if (!every) everyFlag.set(snapshot, (every = selectFlags(snapshot.compiled)));
-      return every;
-    };
-    const eventStreams = () => ofrepEventStreams(type, sdkKeyOf(credential ?? ''));
-    return { snapshot, visible, positions, eventStreams };
-  }
-
-  /** Counts served evaluations (results with a variation) unless the caller reports its own. */
-  function recordServed(
-    request: FastifyRequest,
-    snapshot: Snapshot,
-    results: readonly EvaluationResult[],
-    context: EvaluationContext,
-  ) {
-    if (reportsOwnEvaluations(request)) return;
-    const nowMs = services.clock.now().getTime();
-    services.usage.recordEvaluations(snapshot.environmentId, results, nowMs, context);
-  }
 
   app.post(
     '/evaluate/flags/:key',
@@ -442,23 +541,11 @@ export function registerOfrepApi(
       },
     },
     async (request, reply) => {
-      const { snapshot, visible } = await authorize(request);
-      const flagKey = request.params.key;
-      const context = request.body.context ?? {};
-      // A flag the key may not see is reported exactly like one that does not exist.
-      if (!visible(flagKey)) throw notFound(flagKey);
-      const result = evaluateFlag(snapshot.compiled, flagKey, context);
-      if (evaluationEvents !== null)
-        evaluationEvents.record(request.headers, snapshot, context, () => [result]);
-      const response = toOfrep(snapshot, result);
-      if (isFailure(response)) {
-        throw new OfrepError(
-          failureStatus(response.errorCode),
-          response.errorCode,
-          response.errorDetails,
-        );
-      }
-      recordServed(request, snapshot, [result], context);
+      const response = await answers.single(
+        request.raw,
+        request.params.key,
+        request.body.context ?? {},
+      );
       return reply.type('application/json').send(response);
     },
   );
@@ -473,29 +560,7 @@ export function registerOfrepApi(
         body: RequestSchema,
       },
     },
-    async (request, reply) => {
-      const { snapshot, positions, eventStreams } = await authorize(request);
-      const context = request.body.context ?? {};
-      // OFREP event streams (ADR-0008, design record 052): where the provider hears of changes.
-      const { body, etag, results, tally } = ofrepBulkAnswer(
-        snapshot,
-        positions(),
-        context,
-        JSON.stringify(eventStreams()),
-      );
-      if (evaluationEvents !== null)
-        evaluationEvents.record(request.headers, snapshot, context, () => results);
-      void reply.header('cache-control', 'no-cache');
-      if (body.length >= COMPRESS_FROM_BYTES) void reply.header('vary', 'accept-encoding');
-      if (matchesEtag(request.headers['if-none-match'], etag))
-        return reply.header('etag', etag).status(304).send();
-      if (!reportsOwnEvaluations(request))
-        services.usage.recordTally(tally, services.clock.now().getTime(), context);
-      const compressed = compressedAnswer(request.raw, body);
-      // A compressed answer is another representation: its ETag is the answer's, weak.
-      if (compressed.encoding === undefined) void reply.header('etag', etag);
-      else void reply.header('etag', `W/${etag}`).header('content-encoding', compressed.encoding);
-      return reply.type('application/json').send(compressed.body);
-    },
+    async (request, reply) =>
+      sendReply(reply, await answers.bulk(request.raw, request.body.context ?? {})),
   );
 }

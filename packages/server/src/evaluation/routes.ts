@@ -13,7 +13,7 @@ import { registerEventRoutes } from './events-routes.js';
 import { clientFlagsBody } from './client-flags.js';
 import type { LeanRoute } from './lean-lane.js';
 import { ProblemError, problemErrorHandler } from './problem.js';
-import type { SdkAuthenticator, SdkKeyType } from './sdk-authenticator.js';
+import { whenReady, type SdkAuthenticator, type SdkKeyType } from './sdk-authenticator.js';
 import type { SdkKeyResolver } from './sdk-keys.js';
 import { flagDocument, type SnapshotStore } from './snapshots.js';
 import { registerOfrepEvents } from './ofrep-events.js';
@@ -75,14 +75,6 @@ function serverResultJson(result: EvaluationResult): string {
     `{"key":${JSON.stringify(result.key)},"variation":${JSON.stringify(result.variation)},` +
     `"value":${JSON.stringify(result.value)},"reason":${JSON.stringify(result.reason)}${prerequisite}}`
   );
-}
-
-/**
- * Calls `next` with `value` at once, or once it settles when it is a promise: the evaluation
- * routes' snapshot is almost always at hand, and a promise per request costs measurably.
- */
-function whenReady<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Promise<R> {
-  return value instanceof Promise ? value.then(next) : next(value);
 }
 
 /**

@@ -3,7 +3,7 @@ import type { ValidateFunction } from 'ajv';
 import type { TSchema } from 'typebox';
 import { allowBrowserCalls } from '../evaluation/cors.js';
 import { leanLane } from '../evaluation/lean-lane.js';
-import { registerOfrepApi } from '../evaluation/ofrep.js';
+import { ofrepAnswers, ofrepLeanRoute, registerOfrepApi } from '../evaluation/ofrep.js';
 import {
   EVALUATION_PREFIX,
   evaluationAnswers,
@@ -47,6 +47,7 @@ export async function registerEvaluationRole(
     services.usage,
   );
   const answers = evaluationAnswers(services, sdk);
+  const ofrep = ofrepAnswers(services, sdk);
   await app.register(
     async (evaluation) => {
       limitBodies(evaluation, BODY_LIMITS.evaluation);
@@ -59,16 +60,19 @@ export async function registerEvaluationRole(
     { prefix: EVALUATION_PREFIX },
   );
   await app.register(
-    async (ofrep) => {
-      limitBodies(ofrep, BODY_LIMITS.evaluation);
-      await allowBrowserCalls(ofrep);
-      registerOfrepApi(ofrep, services, sdk);
+    async (ofrepApi) => {
+      limitBodies(ofrepApi, BODY_LIMITS.evaluation);
+      await allowBrowserCalls(ofrepApi);
+      registerOfrepApi(ofrepApi, ofrep);
     },
     { prefix: '/ofrep/v1' },
   );
   // The hot routes leave Fastify's request lifecycle (design record 030).
   return leanLane(
-    leanRoutes(answers, options.compileBody, options.durations),
+    [
+      ...leanRoutes(answers, options.compileBody, options.durations),
+      ofrepLeanRoute(ofrep, options.compileBody, options.durations),
+    ],
     { bodyLimit: BODY_LIMITS.evaluation, accepting: options.accepting, log: app.log },
     options.fallback,
   );
