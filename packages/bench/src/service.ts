@@ -12,8 +12,12 @@ import {
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = resolve(here, '../../..');
-/** The scripts the benchmarks start: `vexil` itself, and the reference servers beside it. */
-export const CLI = join(REPO_ROOT, 'packages/server/dist/cli.js');
+/**
+ * The scripts the benchmarks start: `vexil` itself, and the reference servers beside it.
+ * `VEXIL_BENCH_CLI` names another build's `cli.js`, to measure it with this harness (a build of
+ * an earlier commit, for a before-and-after figure).
+ */
+export const CLI = process.env.VEXIL_BENCH_CLI ?? join(REPO_ROOT, 'packages/server/dist/cli.js');
 export const HELLO_SERVER = join(here, 'hello-server.js');
 export const IDLE_LANE_SERVER = join(here, 'idle-lane-server.js');
 

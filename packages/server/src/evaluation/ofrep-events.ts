@@ -38,6 +38,21 @@ export function ofrepEventStreams(type: SdkKeyType, key: string): OfrepEventStre
   return [{ type: 'sse', endpoint: { requestUri }, inactivityDelaySec: INACTIVITY_DELAY_SEC }];
 }
 
+/** Per snapshot, the `eventStreams` JSON of each key that has asked: its environment's keys. */
+const eventStreamsJson = new WeakMap<Snapshot, Map<string, string>>();
+
+/**
+ * {@link ofrepEventStreams} as JSON, made once per key and configuration version: a bulk answer
+ * is sent for every request, and the key's streams are the same each time.
+ */
+export function ofrepEventStreamsJson(snapshot: Snapshot, type: SdkKeyType, key: string): string {
+  let byKey = eventStreamsJson.get(snapshot);
+  if (!byKey) eventStreamsJson.set(snapshot, (byKey = new Map()));
+  let json = byKey.get(key);
+  if (json === undefined) byKey.set(key, (json = JSON.stringify(ofrepEventStreams(type, key))));
+  return json;
+}
+
 /** Each snapshot's `refetchEvaluation` frame: one buffer written to every stream of the environment. */
 const refetchFrames = new WeakMap<Snapshot, Buffer>();
 

@@ -27,13 +27,15 @@ import { compressedAnswer, COMPRESS_FROM_BYTES } from './answer-compression.js';
 import { AnswerMemos } from './answer-memo.js';
 import { joinFragments } from './fragments.js';
 import type { LeanReply, LeanRoute } from './lean-lane.js';
-import { ofrepEventStreams, type OfrepEventStream } from './ofrep-events.js';
+import { ofrepEventStreamsJson } from './ofrep-events.js';
 import {
   notAnSdkKeyDetail,
   SdkAuthFailure,
   sdkKeyOf,
   whenReady,
+  type SdkAccess,
   type SdkAuthenticator,
+  type SdkKeyType,
 } from './sdk-authenticator.js';
 import type { Snapshot } from './snapshots.js';
 
@@ -170,6 +172,17 @@ interface OfrepEntry extends Pick<
 const bulkEntriesBySnapshot = new WeakMap<Snapshot, (OfrepEntry[] | undefined)[]>();
 /** Per snapshot, every flag's position: what a server key's bulk answer evaluates. */
 const everyFlag = new WeakMap<Snapshot, number[]>();
+
+/**
+ * The positions of the flags a key of `type` sees, in configuration order: a server key every
+ * flag, a client key the client-side-visible ones.
+ */
+function visiblePositions(type: SdkKeyType, snapshot: Snapshot): readonly number[] {
+  if (type !== 'ServerSide') return snapshot.clientFlags;
+  let every = everyFlag.get(snapshot);
+  if (!every) everyFlag.set(snapshot, (every = selectFlags(snapshot.compiled)));
+  return every;
+}
 
 function bulkEntries(snapshot: Snapshot): (OfrepEntry[] | undefined)[] {
   let byFlag = bulkEntriesBySnapshot.get(snapshot);
@@ -405,45 +418,33 @@ export interface OfrepAnswers {
 
 /** The OFREP answers from the node's snapshots, SDK keys and usage counting. */
 export function ofrepAnswers(services: EvaluationServices, sdk: SdkAuthenticator): OfrepAnswers {
-  /** The SDK key's access: its snapshot, and the flags it sees. */
-  interface Authorized {
-    snapshot: Snapshot;
-    visible: (flagKey: string) => boolean;
-    /** The positions of the flags the key sees, in configuration order. */
-    positions: () => readonly number[];
-    eventStreams: () => OfrepEventStream[];
+  /** The request's SDK key (`Authorization`, or `X-API-Key`) and what it grants. */
+  interface Authorized extends SdkAccess {
+    key: string;
   }
 
   /** Authenticates the SDK key, at once when its grant and snapshot are at hand. */
   function authorize(headers: IncomingHttpHeaders): Authorized | Promise<Authorized> {
     const apiKey = headers['x-api-key'];
     const credential = headers.authorization ?? (typeof apiKey === 'string' ? apiKey : undefined);
-    return whenReady(sdk.authenticateEither(credential), ({ type, snapshot }) => {
-      const clientKeys = snapshot.clientSideKeys;
-      const visible =
-        type === 'ServerSide' ? () => true : (flagKey: string) => clientKeys.has(flagKey);
-      const positions = () => {
-        if (type !== 'ServerSide') return snapshot.clientFlags;
-        let every = everyFlag.get(snapshot);
-        if (!every) everyFlag.set(snapshot, (every = selectFlags(snapshot.compiled)));
-        return every;
-      };
-      const eventStreams = () => ofrepEventStreams(type, sdkKeyOf(credential ?? ''));
-      return { snapshot, visible, positions, eventStreams };
-    });
+    return whenReady(sdk.authenticateEither(credential), ({ type, snapshot }) => ({
+      type,
+      snapshot,
+      key: sdkKeyOf(credential ?? ''),
+    }));
   }
 
   const nowMs = () => services.clock.now().getTime();
 
   return {
     bulk: (request, context) =>
-      whenReady(authorize(request.headers), ({ snapshot, positions, eventStreams }): LeanReply => {
+      whenReady(authorize(request.headers), ({ type, snapshot, key }): LeanReply => {
         // OFREP event streams (ADR-0008, design record 052): where the provider hears of changes.
         const { body, etag, results, tally } = ofrepBulkAnswer(
           snapshot,
-          positions(),
+          visiblePositions(type, snapshot),
           context,
-          JSON.stringify(eventStreams()),
+          ofrepEventStreamsJson(snapshot, type, key),
         );
         if (evaluationEvents !== null)
           evaluationEvents.record(request.headers, snapshot, context, () => results);
@@ -462,9 +463,9 @@ export function ofrepAnswers(services: EvaluationServices, sdk: SdkAuthenticator
       }),
 
     async single(request, flagKey, context) {
-      const { snapshot, visible } = await authorize(request.headers);
+      const { type, snapshot } = await authorize(request.headers);
       // A flag the key may not see is reported exactly like one that does not exist.
-      if (!visible(flagKey)) throw notFound(flagKey);
+      if (type === 'ClientSide' && !snapshot.clientSideKeys.has(flagKey)) throw notFound(flagKey);
       const result = evaluateFlag(snapshot.compiled, flagKey, context);
       if (evaluationEvents !== null)
         evaluationEvents.record(request.headers, snapshot, context, () => [result]);
