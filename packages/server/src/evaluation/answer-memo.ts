@@ -36,13 +36,10 @@ export class AnswerMemo<Answer extends { size: number }> {
     this.attributes = attributesRead(env, positions);
   }
 
-  /**
-   * The key `context`'s answer is remembered under (`prefix` tells apart answers that differ in
-   * more than the context), or undefined when the memo is off or the key too long.
-   */
-  key(context: EvaluationContext, prefix = ''): string | undefined {
+  /** The key `context`'s answer is remembered under, or undefined when the memo is off or the key too long. */
+  key(context: EvaluationContext): string | undefined {
     if (!this.on) return undefined;
-    const key = prefix + readsKey(context, this.attributes);
+    const key = readsKey(context, this.attributes);
     return key.length > MAX_KEY_LENGTH ? undefined : key;
   }
 
@@ -73,15 +70,18 @@ export class AnswerMemo<Answer extends { size: number }> {
 }
 
 /**
- * The memo of each flag selection of a snapshot: a selection (the positions array a snapshot
- * holds for client keys, or for server keys) names its memo for as long as it lives.
+ * The memos of each flag selection of a snapshot: a selection (the positions array a snapshot
+ * holds for client keys, or for server keys) names its memos for as long as it lives, one per
+ * `variant` (what else an answer depends on than the context: OFREP's event streams).
  */
 export class AnswerMemos<Answer extends { size: number }> {
-  private readonly memos = new WeakMap<readonly number[], AnswerMemo<Answer>>();
+  private readonly memos = new WeakMap<readonly number[], Map<string, AnswerMemo<Answer>>>();
 
-  of(env: CompiledEnvironment, positions: readonly number[]): AnswerMemo<Answer> {
-    let memo = this.memos.get(positions);
-    if (memo === undefined) this.memos.set(positions, (memo = new AnswerMemo(env, positions)));
+  of(env: CompiledEnvironment, positions: readonly number[], variant = ''): AnswerMemo<Answer> {
+    let variants = this.memos.get(positions);
+    if (variants === undefined) this.memos.set(positions, (variants = new Map()));
+    let memo = variants.get(variant);
+    if (memo === undefined) variants.set(variant, (memo = new AnswerMemo(env, positions)));
     return memo;
   }
 }

@@ -240,8 +240,8 @@ export interface BulkAnswer {
 const rememberedAnswers = new AnswerMemos<BulkAnswer>();
 
 /**
- * The OFREP bulk answer for a context: `{"flags":[…],"eventStreams":…}`. Remembered by the
- * event streams and the values of the attributes the flags read (design record 065); else each
+ * The OFREP bulk answer for a context: `{"flags":[…],"eventStreams":…}`. Remembered, per
+ * event streams, by the values of the attributes the flags read (design record 065); else each
  * flag's cached entry is copied into one buffer, the same bytes as `JSON.stringify` of the mapped
  * results. Its ETag is mixed from the entries' digests and the event streams, so it changes
  * exactly when the answer's bytes do, on every node alike, without hashing the answer per request.
@@ -252,8 +252,8 @@ export function ofrepBulkAnswer(
   context: EvaluationContext,
   eventStreams: string,
 ): BulkAnswer {
-  const memo = rememberedAnswers.of(snapshot.compiled, positions);
-  const key = memo.key(context, eventStreams);
+  const memo = rememberedAnswers.of(snapshot.compiled, positions, eventStreams);
+  const key = memo.key(context);
   const remembered = key === undefined ? undefined : memo.get(key);
   if (remembered !== undefined) return remembered;
   const results = evaluateSelected(snapshot.compiled, context, positions);
