@@ -79,7 +79,8 @@ export class AnswerMemos<Answer extends { size: number }> {
 
   of(env: CompiledEnvironment, positions: readonly number[], variant = ''): AnswerMemo<Answer> {
     let variants = this.memos.get(positions);
-    if (variants === undefined) this.memos.set(positions, (variants = new Map()));
+    if (variants === undefined)
+      this.memos.set(positions, (variants = new Map<string, AnswerMemo<Answer>>()));
     let memo = variants.get(variant);
     if (memo === undefined) variants.set(variant, (memo = new AnswerMemo(env, positions)));
     return memo;

@@ -47,7 +47,7 @@ const eventStreamsJson = new WeakMap<Snapshot, Map<string, string>>();
  */
 export function ofrepEventStreamsJson(snapshot: Snapshot, type: SdkKeyType, key: string): string {
   let byKey = eventStreamsJson.get(snapshot);
-  if (!byKey) eventStreamsJson.set(snapshot, (byKey = new Map()));
+  if (!byKey) eventStreamsJson.set(snapshot, (byKey = new Map<string, string>()));
   let json = byKey.get(key);
   if (json === undefined) byKey.set(key, (json = JSON.stringify(ofrepEventStreams(type, key))));
   return json;
