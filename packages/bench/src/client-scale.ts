@@ -43,9 +43,8 @@ interface ScaleProject {
   serverKey: string;
 }
 
-/** Server evaluate of one flag is measured in the issue's project (it was 0.58 before issue 49). */
+/** Server evaluate of one flag is measured in the issue's project, to compare builds. */
 const SERVER_EVALUATE_FLAGS = 350;
-const SERVER_EVALUATE_TARGET = 0.58;
 
 /** Seeds project `scale-<n>` with `n` flags of the benchmark's shape, on in production. */
 async function seedProject(client: ManagementClient, flagCount: number): Promise<ScaleProject> {
@@ -163,10 +162,6 @@ function report(figures: Figure[]): string {
     (figure) => figure.flagCount === 350 && figure.route !== 'server evaluate',
   );
   const met = at350.length > 0 && at350.every((figure) => figure.throughput >= 0.4);
-  const serverEvaluate = figures.filter((figure) => figure.route === 'server evaluate');
-  const serverMet =
-    serverEvaluate.length > 0 &&
-    serverEvaluate.every((figure) => figure.throughput >= SERVER_EVALUATE_TARGET);
   const rows = figures.map(
     (figure) =>
       `| ${figure.flagCount} | ${figure.route} | ${figure.server} | ` +
@@ -188,7 +183,7 @@ function report(figures: Figure[]): string {
       'on one CPU for its 350-flag set (its docs/benchmarking.md).',
     '',
     `Target at 350 flags, client evaluate and OFREP bulk, full node and relay: at least 0.4 of the ceiling: **${met ? 'met' : 'not met'}**. ` +
-      `Server evaluate of one flag (in the 350-flag project) at or above ${SERVER_EVALUATE_TARGET}, its figure before this work: **${serverMet ? 'met' : 'not met'}**.`,
+      'Server evaluate of one flag (in the 350-flag project) is measured to show it did not get slower: design record 065 pairs it with the build before, run by this harness through `VEXIL_BENCH_CLI`.',
     '',
     '| flags | route | server | answer | throughput ratio | CPU ratio | CPU per request | requests/s per core |',
     '| ----- | ----- | ------ | ------ | ---------------- | --------- | --------------- | ------------------- |',
