@@ -7,6 +7,13 @@ import {
 
 /** Bytes of answers one memo holds before it starts again empty. */
 const MEMO_BYTES = 4 * 1024 * 1024;
+/** Heap an engine result and its array slot take (measured at 10,000 flags: 72 bytes). */
+const RESULT_BYTES = 72;
+
+/** What a remembered answer holds: its bytes, and the results its servings are counted by. */
+export function answerSize(body: Buffer, results: readonly unknown[]): number {
+  return body.length + results.length * RESULT_BYTES;
+}
 /** Longer keys (large attribute values) are not remembered: the key would cost what it saves. */
 const MAX_KEY_LENGTH = 1024;
 /** How many lookups a memo is judged over, and the hits it needs among them to stay on. */

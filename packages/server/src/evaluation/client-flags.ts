@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { evaluateSelected, type EvaluationContext, type EvaluationResult } from '@vexil/engine';
 import { evaluationEvents } from '../telemetry/evaluation-events.js';
 import { ServedTally, type UsageAggregator } from '../usage/aggregator.js';
-import { AnswerMemos } from './answer-memo.js';
+import { answerSize, AnswerMemos } from './answer-memo.js';
 import { joinFragments } from './fragments.js';
 import type { ServedEntry, Snapshot } from './snapshots.js';
 
@@ -118,7 +118,7 @@ function clientAnswer(snapshot: Snapshot, context: EvaluationContext): ClientAns
     body,
     results,
     tally: new ServedTally(snapshot.environmentId, results),
-    size: body.length,
+    size: answerSize(body, results),
   };
 }
 

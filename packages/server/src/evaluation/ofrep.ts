@@ -24,7 +24,7 @@ import type { EvaluationServices } from '../services.js';
 import { evaluationEvents } from '../telemetry/evaluation-events.js';
 import { ServedTally } from '../usage/aggregator.js';
 import { compressedAnswer, COMPRESS_FROM_BYTES } from './answer-compression.js';
-import { AnswerMemos } from './answer-memo.js';
+import { answerSize, AnswerMemos } from './answer-memo.js';
 import { joinFragments } from './fragments.js';
 import type { LeanReply, LeanRoute } from './lean-lane.js';
 import { ofrepEventStreamsJson } from './ofrep-events.js';
@@ -283,7 +283,7 @@ export function ofrepBulkAnswer(
     etag: `"${tag.toString('base64url')}"`,
     results,
     tally: new ServedTally(snapshot.environmentId, served),
-    size: body.length,
+    size: answerSize(body, results),
   };
   if (key !== undefined) memo.set(key, answer);
   return answer;
