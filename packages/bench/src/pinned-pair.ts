@@ -140,7 +140,7 @@ function loadBoth(
 }
 
 /**
- * One pair: the reference and Vexil loaded at once, {@link ROUNDS} times.
+ * One pair: the reference and Vexil loaded at once, {@link ROUNDS} times (or `options.rounds`).
  * @param options.answersAreErrors the scenario answers 4xx by design, so wrk's error count is
  *   not checked
  * @param options.labels what the rounds call the reference and the measured server
@@ -153,7 +153,7 @@ export async function measurePair(
   reference: { server: PinnedServer; scenario: LoadScenario },
   vexil: { server: PinnedServer; scenario: LoadScenario },
   scratchDir: string,
-  options: { answersAreErrors?: boolean; labels?: [string, string] } = {},
+  options: { answersAreErrors?: boolean; labels?: [string, string]; rounds?: number } = {},
 ): Promise<{ throughput: number; cpu: number; cpuMicroseconds: number }> {
   const [referenceLabel, measuredLabel] = options.labels ?? ['bare', 'Vexil'];
   const pids = [reference.server.service.child.pid ?? 0, vexil.server.service.child.pid ?? 0];
@@ -162,7 +162,7 @@ export async function measurePair(
   const ratios: number[] = [];
   const cpuRatios: number[] = [];
   const ourCpus: number[] = [];
-  for (let round = 1; round <= ROUNDS; round++) {
+  for (let round = 1; round <= (options.rounds ?? ROUNDS); round++) {
     const before = await Promise.all(pids.map(cpuMicroseconds));
     const [bare, ours] = await loadBoth(reference, vexil, scratchDir, SECONDS);
     const after = await Promise.all(pids.map(cpuMicroseconds));

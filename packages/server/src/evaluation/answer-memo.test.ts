@@ -30,38 +30,51 @@ const env = compileEnvironment({
 });
 const positions = selectFlags(env);
 
+/** Asks `memo` for `context`'s answer; says whether it had to be written. */
+function ask(memo: AnswerMemo<{ size: number }>, context: object, size = 100): boolean {
+  let written = false;
+  memo.answerFor(context, () => {
+    written = true;
+    return { size };
+  });
+  return written;
+}
+
 describe('an answer memo', () => {
+  it('remembers an answer for the contexts that read the same values', () => {
+    const memo = new AnswerMemo<{ size: number }>(env, positions);
+    expect(ask(memo, { userId: 'a', plan: 'pro' })).toBe(true);
+    expect(ask(memo, { userId: 'a', plan: 'free' })).toBe(false);
+    expect(ask(memo, { attributes: { userId: 'a' } })).toBe(false);
+    expect(ask(memo, { userId: 'b' })).toBe(true);
+  });
+
   it('turns itself off when fewer than a quarter of its lookups hit', () => {
     const memo = new AnswerMemo<{ size: number }>(env, positions);
-    for (let i = 0; i < 1024; i++) {
-      const key = memo.key({ userId: `user-${i}` });
-      expect(key).toBeDefined();
-      expect(memo.get(key as string)).toBeUndefined();
-      memo.set(key as string, { size: 100 });
-    }
-    expect(memo.key({ userId: 'user-1' })).toBeUndefined();
+    for (let i = 0; i < 1024; i++) expect(ask(memo, { userId: `user-${i}` })).toBe(true);
+    // Off: the answer just written is not remembered.
+    expect(ask(memo, { userId: 'again' })).toBe(true);
+    expect(ask(memo, { userId: 'again' })).toBe(true);
   });
 
   it('stays on while answers repeat', () => {
     const memo = new AnswerMemo<{ size: number }>(env, positions);
-    for (let i = 0; i < 5000; i++) {
-      const key = memo.key({ userId: `user-${i % 100}` }) as string;
-      if (memo.get(key) === undefined) memo.set(key, { size: 100 });
-    }
-    expect(memo.key({ userId: 'user-1' })).toBeDefined();
+    for (let i = 0; i < 5000; i++) ask(memo, { userId: `user-${i % 100}` });
+    expect(ask(memo, { userId: 'user-1' })).toBe(false);
   });
 
   it('starts again empty when its answers would pass 4 MiB', () => {
     const memo = new AnswerMemo<{ size: number }>(env, positions);
-    const first = memo.key({ userId: 'first' }) as string;
-    memo.set(first, { size: 3 * 1024 * 1024 });
-    expect(memo.get(first)).toBeDefined();
-    memo.set(memo.key({ userId: 'second' }) as string, { size: 2 * 1024 * 1024 });
-    expect(memo.get(first)).toBeUndefined();
+    ask(memo, { userId: 'first' }, 3 * 1024 * 1024);
+    expect(ask(memo, { userId: 'first' })).toBe(false);
+    ask(memo, { userId: 'second' }, 2 * 1024 * 1024);
+    expect(ask(memo, { userId: 'first' })).toBe(true);
   });
 
   it('does not remember contexts whose key would be longer than 1,024 characters', () => {
     const memo = new AnswerMemo<{ size: number }>(env, positions);
-    expect(memo.key({ userId: 'x'.repeat(2000) })).toBeUndefined();
+    const long = { userId: 'x'.repeat(2000) };
+    ask(memo, long);
+    expect(ask(memo, long)).toBe(true);
   });
 });

@@ -43,15 +43,25 @@ export class AnswerMemo<Answer extends { size: number }> {
     this.attributes = attributesRead(env, positions);
   }
 
+  /** The answer remembered for `context`, else the one `write` makes, remembered when it can be. */
+  answerFor(context: EvaluationContext, write: () => Answer): Answer {
+    const key = this.key(context);
+    const remembered = key === undefined ? undefined : this.get(key);
+    if (remembered !== undefined) return remembered;
+    const answer = write();
+    if (key !== undefined) this.set(key, answer);
+    return answer;
+  }
+
   /** The key `context`'s answer is remembered under, or undefined when the memo is off or the key too long. */
-  key(context: EvaluationContext): string | undefined {
+  private key(context: EvaluationContext): string | undefined {
     if (!this.on) return undefined;
     const key = readsKey(context, this.attributes);
     return key.length > MAX_KEY_LENGTH ? undefined : key;
   }
 
   /** The remembered answer for `key`; counts the lookup towards whether the memo stays on. */
-  get(key: string): Answer | undefined {
+  private get(key: string): Answer | undefined {
     const answer = this.answers.get(key);
     this.lookups += 1;
     if (answer !== undefined) this.hits += 1;
@@ -65,7 +75,7 @@ export class AnswerMemo<Answer extends { size: number }> {
   }
 
   /** Remembers `answer` under `key`, starting again empty when the memo is full. */
-  set(key: string, answer: Answer): void {
+  private set(key: string, answer: Answer): void {
     if (!this.on) return;
     if (this.bytes + answer.size > MEMO_BYTES) {
       this.answers.clear();

@@ -135,13 +135,9 @@ export function clientFlagsBody(
   usage: ClientUsage | null,
   headers?: IncomingHttpHeaders,
 ): Buffer {
-  const memo = rememberedAnswers.of(snapshot.compiled, snapshot.clientFlags);
-  const key = memo.key(context);
-  let answer = key === undefined ? undefined : memo.get(key);
-  if (answer === undefined) {
-    answer = clientAnswer(snapshot, context);
-    if (key !== undefined) memo.set(key, answer);
-  }
+  const answer = rememberedAnswers
+    .of(snapshot.compiled, snapshot.clientFlags)
+    .answerFor(context, () => clientAnswer(snapshot, context));
   const { results } = answer;
   if (evaluationEvents !== null) evaluationEvents.record(headers, snapshot, context, () => results);
   usage?.aggregator.recordTally(answer.tally, usage.nowMs, context);

@@ -202,7 +202,10 @@ function sendReply(request: IncomingMessage, response: ServerResponse, reply: Le
   return reply.status;
 }
 
-/** Sends what the route's {@link LeanRoute.failure} or the problem mapper makes of `error`. */
+/**
+ * Sends what `error` is answered with: the route's {@link LeanRoute.failure}, or the evaluation
+ * API's problem body. Returns its status.
+ */
 function sendFailure(
   route: LeanRoute,
   request: IncomingMessage,
@@ -210,9 +213,9 @@ function sendFailure(
   error: unknown,
   log: FastifyBaseLogger,
 ): number {
-  if (route.failure === undefined) return sendProblem(request, response, error, log);
   const unparsable = error instanceof UnparsableBody;
-  const reply = route.failure(unparsable ? error.cause : error, log);
+  const cause = unparsable ? error.cause : error;
+  const reply = route.failure ? route.failure(cause, log) : problemReply(request, cause, log);
   // Fastify closes the connection after a body it could not parse, as the client may send more.
   return sendReply(
     request,
@@ -221,29 +224,15 @@ function sendFailure(
   );
 }
 
-/** Sends the problem body `error` maps to; returns its status. */
-function sendProblem(
-  request: IncomingMessage,
-  response: ServerResponse,
-  error: unknown,
-  log: FastifyBaseLogger,
-): number {
-  const unparsable = error instanceof UnparsableBody;
-  const problem = problemFor(unparsable ? error.cause : error, log);
-  const body = JSON.stringify(problemBody(problem, request.url ?? ''));
-  const headers = [
-    'content-type',
-    PROBLEM_TYPE,
-    'content-length',
-    String(Buffer.byteLength(body)),
-    ...NO_SNIFF,
-  ];
-  // Fastify closes the connection after a body it could not parse, as the client may send more.
-  if (unparsable) headers.push('connection', 'close');
+/** The evaluation API's answer to `error`: the problem body it maps to. */
+function problemReply(request: IncomingMessage, error: unknown, log: FastifyBaseLogger): LeanReply {
+  const problem = problemFor(error, log);
+  const headers = ['content-type', PROBLEM_TYPE];
   if (problem.retryAfterSeconds !== undefined)
     headers.push('retry-after', String(problem.retryAfterSeconds));
-  if (request.headers.origin !== undefined) headers.push(...BROWSER_CALL_HEADERS);
-  response.writeHead(problem.status, headers);
-  response.end(body);
-  return problem.status;
+  return {
+    status: problem.status,
+    headers,
+    body: JSON.stringify(problemBody(problem, request.url ?? '')),
+  };
 }

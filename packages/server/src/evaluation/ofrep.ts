@@ -252,10 +252,18 @@ export function ofrepBulkAnswer(
   context: EvaluationContext,
   eventStreams: string,
 ): BulkAnswer {
-  const memo = rememberedAnswers.of(snapshot.compiled, positions, eventStreams);
-  const key = memo.key(context);
-  const remembered = key === undefined ? undefined : memo.get(key);
-  if (remembered !== undefined) return remembered;
+  return rememberedAnswers
+    .of(snapshot.compiled, positions, eventStreams)
+    .answerFor(context, () => writeBulkAnswer(snapshot, positions, context, eventStreams));
+}
+
+/** Evaluates the flags and writes the bulk answer from each one's cached entry. */
+function writeBulkAnswer(
+  snapshot: Snapshot,
+  positions: readonly number[],
+  context: EvaluationContext,
+  eventStreams: string,
+): BulkAnswer {
   const results = evaluateSelected(snapshot.compiled, context, positions);
   const held = bulkEntries(snapshot);
   const entries = results.map((result, i) =>
@@ -278,15 +286,13 @@ export function ofrepBulkAnswer(
     Buffer.from(`],"eventStreams":${eventStreams}}`),
   );
   const served = results.filter((_, i) => (entries[i] as OfrepEntry).success);
-  const answer: BulkAnswer = {
+  return {
     body,
     etag: `"${tag.toString('base64url')}"`,
     results,
     tally: new ServedTally(snapshot.environmentId, served),
     size: answerSize(body, results),
   };
-  if (key !== undefined) memo.set(key, answer);
-  return answer;
 }
 
 function isFailure(response: OfrepSuccess | OfrepFailure): response is OfrepFailure {
