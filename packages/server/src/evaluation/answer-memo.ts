@@ -4,21 +4,23 @@ import {
   type CompiledEnvironment,
   type EvaluationContext,
 } from '@vexil/engine';
+import type { ServedTally } from '../usage/aggregator.js';
 
-/** Bytes of answers one memo holds before it starts again empty. */
+/** Bytes of answers one memo holds at most. */
 const MEMO_BYTES = 4 * 1024 * 1024;
-/** Heap an engine result and its array slot take (measured at 10,000 flags: 72 bytes). */
-const RESULT_BYTES = 72;
+/** Heap a tally takes per flag it counts: two array slots. */
+const TALLY_BYTES_PER_FLAG = 16;
 
-/** What a remembered answer holds: its bytes, and the results its servings are counted by. */
-export function answerSize(body: Buffer, results: readonly unknown[]): number {
-  return body.length + results.length * RESULT_BYTES;
-}
 /** Longer keys (large attribute values) are not remembered: the key would cost what it saves. */
 const MAX_KEY_LENGTH = 1024;
 /** How many lookups a memo is judged over, and the hits it needs among them to stay on. */
 const JUDGED_LOOKUPS = 1024;
 const MIN_HITS = JUDGED_LOOKUPS / 4;
+
+/** What a remembered answer holds: its bytes, and the tally its servings are counted by. */
+export function answerSize(body: Buffer, tally: ServedTally): number {
+  return body.length + tally.keys.length * TALLY_BYTES_PER_FLAG;
+}
 
 /**
  * Bulk answers of one snapshot's flag selection remembered by what they depend on (design record
@@ -29,7 +31,8 @@ const MIN_HITS = JUDGED_LOOKUPS / 4;
  * Where the answers depend on an attribute that differs for nearly every request (a rollout's
  * user id, an email in a condition), the memo would only cost: it turns itself off when fewer
  * than a quarter of {@link JUDGED_LOOKUPS} lookups hit. It holds at most {@link MEMO_BYTES} of
- * answers, and lives as long as its snapshot (one configuration version).
+ * answers (once full, it keeps them), and lives as long as its snapshot (one configuration
+ * version).
  */
 export class AnswerMemo<Answer extends { size: number }> {
   private readonly attributes: readonly string[];
@@ -74,13 +77,11 @@ export class AnswerMemo<Answer extends { size: number }> {
     return answer;
   }
 
-  /** Remembers `answer` under `key`, starting again empty when the memo is full. */
+  /** Remembers `answer` under `key`, unless the memo is off or full. */
   private set(key: string, answer: Answer): void {
-    if (!this.on) return;
-    if (this.bytes + answer.size > MEMO_BYTES) {
-      this.answers.clear();
-      this.bytes = 0;
-    }
+    // A full memo keeps what it holds: evicting to make room would, for contexts that come round
+    // in turn (a cycle longer than the memo holds), miss every time.
+    if (!this.on || this.bytes + answer.size > MEMO_BYTES) return;
     this.answers.set(key, answer);
     this.bytes += answer.size;
   }

@@ -99,10 +99,9 @@ function servedEntry(snapshot: Snapshot, i: number, result: EvaluationResult): B
 const BODY_START = Buffer.from('{"flags":{');
 const BODY_END = Buffer.from('}}');
 
-/** A client evaluation's body, its results and the tally of its servings (design record 065). */
+/** A client evaluation's body and the tally of its servings (design record 065). */
 interface ClientAnswer {
   body: Buffer;
-  results: EvaluationResult[];
   tally: ServedTally;
   size: number;
 }
@@ -114,12 +113,8 @@ function clientAnswer(snapshot: Snapshot, context: EvaluationContext): ClientAns
   const results = evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
   const entries = results.map((result, i) => servedEntry(snapshot, i, result));
   const body = joinFragments(BODY_START, entries, BODY_END);
-  return {
-    body,
-    results,
-    tally: new ServedTally(snapshot.environmentId, results),
-    size: answerSize(body, results),
-  };
+  const tally = new ServedTally(snapshot.environmentId, results);
+  return { body, tally, size: answerSize(body, tally) };
 }
 
 /**
@@ -138,8 +133,9 @@ export function clientFlagsBody(
   const answer = rememberedAnswers
     .of(snapshot.compiled, snapshot.clientFlags)
     .answerFor(context, () => clientAnswer(snapshot, context));
-  const { results } = answer;
-  if (evaluationEvents !== null) evaluationEvents.record(headers, snapshot, context, () => results);
-  usage?.aggregator.recordTally(answer.tally, usage.nowMs, context);
+  // The results, for the rare request that needs them (a sampled trace, a guard or experiment).
+  const results = () => evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
+  if (evaluationEvents !== null) evaluationEvents.record(headers, snapshot, context, results);
+  usage?.aggregator.recordTally(answer.tally, usage.nowMs, context, results);
   return answer.body;
 }

@@ -227,11 +227,10 @@ function bulkEntry(
 
 const BULK_START = Buffer.from('{"flags":[');
 
-/** An OFREP bulk answer: its bytes, its ETag, its results and the tally of its servings. */
+/** An OFREP bulk answer: its bytes, its ETag and the tally of its servings. */
 export interface BulkAnswer {
   body: Buffer;
   etag: string;
-  results: EvaluationResult[];
   /** Counts each serving of the answer's successes (design record 065). */
   tally: ServedTally;
   size: number;
@@ -285,14 +284,22 @@ function writeBulkAnswer(
     entries.map((entry) => entry.bytes),
     Buffer.from(`],"eventStreams":${eventStreams}}`),
   );
-  const served = results.filter((_, i) => (entries[i] as OfrepEntry).success);
-  return {
-    body,
-    etag: `"${tag.toString('base64url')}"`,
-    results,
-    tally: new ServedTally(snapshot.environmentId, served),
-    size: answerSize(body, results),
-  };
+  const tally = new ServedTally(
+    snapshot.environmentId,
+    results.filter((_, i) => (entries[i] as OfrepEntry).success),
+  );
+  return { body, etag: `"${tag.toString('base64url')}"`, tally, size: answerSize(body, tally) };
+}
+
+/** The results of a bulk answer that count as served (its successes), evaluated anew. */
+function servedResults(
+  snapshot: Snapshot,
+  positions: readonly number[],
+  context: EvaluationContext,
+): EvaluationResult[] {
+  return evaluateSelected(snapshot.compiled, context, positions).filter(
+    (result) => !isFailure(toOfrep(snapshot, result)),
+  );
 }
 
 function isFailure(response: OfrepSuccess | OfrepFailure): response is OfrepFailure {
@@ -446,20 +453,25 @@ export function ofrepAnswers(services: EvaluationServices, sdk: SdkAuthenticator
     bulk: (request, context) =>
       whenReady(authorize(request.headers), ({ type, snapshot, key }): LeanReply => {
         // OFREP event streams (ADR-0008, design record 052): where the provider hears of changes.
-        const { body, etag, results, tally } = ofrepBulkAnswer(
+        const positions = visiblePositions(type, snapshot);
+        const { body, etag, tally } = ofrepBulkAnswer(
           snapshot,
-          visiblePositions(type, snapshot),
+          positions,
           context,
           ofrepEventStreamsJson(snapshot, type, key),
         );
         if (evaluationEvents !== null)
-          evaluationEvents.record(request.headers, snapshot, context, () => results);
+          evaluationEvents.record(request.headers, snapshot, context, () =>
+            evaluateSelected(snapshot.compiled, context, positions),
+          );
         const headers = ['cache-control', 'no-cache'];
         if (body.length >= COMPRESS_FROM_BYTES) headers.push('vary', 'accept-encoding');
         if (matchesEtag(request.headers['if-none-match'], etag))
           return { status: 304, headers: [...headers, 'etag', etag], body: null };
         if (!reportsOwnEvaluations(request.headers))
-          services.usage.recordTally(tally, nowMs(), context);
+          services.usage.recordTally(tally, nowMs(), context, () =>
+            servedResults(snapshot, positions, context),
+          );
         const compressed = compressedAnswer(request, body);
         headers.push('content-type', JSON_TYPE);
         // A compressed answer is another representation: its ETag is the answer's, weak.

@@ -83,7 +83,7 @@ describe('a remembered answer’s servings, tallied (design record 065)', () => 
     const tally = new ServedTally('env', results);
     const times = [hour - 2000, hour - 1000, hour + 1000, hour + 1500, hour + 4000];
     for (const [i, atMs] of times.entries()) {
-      tallied.recordTally(tally, atMs);
+      tallied.recordTally(tally, atMs, {}, () => results);
       single.recordEvaluations('env', results, atMs);
       // A read between servings sees every serving so far, and counting goes on after it.
       if (i === 3) expect(tallied.pendingUsage('env', 'a')).toHaveLength(2);
@@ -111,7 +111,7 @@ describe('a remembered answer’s servings, tallied (design record 065)', () => 
     const usage = new UsageAggregator(store, () => undefined);
     const tally = new ServedTally('env', [{ key: 'a', variation: 'on' }]);
     const at = Date.UTC(2026, 5, 1, 11, 30);
-    for (let i = 0; i < 5; i++) usage.recordTally(tally, at + i);
+    for (let i = 0; i < 5; i++) usage.recordTally(tally, at + i, {}, () => []);
     await usage.flush();
     expect(written[0]?.evaluations.get('env')?.get('a')?.get('on')).toMatchObject({
       count: 5,

@@ -130,28 +130,38 @@ function addToFlag(
   }
 }
 
+/** A result as usage counting and exposures read it. */
+export interface ServedResult {
+  key: string;
+  variation: string | null;
+  reason?: EvaluationReason;
+}
+
 /**
  * Evaluations served again and again as one remembered bulk answer (design record 065): counted
  * with one increment per answer served, and added to its flags' counts when the aggregator next
  * reads or writes them, or when the hour turns. The counts' last evaluation time is the answer's
- * last serving, so it is exact for every flag the answer holds.
+ * last serving, so it is exact for every flag the answer holds. It keeps only the flag keys and
+ * variations that served one: an engine result takes six times the memory.
  */
 export class ServedTally {
   count = 0;
   hourMs = 0;
   lastMs = 0;
+  readonly keys: string[] = [];
+  readonly variations: string[] = [];
 
-  /**
-   * @param results the answer's results; those with a null variation served none and do not count
-   */
+  /** @param results the answer's results; those with a null variation served none and do not count */
   constructor(
     readonly environmentId: string,
-    readonly results: readonly {
-      key: string;
-      variation: string | null;
-      reason?: EvaluationReason;
-    }[],
-  ) {}
+    results: readonly ServedResult[],
+  ) {
+    for (const { key, variation } of results) {
+      if (variation === null) continue;
+      this.keys.push(key);
+      this.variations.push(variation);
+    }
+  }
 }
 
 /**
@@ -219,7 +229,7 @@ export class UsageAggregator {
    */
   recordEvaluations(
     environmentId: string,
-    results: readonly { key: string; variation: string | null; reason?: EvaluationReason }[],
+    results: readonly ServedResult[],
     atMs: number,
     context?: EvaluationContext,
   ): void {
@@ -235,9 +245,15 @@ export class UsageAggregator {
   /**
    * Counts one more serving of a remembered answer at `atMs`, and, as
    * {@link recordEvaluations} does, the exposure of `context`'s user when a flag of it is guarded
-   * or in a running experiment. A map update per flag becomes one increment.
+   * or in a running experiment (only then are the answer's `results` asked for). A map update per
+   * flag becomes one increment.
    */
-  recordTally(tally: ServedTally, atMs: number, context?: EvaluationContext): void {
+  recordTally(
+    tally: ServedTally,
+    atMs: number,
+    context: EvaluationContext,
+    results: () => readonly ServedResult[],
+  ): void {
     const hourMs = startOfHour(atMs);
     if (tally.count > 0 && tally.hourMs !== hourMs) this.addTally(tally);
     if (tally.count === 0) {
@@ -246,17 +262,23 @@ export class UsageAggregator {
     }
     tally.count += 1;
     tally.lastMs = atMs;
-    if (this.exposures?.active === true && context !== undefined)
-      this.exposures.recordEvaluations(tally.environmentId, tally.results, context, atMs);
+    if (this.exposures?.active === true)
+      this.exposures.recordEvaluations(tally.environmentId, results(), context, atMs);
   }
 
   /** Adds a tally's count to the pending counts of its flags and starts it again from zero. */
   private addTally(tally: ServedTally): void {
     const flags = this.flagsOf(tally.environmentId);
-    for (const { key, variation } of tally.results) {
-      if (variation !== null)
-        addToFlag(flags, key, variation, tally.hourMs, tally.count, tally.lastMs);
-    }
+    const { keys, variations } = tally;
+    for (let i = 0; i < keys.length; i++)
+      addToFlag(
+        flags,
+        keys[i] as string,
+        variations[i] as string,
+        tally.hourMs,
+        tally.count,
+        tally.lastMs,
+      );
     tally.count = 0;
     this.tallies.delete(tally);
   }
