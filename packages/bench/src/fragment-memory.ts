@@ -10,6 +10,7 @@
  * fragments held.
  */
 import process from 'node:process';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { EvaluationContext, SdkFlag } from '@vexil/engine';
 import { clientFlagsBody } from '@vexil/server/dist/evaluation/client-flags.js';
 import { ofrepBulkAnswer } from '@vexil/server/dist/evaluation/ofrep.js';
@@ -22,11 +23,22 @@ const CONTEXTS = 40;
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');
-/** The V8 heap and the buffers outside it (where fragment bytes live), in MiB. */
-const heapMiB = () => {
-  gc();
-  const { heapUsed, arrayBuffers } = process.memoryUsage();
-  return (heapUsed + arrayBuffers) / 1024 / 1024;
+/**
+ * The V8 heap and the buffers outside it (where fragment bytes live), in MiB, after full
+ * collections: buffers' memory is given back after the collection that finds them unreachable,
+ * so the figure is read once two collections a moment apart agree.
+ */
+const heapMiB = async () => {
+  let last = Number.NaN;
+  for (;;) {
+    gc();
+    await delay(200);
+    gc();
+    const { heapUsed, arrayBuffers } = process.memoryUsage();
+    const now = (heapUsed + arrayBuffers) / 1024 / 1024;
+    if (Math.abs(now - last) < 0.5) return now;
+    last = now;
+  }
 };
 
 const flag = (i: number): SdkFlag => ({
@@ -98,16 +110,16 @@ const forgetAnswers = () => {
     (snapshot as { clientFlags: readonly number[] }).clientFlags = [...snapshot.clientFlags];
 };
 forgetAnswers();
-const before = heapMiB();
+const before = await heapMiB();
 const streams = JSON.stringify([]);
 for (const snapshot of snapshots)
   for (const context of contexts) {
     clientFlagsBody(snapshot, context, null);
     ofrepBulkAnswer(snapshot, snapshot.clientFlags, context, streams);
   }
-const withAnswers = heapMiB();
+const withAnswers = await heapMiB();
 forgetAnswers();
-const after = heapMiB();
+const after = await heapMiB();
 const fragments = snapshots.reduce(
   (sum, snapshot) => sum + snapshot.clientEntries.reduce((n, entries) => n + entries.length, 0),
   0,

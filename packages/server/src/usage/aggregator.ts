@@ -245,8 +245,8 @@ export class UsageAggregator {
   /**
    * Counts one more serving of a remembered answer at `atMs`, and, as
    * {@link recordEvaluations} does, the exposure of `context`'s user when a flag of it is guarded
-   * or in a running experiment (only then are the answer's `results` asked for). A map update per
-   * flag becomes one increment.
+   * or in a running experiment (only then, in an environment that has one, are the answer's
+   * `results` asked for). A map update per flag becomes one increment.
    */
   recordTally(
     tally: ServedTally,
@@ -262,7 +262,7 @@ export class UsageAggregator {
     }
     tally.count += 1;
     tally.lastMs = atMs;
-    if (this.exposures?.active === true)
+    if (this.exposures?.active === true && this.exposures.watches(tally.environmentId))
       this.exposures.recordEvaluations(tally.environmentId, results(), context, atMs);
   }
 

@@ -129,6 +129,11 @@ export class ExperimentExposures {
       this.expose(experiment, variation, context, atMs);
   }
 
+  /** Whether an experiment runs in the environment. */
+  watches(environmentId: string): boolean {
+    return this.byFlag.has(environmentId);
+  }
+
   /** {@link recordEvaluation} for each result of one client evaluation. */
   recordEvaluations(
     environmentId: string,

@@ -158,6 +158,11 @@ export class ExposureRecorder {
       );
   }
 
+  /** Whether an evaluation in the environment can be an exposure: a guarded plan or an experiment is there. */
+  watches(environmentId: string): boolean {
+    return this.byFlag.has(environmentId) || this.experiments.watches(environmentId);
+  }
+
   /** {@link recordEvaluation} for each served result of one client evaluation. */
   recordEvaluations(
     environmentId: string,
