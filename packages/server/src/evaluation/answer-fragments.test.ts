@@ -234,7 +234,8 @@ describe('answers remembered by what they read (design record 065)', () => {
         { targetingKey: userId, country: 'DE' },
         STREAMS,
       );
-    expect(bulk('b')).toBe(bulk('a'));
+    // The same buffer: the second answer is the first one, remembered.
+    expect(bulk('b').body).toBe(bulk('a').body);
     expect(
       ofrepBulkAnswer(snapshot, snapshot.clientFlags, { country: 'DE' }, '[]').body.toString(),
     ).not.toBe(bulk('a').body.toString());

@@ -46,25 +46,15 @@ export class AnswerMemo<Answer extends { size: number }> {
     this.attributes = attributesRead(env, positions);
   }
 
-  /** The answer remembered for `context`, else the one `write` makes, remembered when it can be. */
-  answerFor(context: EvaluationContext, write: () => Answer): Answer {
-    const key = this.key(context);
-    const remembered = key === undefined ? undefined : this.get(key);
-    if (remembered !== undefined) return remembered;
-    const answer = write();
-    if (key !== undefined) this.set(key, answer);
-    return answer;
-  }
-
   /** The key `context`'s answer is remembered under, or undefined when the memo is off or the key too long. */
-  private key(context: EvaluationContext): string | undefined {
+  key(context: EvaluationContext): string | undefined {
     if (!this.on) return undefined;
     const key = readsKey(context, this.attributes);
     return key.length > MAX_KEY_LENGTH ? undefined : key;
   }
 
   /** The remembered answer for `key`; counts the lookup towards whether the memo stays on. */
-  private get(key: string): Answer | undefined {
+  get(key: string): Answer | undefined {
     const answer = this.answers.get(key);
     this.lookups += 1;
     if (answer !== undefined) this.hits += 1;
@@ -78,7 +68,7 @@ export class AnswerMemo<Answer extends { size: number }> {
   }
 
   /** Remembers `answer` under `key`, unless the memo is off or full. */
-  private set(key: string, answer: Answer): void {
+  set(key: string, answer: Answer): void {
     // A full memo keeps what it holds: evicting to make room would, for contexts that come round
     // in turn (a cycle longer than the memo holds), miss every time.
     if (!this.on || this.bytes + answer.size > MEMO_BYTES) return;

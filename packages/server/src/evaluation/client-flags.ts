@@ -99,23 +99,14 @@ function servedEntry(snapshot: Snapshot, i: number, result: EvaluationResult): B
 const BODY_START = Buffer.from('{"flags":{');
 const BODY_END = Buffer.from('}}');
 
-/** A client evaluation's body and the tally of its servings (design record 065). */
-interface ClientAnswer {
+/** A remembered client evaluation: its body and the tally of its servings (design record 065). */
+interface RememberedAnswer {
   body: Buffer;
   tally: ServedTally;
   size: number;
 }
 
-const rememberedAnswers = new AnswerMemos<ClientAnswer>();
-
-/** Evaluates the client-visible flags and copies each one's cached entry into one buffer. */
-function clientAnswer(snapshot: Snapshot, context: EvaluationContext): ClientAnswer {
-  const results = evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
-  const entries = results.map((result, i) => servedEntry(snapshot, i, result));
-  const body = joinFragments(BODY_START, entries, BODY_END);
-  const tally = new ServedTally(snapshot.environmentId, results);
-  return { body, tally, size: answerSize(body, tally) };
-}
+const rememberedAnswers = new AnswerMemos<RememberedAnswer>();
 
 /**
  * {@link evaluateClientFlags} as UTF-8 JSON: the body of `POST /v1/client/evaluate` and
@@ -130,12 +121,23 @@ export function clientFlagsBody(
   usage: ClientUsage | null,
   headers?: IncomingHttpHeaders,
 ): Buffer {
-  const answer = rememberedAnswers
-    .of(snapshot.compiled, snapshot.clientFlags)
-    .answerFor(context, () => clientAnswer(snapshot, context));
-  // The results, for the rare request that needs them (a sampled trace, a guard or experiment).
-  const results = () => evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
-  if (evaluationEvents !== null) evaluationEvents.record(headers, snapshot, context, results);
-  usage?.aggregator.recordTally(answer.tally, usage.nowMs, context, results);
-  return answer.body;
+  const memo = rememberedAnswers.of(snapshot.compiled, snapshot.clientFlags);
+  const key = memo.key(context);
+  const remembered = key === undefined ? undefined : memo.get(key);
+  if (remembered !== undefined) {
+    // The results, for the rare request that needs them (a sampled trace, a guard or experiment).
+    const results = () => evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
+    if (evaluationEvents !== null) evaluationEvents.record(headers, snapshot, context, results);
+    usage?.aggregator.recordTally(remembered.tally, usage.nowMs, context, results);
+    return remembered.body;
+  }
+  const results = evaluateSelected(snapshot.compiled, context, snapshot.clientFlags);
+  recordServed(snapshot, context, results, usage, headers);
+  const entries = results.map((result, i) => servedEntry(snapshot, i, result));
+  const body = joinFragments(BODY_START, entries, BODY_END);
+  if (key !== undefined) {
+    const tally = new ServedTally(snapshot.environmentId, results);
+    memo.set(key, { body, tally, size: answerSize(body, tally) });
+  }
+  return body;
 }

@@ -227,16 +227,24 @@ function bulkEntry(
 
 const BULK_START = Buffer.from('{"flags":[');
 
-/** An OFREP bulk answer: its bytes, its ETag and the tally of its servings. */
+/** An OFREP bulk answer: its bytes, its ETag, and how its serving counts. */
 export interface BulkAnswer {
   body: Buffer;
   etag: string;
-  /** Counts each serving of the answer's successes (design record 065). */
-  tally: ServedTally;
+  /**
+   * A remembered answer's tally, which counts each serving of its successes (design record 065),
+   * or, for an answer evaluated for this request, its successes.
+   */
+  served: ServedTally | EvaluationResult[];
+}
+
+/** A remembered bulk answer. */
+interface RememberedAnswer extends BulkAnswer {
+  served: ServedTally;
   size: number;
 }
 
-const rememberedAnswers = new AnswerMemos<BulkAnswer>();
+const rememberedAnswers = new AnswerMemos<RememberedAnswer>();
 
 /**
  * The OFREP bulk answer for a context: `{"flags":[…],"eventStreams":…}`. Remembered, per
@@ -251,9 +259,16 @@ export function ofrepBulkAnswer(
   context: EvaluationContext,
   eventStreams: string,
 ): BulkAnswer {
-  return rememberedAnswers
-    .of(snapshot.compiled, positions, eventStreams)
-    .answerFor(context, () => writeBulkAnswer(snapshot, positions, context, eventStreams));
+  const memo = rememberedAnswers.of(snapshot.compiled, positions, eventStreams);
+  const key = memo.key(context);
+  const remembered = key === undefined ? undefined : memo.get(key);
+  if (remembered !== undefined) return remembered;
+  const answer = writeBulkAnswer(snapshot, positions, context, eventStreams);
+  if (key !== undefined) {
+    const tally = new ServedTally(snapshot.environmentId, answer.served);
+    memo.set(key, { ...answer, served: tally, size: answerSize(answer.body, tally) });
+  }
+  return answer;
 }
 
 /** Evaluates the flags and writes the bulk answer from each one's cached entry. */
@@ -262,7 +277,7 @@ function writeBulkAnswer(
   positions: readonly number[],
   context: EvaluationContext,
   eventStreams: string,
-): BulkAnswer {
+): BulkAnswer & { served: EvaluationResult[] } {
   const results = evaluateSelected(snapshot.compiled, context, positions);
   const held = bulkEntries(snapshot);
   const entries = results.map((result, i) =>
@@ -284,11 +299,11 @@ function writeBulkAnswer(
     entries.map((entry) => entry.bytes),
     Buffer.from(`],"eventStreams":${eventStreams}}`),
   );
-  const tally = new ServedTally(
-    snapshot.environmentId,
-    results.filter((_, i) => (entries[i] as OfrepEntry).success),
-  );
-  return { body, etag: `"${tag.toString('base64url')}"`, tally, size: answerSize(body, tally) };
+  return {
+    body,
+    etag: `"${tag.toString('base64url')}"`,
+    served: results.filter((_, i) => (entries[i] as OfrepEntry).success),
+  };
 }
 
 /** The results of a bulk answer that count as served (its successes), evaluated anew. */
@@ -454,7 +469,7 @@ export function ofrepAnswers(services: EvaluationServices, sdk: SdkAuthenticator
       whenReady(authorize(request.headers), ({ type, snapshot, key }): LeanReply => {
         // OFREP event streams (ADR-0008, design record 052): where the provider hears of changes.
         const positions = visiblePositions(type, snapshot);
-        const { body, etag, tally } = ofrepBulkAnswer(
+        const { body, etag, served } = ofrepBulkAnswer(
           snapshot,
           positions,
           context,
@@ -468,10 +483,13 @@ export function ofrepAnswers(services: EvaluationServices, sdk: SdkAuthenticator
         if (body.length >= COMPRESS_FROM_BYTES) headers.push('vary', 'accept-encoding');
         if (matchesEtag(request.headers['if-none-match'], etag))
           return { status: 304, headers: [...headers, 'etag', etag], body: null };
-        if (!reportsOwnEvaluations(request.headers))
-          services.usage.recordTally(tally, nowMs(), context, () =>
-            servedResults(snapshot, positions, context),
-          );
+        if (!reportsOwnEvaluations(request.headers)) {
+          if (served instanceof ServedTally)
+            services.usage.recordTally(served, nowMs(), context, () =>
+              servedResults(snapshot, positions, context),
+            );
+          else services.usage.recordEvaluations(snapshot.environmentId, served, nowMs(), context);
+        }
         const compressed = compressedAnswer(request, body);
         headers.push('content-type', JSON_TYPE);
         // A compressed answer is another representation: its ETag is the answer's, weak.
