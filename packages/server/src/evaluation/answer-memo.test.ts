@@ -1,4 +1,9 @@
-import { compileEnvironment, selectFlags, type SdkFlag } from '@vexil/engine';
+import {
+  compileEnvironment,
+  selectFlags,
+  type EvaluationContext,
+  type SdkFlag,
+} from '@vexil/engine';
 import { describe, expect, it } from 'vitest';
 import { AnswerMemo } from './answer-memo.js';
 
@@ -31,7 +36,7 @@ const env = compileEnvironment({
 const positions = selectFlags(env);
 
 /** Asks `memo` for `context`'s answer, remembering one of `size` bytes on a miss; says whether it missed. */
-function ask(memo: AnswerMemo<{ size: number }>, context: object, size = 100): boolean {
+function ask(memo: AnswerMemo<{ size: number }>, context: EvaluationContext, size = 100): boolean {
   const key = memo.key(context);
   if (key !== undefined && memo.get(key) !== undefined) return false;
   if (key !== undefined) memo.set(key, { size });
