@@ -123,6 +123,8 @@ describe.each(testDialects())('experiments on %s', (dialect) => {
     expect(created._actions.start.allowed).toBe(true);
     const started = await callOk(vexil, 'POST', `${path}/bigger-button/start`, token);
     expect(started.status).toBe('running');
+    // The start reads the running experiments again without waiting; the test waits for it.
+    await vexil.services.usage.exposures?.refresh();
 
     // 3,000 seeded users: 10% convert on `false`, 20% on `true`; each buyer spends a log-normal
     // amount, and one in ten of their events lacks it.
@@ -236,6 +238,8 @@ describe.each(testDialects())('experiments on %s', (dialect) => {
     const path = experimentsOf('exp-web');
     await callOk(vexil, 'POST', path, token, experiment('web-banner'));
     await callOk(vexil, 'POST', `${path}/web-banner/start`, token);
+    // The start reads the running experiments again without waiting; the test waits for it.
+    await vexil.services.usage.exposures?.refresh();
     const { key: clientKey } = await callOk(
       vexil,
       'POST',
@@ -300,6 +304,8 @@ describe.each(testDialects())('experiments on %s', (dialect) => {
     const path = experimentsOf('exp-srm');
     const { id: srmId } = await callOk(vexil, 'POST', path, token, experiment('srm'));
     await callOk(vexil, 'POST', `${path}/srm/start`, token);
+    // The start reads the running experiments again without waiting; the test waits for it.
+    await vexil.services.usage.exposures?.refresh();
     // Reported evaluations (an SDK evaluating locally): of 900 users, a third of those served
     // `true` lost their exposure on the way.
     const now = clock.now().toISOString();
