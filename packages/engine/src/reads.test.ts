@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compileEnvironment } from './compile.js';
 import { selectFlags } from './evaluate.js';
 import { attributesRead, readsKey } from './reads.js';
-import type { SdkConfiguration, SdkFlag } from './types.js';
+import type { SdkConfiguration, SdkFlag, SdkRule } from './types.js';
 
 const variations = [
   { key: 'on', value: true },
@@ -24,6 +24,18 @@ function flag(key: string, overrides: Partial<SdkFlag>): SdkFlag {
   };
 }
 
+/** A rule serving `on` to contexts whose `attribute` is `value`. */
+function ruleOn(id: string, attribute: string, value: string): SdkRule {
+  return {
+    id,
+    priority: 0,
+    conditionGroups: [
+      { operator: 'And', conditions: [{ attribute, operator: 'In', values: [value] }] },
+    ],
+    serve: { type: 'Fixed', variation: 'on' },
+  };
+}
+
 const configuration: SdkConfiguration = {
   environment: 'production',
   version: 1,
@@ -37,19 +49,7 @@ const configuration: SdkConfiguration = {
   ],
   flags: [
     flag('by-country', {
-      rules: [
-        {
-          id: 'r1',
-          priority: 0,
-          conditionGroups: [
-            {
-              operator: 'And',
-              conditions: [{ attribute: 'country', operator: 'In', values: ['NL'] }],
-            },
-          ],
-          serve: { type: 'Fixed', variation: 'on' },
-        },
-      ],
+      rules: [ruleOn('r1', 'country', 'NL')],
     }),
     flag('in-segment', {
       rules: [
@@ -83,19 +83,7 @@ const configuration: SdkConfiguration = {
     }),
     flag('off', {
       enabled: false,
-      rules: [
-        {
-          id: 'r3',
-          priority: 0,
-          conditionGroups: [
-            {
-              operator: 'And',
-              conditions: [{ attribute: 'plan', operator: 'In', values: ['pro'] }],
-            },
-          ],
-          serve: { type: 'Fixed', variation: 'on' },
-        },
-      ],
+      rules: [ruleOn('r3', 'plan', 'pro')],
     }),
   ],
 };

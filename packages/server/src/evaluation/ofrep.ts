@@ -306,14 +306,18 @@ function writeBulkAnswer(
   };
 }
 
-/** The results of a bulk answer that count as served (its successes), evaluated anew. */
+/**
+ * The results of a bulk answer that count as served (its successes), evaluated anew: success
+ * is read from the flags' held entries, as the answer itself decided it.
+ */
 function servedResults(
   snapshot: Snapshot,
   positions: readonly number[],
   context: EvaluationContext,
 ): EvaluationResult[] {
+  const held = bulkEntries(snapshot);
   return evaluateSelected(snapshot.compiled, context, positions).filter(
-    (result) => !isFailure(toOfrep(snapshot, result)),
+    (result, i) => bulkEntry(held, snapshot, positions[i] as number, result).success,
   );
 }
 
