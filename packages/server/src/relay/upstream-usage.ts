@@ -5,6 +5,7 @@ import {
   MAX_EVENTS_PER_USER,
   type ExperimentEventRow,
   type ExperimentExposureRow,
+  type ExperimentWrite,
   type RunningExperiment,
 } from '../usage/experiment-exposures.js';
 import type { ActiveGuardedPlan, ExposureRow, ExposureStore } from '../usage/exposures.js';
@@ -83,13 +84,15 @@ export class UpstreamUsageStore implements UsageStore, ExposureStore {
   /**
    * Sends the rows upstream, where they are counted as the upstream's own (design record 064):
    * the upstream holds events whose user's exposure it has not stored yet, so none wait here.
+   * A relay reads no stored exposures, so its events are never counted on arrival and `counts`
+   * is always empty.
    */
   async writeExperimentRows(
     exposures: ExperimentExposureRow[],
     events: ExperimentEventRow[],
-  ): Promise<ExperimentEventRow[]> {
+  ): Promise<ExperimentWrite> {
     await this.sendAll(experimentBodies(exposures, events));
-    return [];
+    return { unmatched: [], stored: [] };
   }
 
   /** Sends `bodies` in order, unless backed off; a failure backs off and throws. */

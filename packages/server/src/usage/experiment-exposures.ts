@@ -3,8 +3,8 @@ import { userHash } from './user-hash.js';
 
 /** Users (exposures and event senders, per experiment) held between two flushes; beyond, dropped. */
 const MAX_HELD_USERS = 200_000;
-/** Users per experiment whose exposure this process remembers having written. */
-const MAX_WRITTEN_USERS = 200_000;
+/** Users per experiment whose exposure this process remembers having written (and when it was). */
+const MAX_KNOWN_USERS = 200_000;
 /**
  * Events of one user and metric held between two flushes; beyond, dropped (and counted): a user
  * sending more in one flush interval is a script, and the relay protocol bounds a row to it.
@@ -62,10 +62,64 @@ export interface ExperimentEventRow {
   waited: number;
 }
 
+/**
+ * One user's events of one experiment metric, counted as they came: the user's stored first
+ * exposure was known, so each event was judged against the metric's window on arrival. The
+ * store adds them on the variation of the stored first exposure.
+ */
+export interface ExperimentCountRow {
+  experimentId: string;
+  metricId: string;
+  userHash: string;
+  events: number;
+  withValue: number;
+  valueSum: number;
+}
+
+/** A user's first exposure to an experiment as stored (the earliest any process wrote). */
+export interface StoredExposure {
+  experimentId: string;
+  userHash: string;
+  exposedMs: number;
+}
+
+/** What a write of experiment rows answers. */
+export interface ExperimentWrite {
+  /** The event rows whose user has no stored exposure yet (they may wait a flush). */
+  unmatched: ExperimentEventRow[];
+  /**
+   * The stored first exposures of the users the rows named, read after the write; empty where
+   * the store cannot read them (a relay's, whose upstream judges the events).
+   */
+  stored: StoredExposure[];
+}
+
+/**
+ * A user whose first exposure this process has written: a later exposure changes nothing. Once
+ * the stored first exposure has been read back (`exposedMs`), the user's events are counted on
+ * arrival (`counted`, per metric, since the last flush) instead of held until the flush.
+ */
+interface KnownUser {
+  hash: string;
+  exposedMs: number | null;
+  counted: CountedEvents[] | null;
+}
+
+/** A user's events of one metric counted on arrival since the last flush. */
+interface CountedEvents {
+  metricId: string;
+  events: number;
+  withValue: number;
+  valueSum: number;
+}
+
+/** What this process holds of one running experiment's users, kept while it runs. */
 interface TrackedExperiment {
   experimentId: string;
-  /** Identities whose first exposure this process has written: a later one changes nothing. */
-  written: Set<string>;
+  /** identity → what this process knows of the user's stored exposure */
+  known: Map<string, KnownUser>;
+  /** The known users with events counted since the last flush. */
+  counting: KnownUser[];
 }
 
 interface HeldExposure {
@@ -80,7 +134,8 @@ type HeldEvents = Pick<ExperimentEventRow, 'times' | 'values'>;
 interface EventReading {
   experimentId: string;
   metric: ExperimentMetricReading;
-  /** identity → the user's events since the last flush */
+  tracked: TrackedExperiment;
+  /** identity → the user's events since the last flush, held for the store to judge */
   users: Map<string, HeldEvents>;
 }
 
@@ -109,7 +164,8 @@ export class ExperimentExposures {
   private relayedExposures: ExperimentExposureRow[] = [];
   private relayedEvents: ExperimentEventRow[] = [];
   private held = 0;
-  private written = new Map<string, Set<string>>();
+  /** experiment id → what this process holds of its users */
+  private tracked = new Map<string, TrackedExperiment>();
   /** The running experiments, as last read. */
   private running: readonly RunningExperiment[] = [];
   /** Exposures and events dropped because {@link MAX_HELD_USERS} was reached. */
@@ -157,7 +213,7 @@ export class ExperimentExposures {
     atMs: number,
   ): void {
     const identity = bucketingIdentity(context, null);
-    if (identity === undefined || experiment.written.has(identity)) return;
+    if (identity === undefined || experiment.known.has(identity)) return;
     let users = this.exposures.get(experiment.experimentId);
     if (users === undefined) {
       users = new Map();
@@ -177,7 +233,11 @@ export class ExperimentExposures {
     }
   }
 
-  /** Notes a `Custom` event `eventKey` from `identity` at `atMs`, for each running experiment metric reading it. */
+  /**
+   * Notes a `Custom` event `eventKey` from `identity` at `atMs`, for each running experiment
+   * metric reading it: counted at once when the user's stored first exposure is known, else held
+   * for the store to judge at the flush.
+   */
   recordEvent(
     environmentId: string,
     eventKey: string,
@@ -187,7 +247,21 @@ export class ExperimentExposures {
   ): void {
     const readings = this.byEvent.get(environmentId)?.get(eventKey);
     if (readings === undefined || identity === '') return;
+    // An experiment's readings are adjacent: its user is looked up once.
+    let tracked: TrackedExperiment | undefined;
+    let user: KnownUser | undefined;
     for (const reading of readings) {
+      if (reading.tracked !== tracked) {
+        tracked = reading.tracked;
+        user = tracked.known.get(identity);
+      }
+      const value = eventValue(metadata, reading.metric.valueProperty);
+      // An event before the known first exposure is held: another process may yet store an
+      // earlier one. After the window it never counts, as a first exposure only moves earlier.
+      if (user !== undefined && user.exposedMs !== null && atMs >= user.exposedMs) {
+        if (atMs <= user.exposedMs + reading.metric.windowMs) this.count(reading, user, value);
+        continue;
+      }
       let held = reading.users.get(identity);
       if (held === undefined) {
         if (this.held >= MAX_HELD_USERS) {
@@ -203,8 +277,34 @@ export class ExperimentExposures {
         continue;
       }
       held.times.push(atMs);
-      held.values.push(eventValue(metadata, reading.metric.valueProperty));
+      held.values.push(value);
     }
+  }
+
+  private count(reading: EventReading, user: KnownUser, value: number | null): void {
+    const { metricId } = reading.metric;
+    if (user.counted === null) {
+      if (this.held >= MAX_HELD_USERS) {
+        this.dropped += 1;
+        return;
+      }
+      user.counted = [];
+      reading.tracked.counting.push(user);
+      this.held += 1;
+    }
+    let sums = user.counted.find((counted) => counted.metricId === metricId);
+    if (sums === undefined) {
+      sums = { metricId, events: 0, withValue: 0, valueSum: 0 };
+      user.counted.push(sums);
+    }
+    if (sums.events >= MAX_EVENTS_PER_USER) {
+      this.dropped += 1;
+      return;
+    }
+    sums.events += 1;
+    if (value === null) return;
+    sums.withValue += 1;
+    sums.valueSum += value;
   }
 
   /**
@@ -247,17 +347,21 @@ export class ExperimentExposures {
     const byFlag = new Map<string, Map<string, TrackedExperiment>>();
     const byEvent = new Map<string, Map<string, EventReading[]>>();
     const readings: EventReading[] = [];
-    const written = new Map<string, Set<string>>();
+    const trackedById = new Map<string, TrackedExperiment>();
     for (const experiment of experiments) {
       const { experimentId, environmentId } = experiment;
-      const experimentWritten = this.written.get(experimentId) ?? new Set<string>();
-      written.set(experimentId, experimentWritten);
+      const tracked = this.tracked.get(experimentId) ?? {
+        experimentId,
+        known: new Map<string, KnownUser>(),
+        counting: [],
+      };
+      trackedById.set(experimentId, tracked);
       const flags = byFlag.get(environmentId) ?? new Map<string, TrackedExperiment>();
-      flags.set(experiment.flagKey, { experimentId, written: experimentWritten });
+      flags.set(experiment.flagKey, tracked);
       byFlag.set(environmentId, flags);
       const events = byEvent.get(environmentId) ?? new Map<string, EventReading[]>();
       for (const metric of experiment.metrics) {
-        const reading: EventReading = { experimentId, metric, users: new Map() };
+        const reading: EventReading = { experimentId, metric, tracked, users: new Map() };
         reading.users = heldUsers.get(readingKey(reading)) ?? reading.users;
         readings.push(reading);
         events.set(metric.eventKey, [...(events.get(metric.eventKey) ?? []), reading]);
@@ -268,35 +372,59 @@ export class ExperimentExposures {
     this.byEvent = byEvent;
     this.readings = readings;
     // Experiments no longer running are forgotten.
-    this.written = written;
+    this.tracked = trackedById;
     this.active = experiments.length > 0;
   }
 
   /**
    * Writes what was seen since the last flush: exposures first, then events, which count only
    * for users with a stored exposure. Events of users without one wait up to {@link MAX_WAITS}
-   * flushes (their exposure may be in another node's next flush). A failed write keeps nothing.
+   * flushes (their exposure may be in another node's next flush). The stored first exposures
+   * read back are remembered, so those users' next events are counted on arrival. A failed write
+   * keeps nothing.
    */
   async flush(
     write: (
       exposures: ExperimentExposureRow[],
       events: ExperimentEventRow[],
-    ) => Promise<ExperimentEventRow[]>,
+      counts: ExperimentCountRow[],
+    ) => Promise<ExperimentWrite>,
   ): Promise<void> {
     const exposures = this.exposures;
-    const events = this.readings.flatMap((reading) => {
-      const rows = [...reading.users].map(([identity, held]) => ({
-        experimentId: reading.experimentId,
-        metricId: reading.metric.metricId,
-        userHash: identity,
-        times: held.times,
-        values: held.values,
-        windowMs: reading.metric.windowMs,
-        waited: 0,
-      }));
+    // This process's users by hash, to remember what the store answers; each hashed once.
+    const identities = new Map<string, string>();
+    const hashOf = (identity: string, known?: Map<string, KnownUser>) => {
+      const hash = known?.get(identity)?.hash ?? userHash(identity);
+      identities.set(hash, identity);
+      return hash;
+    };
+    const events: ExperimentEventRow[] = [];
+    for (const reading of this.readings) {
+      const { experimentId, metric, tracked } = reading;
+      for (const [identity, held] of reading.users)
+        events.push({
+          experimentId,
+          metricId: metric.metricId,
+          userHash: hashOf(identity, tracked.known),
+          times: held.times,
+          values: held.values,
+          windowMs: metric.windowMs,
+          waited: 0,
+        });
       reading.users = new Map();
-      return rows;
-    });
+    }
+    const counts: ExperimentCountRow[] = [];
+    /** `experiment\0hash` → the known user whose events were counted on arrival */
+    const countingUsers = new Map<string, KnownUser>();
+    for (const { experimentId, counting } of this.tracked.values()) {
+      for (const user of counting) {
+        countingUsers.set(`${experimentId}\u0000${user.hash}`, user);
+        for (const sums of user.counted ?? [])
+          counts.push({ experimentId, userHash: user.hash, ...sums });
+        user.counted = null;
+      }
+      counting.length = 0;
+    }
     const taken = [...this.waiting, ...this.relayedEvents];
     const relayedExposures = this.relayedExposures;
     this.exposures = new Map();
@@ -307,20 +435,11 @@ export class ExperimentExposures {
     if (
       exposures.size === 0 &&
       events.length === 0 &&
+      counts.length === 0 &&
       taken.length === 0 &&
       relayedExposures.length === 0
     )
       return;
-    // A user exposed and sending events of several metrics is hashed once.
-    const hashes = new Map<string, string>();
-    const hashOf = (identity: string) => {
-      let hash = hashes.get(identity);
-      if (hash === undefined) {
-        hash = userHash(identity);
-        hashes.set(identity, hash);
-      }
-      return hash;
-    };
     // One row per experiment and user: an upsert statement may not name a row twice.
     const exposureRows = new Map<string, ExperimentExposureRow>();
     const addExposure = (row: ExperimentExposureRow) => {
@@ -335,10 +454,7 @@ export class ExperimentExposures {
     const eventRows = new Map<string, ExperimentEventRow>();
     // Every row here is this process's own (held, waiting, or parsed from a relay's body), so
     // rows of one user and metric merge into the first in place.
-    for (const row of [
-      ...taken,
-      ...events.map((row) => ({ ...row, userHash: hashOf(row.userHash) })),
-    ]) {
+    for (const row of [...taken, ...events]) {
       const key = `${row.experimentId}\u0000${row.metricId}\u0000${row.userHash}`;
       const seen = eventRows.get(key);
       if (seen === undefined) eventRows.set(key, row);
@@ -347,17 +463,34 @@ export class ExperimentExposures {
         seen.values.push(...row.values);
       }
     }
-    const unmatched = await write([...exposureRows.values()], [...eventRows.values()]);
+    const { unmatched, stored } = await write(
+      [...exposureRows.values()],
+      [...eventRows.values()],
+      counts,
+    );
     this.waiting = unmatched
       .filter((row) => row.waited < MAX_WAITS)
       .map((row) => ({ ...row, waited: row.waited + 1 }));
     for (const [experimentId, users] of exposures) {
-      const experimentWritten = this.written.get(experimentId);
-      if (experimentWritten === undefined) continue;
-      for (const identity of users.keys()) {
-        if (experimentWritten.size >= MAX_WRITTEN_USERS) break;
-        experimentWritten.add(identity);
+      const known = this.tracked.get(experimentId)?.known;
+      if (known === undefined) continue;
+      for (const identity of users.keys())
+        if (known.size < MAX_KNOWN_USERS && !known.has(identity))
+          known.set(identity, { hash: hashOf(identity), exposedMs: null, counted: null });
+    }
+    for (const { experimentId, userHash: hash, exposedMs } of stored) {
+      const counting = countingUsers.get(`${experimentId}\u0000${hash}`);
+      if (counting !== undefined) {
+        counting.exposedMs = exposedMs;
+        continue;
       }
+      const identity = identities.get(hash);
+      const known = this.tracked.get(experimentId)?.known;
+      if (identity === undefined || known === undefined) continue;
+      const user = known.get(identity);
+      if (user !== undefined) user.exposedMs = exposedMs;
+      else if (known.size < MAX_KNOWN_USERS)
+        known.set(identity, { hash, exposedMs, counted: null });
     }
   }
 }

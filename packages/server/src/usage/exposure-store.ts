@@ -5,9 +5,12 @@ import type {
   Schema,
 } from '../db/schema.js';
 import type {
+  ExperimentCountRow,
   ExperimentEventRow,
   ExperimentExposureRow,
+  ExperimentWrite,
   RunningExperiment,
+  StoredExposure,
 } from './experiment-exposures.js';
 import type { ActiveGuardedPlan, ExposureRow, ExposureStore } from './exposures.js';
 
@@ -167,9 +170,12 @@ export class DatabaseExposureStore implements ExposureStore {
   async writeExperimentRows(
     exposures: ExperimentExposureRow[],
     events: ExperimentEventRow[],
-  ): Promise<ExperimentEventRow[]> {
-    const experimentIds = [...new Set([...exposures, ...events].map((row) => row.experimentId))];
-    if (experimentIds.length === 0) return [];
+    counts: ExperimentCountRow[],
+  ): Promise<ExperimentWrite> {
+    const experimentIds = [
+      ...new Set([...exposures, ...events, ...counts].map((row) => row.experimentId)),
+    ];
+    if (experimentIds.length === 0) return { unmatched: [], stored: [] };
     const running = new Set(
       (
         await this.db
@@ -181,6 +187,7 @@ export class DatabaseExposureStore implements ExposureStore {
       ).map((row) => row.id),
     );
     const unmatched: ExperimentEventRow[] = [];
+    let stored: StoredExposure[] = [];
     await this.db.transaction().execute(async (trx) => {
       const values = exposures
         .filter((row) => running.has(row.experimentId))
@@ -249,45 +256,68 @@ export class DatabaseExposureStore implements ExposureStore {
             )
             .execute();
       }
-      const counted = events.filter((row) => running.has(row.experimentId));
-      const exposed = await storedExposures(trx, counted);
-      const additions: ExperimentMetricUsersTable[] = [];
-      for (const row of counted) {
+      const held = events.filter((row) => running.has(row.experimentId));
+      const counted = counts.filter((row) => running.has(row.experimentId));
+      const exposed = await storedExposures(trx, [
+        ...held,
+        ...counted,
+        ...values.map((row) => ({ experimentId: row.experiment_id, userHash: row.user_hash })),
+      ]);
+      // One row per experiment, metric and user: an upsert statement may not name a row twice.
+      const additions = new Map<string, ExperimentMetricUsersTable>();
+      const add = (
+        row: { experimentId: string; metricId: string; userHash: string },
+        variation: string,
+        sums: { events: number; withValue: number; valueSum: number },
+      ) => {
+        const key = `${row.experimentId}\u0000${row.metricId}\u0000${row.userHash}`;
+        const seen = additions.get(key);
+        if (seen !== undefined) {
+          seen.events += sums.events;
+          seen.with_value += sums.withValue;
+          seen.value_sum += sums.valueSum;
+        } else
+          additions.set(key, {
+            experiment_id: row.experimentId,
+            metric_id: row.metricId,
+            user_hash: row.userHash,
+            variation,
+            events: sums.events,
+            with_value: sums.withValue,
+            value_sum: sums.valueSum,
+          });
+      };
+      for (const row of held) {
         const exposure = exposed.get(`${row.experimentId}\u0000${row.userHash}`);
         if (exposure === undefined) {
           unmatched.push(row);
           continue;
         }
-        const from = exposure.exposed_ms;
+        const from = exposure.exposedMs;
         const until = from + row.windowMs;
-        let inWindow = 0;
-        let withValue = 0;
-        let valueSum = 0;
+        const sums = { events: 0, withValue: 0, valueSum: 0 };
         for (let index = 0; index < row.times.length; index++) {
           const atMs = row.times[index] ?? -1;
           if (atMs < from || atMs > until) continue;
-          inWindow += 1;
+          sums.events += 1;
           const value = row.values[index] ?? null;
           if (value === null) continue;
-          withValue += 1;
-          valueSum += value;
+          sums.withValue += 1;
+          sums.valueSum += value;
         }
-        if (inWindow > 0)
-          additions.push({
-            experiment_id: row.experimentId,
-            metric_id: row.metricId,
-            user_hash: row.userHash,
-            variation: exposure.variation,
-            events: inWindow,
-            with_value: withValue,
-            value_sum: valueSum,
-          });
+        if (sums.events > 0) add(row, exposure.variation, sums);
       }
-      for (let i = 0; i < additions.length; i += ROWS_PER_STATEMENT)
+      // Counted on arrival against the stored first exposure, which the process had read back.
+      for (const row of counted) {
+        const exposure = exposed.get(`${row.experimentId}\u0000${row.userHash}`);
+        if (exposure !== undefined) add(row, exposure.variation, row);
+      }
+      const rows = [...additions.values()];
+      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT)
         // Additions commute: every node adds its users' events to the same rows.
         await trx
           .insertInto('experiment_metric_users')
-          .values(additions.slice(i, i + ROWS_PER_STATEMENT))
+          .values(rows.slice(i, i + ROWS_PER_STATEMENT))
           .onConflict((conflict) =>
             conflict.columns(['experiment_id', 'metric_id', 'user_hash']).doUpdateSet((eb) => ({
               events: eb('experiment_metric_users.events', '+', eb.ref('excluded.events')),
@@ -300,26 +330,27 @@ export class DatabaseExposureStore implements ExposureStore {
             })),
           )
           .execute();
+      stored = [...exposed.values()];
     });
-    return unmatched;
+    return { unmatched, stored };
   }
 }
 
 /**
- * The stored first exposures of the users the event rows name, by `experiment\0userHash`: each
- * user read once however many of their metrics had events.
+ * The stored first exposures of the users the rows name, by `experiment\0userHash`: each user
+ * read once however many rows name them.
  */
 async function storedExposures(
   trx: Transaction<Schema>,
-  rows: readonly ExperimentEventRow[],
-): Promise<Map<string, { variation: string; exposed_ms: number }>> {
+  rows: readonly { experimentId: string; userHash: string }[],
+): Promise<Map<string, StoredExposure & { variation: string }>> {
   const users = new Map<string, Set<string>>();
   for (const row of rows) {
     const hashes = users.get(row.experimentId) ?? new Set<string>();
     hashes.add(row.userHash);
     users.set(row.experimentId, hashes);
   }
-  const exposed = new Map<string, { variation: string; exposed_ms: number }>();
+  const exposed = new Map<string, StoredExposure & { variation: string }>();
   for (const [experimentId, hashes] of users) {
     const all = [...hashes];
     for (let i = 0; i < all.length; i += ROWS_PER_STATEMENT) {
@@ -329,7 +360,13 @@ async function storedExposures(
         .where('experiment_id', '=', experimentId)
         .where('user_hash', 'in', all.slice(i, i + ROWS_PER_STATEMENT))
         .execute();
-      for (const row of found) exposed.set(`${experimentId}\u0000${row.user_hash}`, row);
+      for (const row of found)
+        exposed.set(`${experimentId}\u0000${row.user_hash}`, {
+          experimentId,
+          userHash: row.user_hash,
+          variation: row.variation,
+          exposedMs: row.exposed_ms,
+        });
     }
   }
   return exposed;

@@ -1,8 +1,10 @@
 import { bucketingIdentity, type EvaluationContext, type EvaluationReason } from '@vexil/engine';
 import {
   ExperimentExposures,
+  type ExperimentCountRow,
   type ExperimentEventRow,
   type ExperimentExposureRow,
+  type ExperimentWrite,
   type RunningExperiment,
 } from './experiment-exposures.js';
 import { userHash } from './user-hash.js';
@@ -74,15 +76,18 @@ export interface ExposureStore {
   /** The running experiments (none on a store that cannot record them). */
   runningExperiments(): Promise<RunningExperiment[]>;
   /**
-   * Adds first exposures (the earliest wins) and then metric events: each event counts for its
-   * user when it came within the metric's window after the user's stored first exposure.
-   * @returns the event rows whose user has no stored exposure yet (they may wait a flush)
+   * Adds first exposures (the earliest wins) and then metric events: each held event counts for
+   * its user when it came within the metric's window after the user's stored first exposure;
+   * counted events are added as they are. Both count on the variation of that exposure.
+   * @returns the event rows whose user has no stored exposure yet, and the stored first
+   *   exposures of the users named
    * @throws when it could not
    */
   writeExperimentRows(
     exposures: ExperimentExposureRow[],
     events: ExperimentEventRow[],
-  ): Promise<ExperimentEventRow[]>;
+    counts: ExperimentCountRow[],
+  ): Promise<ExperimentWrite>;
 }
 
 /**
@@ -311,8 +316,8 @@ export class ExposureRecorder {
       const taken = await this.store.writeExposures(exposureRows(batch, relayed));
       this.rememberWritten(batch, taken);
     }
-    await this.experiments.flush((exposures, events) =>
-      this.store.writeExperimentRows(exposures, events),
+    await this.experiments.flush((exposures, events, counts) =>
+      this.store.writeExperimentRows(exposures, events, counts),
     );
     await this.refresh();
   }

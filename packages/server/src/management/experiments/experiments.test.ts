@@ -16,6 +16,7 @@ import {
 } from '../../test-support/harness.js';
 import { DatabaseExposureStore } from '../../usage/exposure-store.js';
 import { ExposureRecorder } from '../../usage/exposures.js';
+import { DEFAULT_WINDOW_HOURS } from '../metrics/schemas.js';
 import { CHECK_INTERVAL_MS } from './checks.js';
 
 const PROJECT = '/api/v1/orgs/acme/projects/web';
@@ -451,7 +452,13 @@ describe.each(testDialects())('experiments on %s', (dialect) => {
   it('two nodes recording the same users count each user once, at their first exposure', async () => {
     await flagServingFalse('exp-nodes');
     const path = experimentsOf('exp-nodes');
-    const { id } = await callOk(vexil, 'POST', path, token, experiment('nodes'));
+    const { id } = await callOk(
+      vexil,
+      'POST',
+      path,
+      token,
+      experiment('nodes', { secondaryMetrics: ['revenue'] }),
+    );
     await callOk(vexil, 'POST', `${path}/nodes/start`, token);
     const environmentId = (
       await vexil.services.db
@@ -494,6 +501,33 @@ describe.each(testDialects())('experiments on %s', (dialect) => {
       .select('events')
       .where('experiment_id', '=', id)
       .execute();
-    expect(rows.map((row) => row.events)).toEqual(Array.from({ length: 200 }, () => 2));
+    expect(rows.map((row) => row.events)).toEqual(Array.from({ length: 400 }, () => 2));
+
+    // The flushes read the stored first exposures back: `first` knows the users' (at t) and
+    // counts their events on arrival; `second` read its own (t + 5000), since moved earlier, so
+    // an event before it is held for the store to judge, and counts too.
+    const windowMs = DEFAULT_WINDOW_HOURS * 3_600_000;
+    for (let index = 0; index < 200; index++) {
+      first.recordMetric(environmentId, 'checkout', `both-${index}`, t + 2000, { amount: 10 });
+      second.recordMetric(environmentId, 'checkout', `both-${index}`, t + 3000, { amount: 5 });
+      // After the window: never counted, on arrival or by the store.
+      first.recordMetric(environmentId, 'checkout', `both-${index}`, t + windowMs + 1);
+      second.recordMetric(environmentId, 'checkout', `both-${index}`, t + windowMs + 5001);
+    }
+    await first.flush();
+    await second.flush();
+    const counted = await vexil.services.db
+      .selectFrom('experiment_metric_users')
+      .innerJoin('metrics', 'metrics.id', 'experiment_metric_users.metric_id')
+      .select(['metrics.key', 'variation', 'events', 'with_value', 'value_sum'])
+      .where('experiment_id', '=', id)
+      .execute();
+    expect(counted).toHaveLength(400);
+    for (const row of counted)
+      expect(row).toEqual(
+        row.key === 'checkout'
+          ? { key: 'checkout', variation: 'false', events: 4, with_value: 0, value_sum: 0 }
+          : { key: 'revenue', variation: 'false', events: 4, with_value: 2, value_sum: 15 },
+      );
   });
 });
