@@ -226,8 +226,21 @@ class ClientFlagsStream extends Stream {
   }
 }
 
-/** Streams refreshed in one turn of the event loop after a change (see refreshInSlices). */
+/** Streams written in one turn of the event loop after a change or at a heartbeat. */
 const STREAMS_PER_SLICE = 16;
+
+/**
+ * Calls `each` for the streams {@link STREAMS_PER_SLICE} at a time, the event loop turning
+ * between slices: a write to a socket costs tens of microseconds (more on loopback), so a
+ * thousand streams written in one go would hold evaluations up for tens of milliseconds (design
+ * record 060).
+ */
+async function inSlices(streams: readonly Stream[], each: (stream: Stream) => void): Promise<void> {
+  for (let start = 0; start < streams.length; start += STREAMS_PER_SLICE) {
+    if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+    for (const stream of streams.slice(start, start + STREAMS_PER_SLICE)) each(stream);
+  }
+}
 
 /**
  * This node's open streams by environment. One snapshot listener and one heartbeat timer serve
@@ -286,36 +299,30 @@ class StreamRegistry {
   }
 
   /**
-   * Refreshes the environment's streams {@link STREAMS_PER_SLICE} at a time, the event loop
-   * turning between slices: a write to a socket costs tens of microseconds (more on loopback),
-   * so a thousand streams written in one go would hold evaluations up for tens of milliseconds
-   * (design record 060). The snapshot is built first, so that the streams' pushes do not all
-   * run at once when it is ready.
+   * Refreshes the environment's streams in slices ({@link inSlices}). The snapshot is built
+   * first, so that the streams' pushes do not all run at once when it is ready.
    */
   private async refreshInSlices(environmentId: string): Promise<void> {
     // A failed build is each stream's to report (and retry at the next heartbeat).
     await this.snapshots.get(environmentId).catch(() => undefined);
-    const streams = [...(this.byEnvironment.get(environmentId) ?? [])];
-    for (let start = 0; start < streams.length; start += STREAMS_PER_SLICE) {
-      if (start > 0) await new Promise((resolve) => setImmediate(resolve));
-      for (const stream of streams.slice(start, start + STREAMS_PER_SLICE)) stream.refresh();
-    }
+    await inSlices([...(this.byEnvironment.get(environmentId) ?? [])], (stream) =>
+      stream.refresh(),
+    );
   }
 
   /**
-   * Pings every stream, and re-checks each distinct SDK key once: a revoked key's streams end
-   * within one heartbeat (design record 010, Streaming).
+   * Pings every stream, in slices as a change's refresh writes them, and re-checks each distinct
+   * SDK key once: a revoked key's streams end within one heartbeat (design record 010, Streaming).
    */
   private async heartbeat(): Promise<void> {
     const byCredential = new Map<string, [Stream, ...Stream[]]>();
-    for (const streams of this.byEnvironment.values()) {
-      for (const stream of streams) {
-        stream.heartbeat();
-        const group = byCredential.get(stream.credential);
-        if (group) group.push(stream);
-        else byCredential.set(stream.credential, [stream]);
-      }
-    }
+    const streams = [...this.byEnvironment.values()].flatMap((environment) => [...environment]);
+    await inSlices(streams, (stream) => {
+      stream.heartbeat();
+      const group = byCredential.get(stream.credential);
+      if (group) group.push(stream);
+      else byCredential.set(stream.credential, [stream]);
+    });
     await Promise.all(
       [...byCredential.values()].map(async (group) => {
         try {

@@ -62,18 +62,22 @@ export interface ExperimentEventRow {
   waited: number;
 }
 
+/** Events of one user and metric that count: how many, how many held a number, their sum. */
+export interface EventSums {
+  events: number;
+  withValue: number;
+  valueSum: number;
+}
+
 /**
  * One user's events of one experiment metric, counted as they came: the user's stored first
  * exposure was known, so each event was judged against the metric's window on arrival. The
  * store adds them on the variation of the stored first exposure.
  */
-export interface ExperimentCountRow {
+export interface ExperimentCountRow extends EventSums {
   experimentId: string;
   metricId: string;
   userHash: string;
-  events: number;
-  withValue: number;
-  valueSum: number;
 }
 
 /** A user's first exposure to an experiment as stored (the earliest any process wrote). */
@@ -106,11 +110,8 @@ interface KnownUser {
 }
 
 /** A user's events of one metric counted on arrival since the last flush. */
-interface CountedEvents {
+interface CountedEvents extends EventSums {
   metricId: string;
-  events: number;
-  withValue: number;
-  valueSum: number;
 }
 
 /** What this process holds of one running experiment's users, kept while it runs. */
@@ -292,7 +293,8 @@ export class ExperimentExposures {
       reading.tracked.counting.push(user);
       this.held += 1;
     }
-    let sums = user.counted.find((counted) => counted.metricId === metricId);
+    let sums: CountedEvents | undefined;
+    for (const counted of user.counted) if (counted.metricId === metricId) sums = counted;
     if (sums === undefined) {
       sums = { metricId, events: 0, withValue: 0, valueSum: 0 };
       user.counted.push(sums);

@@ -9,6 +9,7 @@ import type {
   ExperimentEventRow,
   ExperimentExposureRow,
   ExperimentWrite,
+  EventSums,
   RunningExperiment,
   StoredExposure,
 } from './experiment-exposures.js';
@@ -268,7 +269,7 @@ export class DatabaseExposureStore implements ExposureStore {
       const add = (
         row: { experimentId: string; metricId: string; userHash: string },
         variation: string,
-        sums: { events: number; withValue: number; valueSum: number },
+        sums: EventSums,
       ) => {
         const key = `${row.experimentId}\u0000${row.metricId}\u0000${row.userHash}`;
         const seen = additions.get(key);
@@ -295,7 +296,7 @@ export class DatabaseExposureStore implements ExposureStore {
         }
         const from = exposure.exposedMs;
         const until = from + row.windowMs;
-        const sums = { events: 0, withValue: 0, valueSum: 0 };
+        const sums: EventSums = { events: 0, withValue: 0, valueSum: 0 };
         for (let index = 0; index < row.times.length; index++) {
           const atMs = row.times[index] ?? -1;
           if (atMs < from || atMs > until) continue;
